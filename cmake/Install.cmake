@@ -1,0 +1,1 @@
+# Installation: headers, libraries and flexgraphConfig.cmake for find_package(flexgraph).

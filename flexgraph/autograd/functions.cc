@@ -1,0 +1,415 @@
+#include "flexgraph/autograd/functions.h"
+
+#include <cmath>
+
+#include "flexgraph/base/logging.h"
+
+namespace fg::ag {
+namespace {
+
+using ops::SpmmReduce;
+
+Tensor InvDegree(const Csr& c) {
+  Tensor inv = Tensor::Empty({c.num_rows});
+  const int64_t* o = c.row_ptr();
+  for (int64_t i = 0; i < c.num_rows; ++i) {
+    const int64_t d = o[i + 1] - o[i];
+    inv.f32()[i] = d > 0 ? 1.0f / static_cast<float>(d) : 0.0f;
+  }
+  return inv;
+}
+
+void CheckSameShape(const Var& a, const Var& b, const char* op) {
+  FG_CHECK(a.value().numel() == b.value().numel())
+      << op << ": shape mismatch " << a.value().ShapeString() << " vs " << b.value().ShapeString();
+}
+
+Var Unary(const Var& x, ops::UnaryOp op, float alpha, const char* name) {
+  Tensor y = ops::Apply(op, x.value(), alpha);
+  return MakeResult(y, name, {x}, [x, y, op, alpha, name](const Tensor& g) {
+    AccumulateGrad(x, ops::ApplyBackward(op, x.value(), y, g, alpha), name);
+  });
+}
+
+}  // namespace
+
+Var MatMul(const Var& a, const Var& b, bool ta, bool tb) {
+  Tensor y = ops::Matmul(a.value(), b.value(), ta, tb);
+  return MakeResult(y, "MatMul", {a, b}, [a, b, ta, tb](const Tensor& g) {
+    // y = op(a) op(b): d op(a) = g op(b)^T, d op(b) = op(a)^T g.
+    if (a.requires_grad()) {
+      Tensor ga = ta ? ops::Matmul(b.value(), g, tb, true) : ops::Matmul(g, b.value(), false, !tb);
+      AccumulateGrad(a, ga, "MatMul");
+    }
+    if (b.requires_grad()) {
+      Tensor gb = tb ? ops::Matmul(g, a.value(), true, ta) : ops::Matmul(a.value(), g, !ta, false);
+      AccumulateGrad(b, gb, "MatMul");
+    }
+  });
+}
+
+Var BatchedMatMul(const Var& a, const Var& b, bool ta, bool tb) {
+  Tensor y = ops::BatchedMatmul(a.value(), b.value(), ta, tb);
+  return MakeResult(y, "BatchedMatMul", {a, b}, [a, b, ta, tb](const Tensor& g) {
+    if (a.requires_grad()) {
+      Tensor ga = ta ? ops::BatchedMatmul(b.value(), g, tb, true)
+                     : ops::BatchedMatmul(g, b.value(), false, !tb);
+      AccumulateGrad(a, ga, "BatchedMatMul");
+    }
+    if (b.requires_grad()) {
+      Tensor gb = tb ? ops::BatchedMatmul(g, a.value(), true, ta)
+                     : ops::BatchedMatmul(a.value(), g, !ta, false);
+      AccumulateGrad(b, gb, "BatchedMatMul");
+    }
+  });
+}
+
+Var Add(const Var& a, const Var& b) {
+  CheckSameShape(a, b, "Add");
+  Tensor y = ops::Add(a.value(), b.value());
+  return MakeResult(y, "Add", {a, b}, [a, b](const Tensor& g) {
+    AccumulateGrad(a, g, "Add");
+    AccumulateGrad(b, g, "Add");
+  });
+}
+
+Var Sub(const Var& a, const Var& b) {
+  CheckSameShape(a, b, "Sub");
+  Tensor y = ops::Add(a.value(), b.value(), -1.0f);
+  return MakeResult(y, "Sub", {a, b}, [a, b](const Tensor& g) {
+    AccumulateGrad(a, g, "Sub");
+    if (b.requires_grad()) AccumulateGrad(b, ops::Scale(g, -1.0f), "Sub");
+  });
+}
+
+Var AddBias(const Var& x, const Var& bias) {
+  FG_CHECK(bias.value().numel() == x.value().dim(-1))
+      << "AddBias: bias " << bias.value().ShapeString() << " for input " << x.value().ShapeString();
+  Tensor y = ops::Add(x.value(), bias.value());
+  return MakeResult(y, "AddBias", {x, bias}, [x, bias](const Tensor& g) {
+    AccumulateGrad(x, g, "AddBias");
+    if (bias.requires_grad()) {
+      AccumulateGrad(bias, ops::SumRows(g.Reshape({g.numel() / bias.value().numel(),
+                                                   bias.value().numel()})),
+                     "AddBias");
+    }
+  });
+}
+
+Var Mul(const Var& a, const Var& b) {
+  CheckSameShape(a, b, "Mul");
+  Tensor y = ops::Mul(a.value(), b.value());
+  return MakeResult(y, "Mul", {a, b}, [a, b](const Tensor& g) {
+    if (a.requires_grad()) AccumulateGrad(a, ops::Mul(g, b.value()), "Mul");
+    if (b.requires_grad()) AccumulateGrad(b, ops::Mul(g, a.value()), "Mul");
+  });
+}
+
+Var Scale(const Var& x, float s) {
+  Tensor y = ops::Scale(x.value(), s);
+  return MakeResult(y, "Scale", {x}, [x, s](const Tensor& g) {
+    AccumulateGrad(x, ops::Scale(g, s), "Scale");
+  });
+}
+
+Var ScaleRows(const Var& x, const Var& s) {
+  Tensor y = ops::ScaleRows(x.value(), s.value());
+  return MakeResult(y, "ScaleRows", {x, s}, [x, s](const Tensor& g) {
+    if (x.requires_grad()) AccumulateGrad(x, ops::ScaleRows(g, s.value()), "ScaleRows");
+    if (s.requires_grad()) {
+      // ds[r, h] = <g[r, slice h], x[r, slice h]>: an SDDMM over the identity pattern.
+      const int64_t n = x.value().rows();
+      const int64_t heads = s.value().row_width();
+      std::vector<int64_t> off(n + 1);
+      std::vector<int32_t> col(n);
+      for (int64_t i = 0; i < n; ++i) {
+        off[i + 1] = i + 1;
+        col[i] = static_cast<int32_t>(i);
+      }
+      Csr eye = Csr::FromVectors(n, n, off, col);
+      Tensor gs = ops::SddmmDot(eye, g.Reshape({n, g.row_width()}),
+                                x.value().Reshape({n, x.value().row_width()}), heads);
+      AccumulateGrad(s, gs, "ScaleRows");
+    }
+  });
+}
+
+Var Relu(const Var& x) { return Unary(x, ops::UnaryOp::kRelu, 0.0f, "Relu"); }
+Var LeakyRelu(const Var& x, float slope) {
+  return Unary(x, ops::UnaryOp::kLeakyRelu, slope, "LeakyRelu");
+}
+Var Elu(const Var& x, float alpha) { return Unary(x, ops::UnaryOp::kElu, alpha, "Elu"); }
+Var Tanh(const Var& x) { return Unary(x, ops::UnaryOp::kTanh, 0.0f, "Tanh"); }
+Var Sigmoid(const Var& x) { return Unary(x, ops::UnaryOp::kSigmoid, 0.0f, "Sigmoid"); }
+Var Exp(const Var& x) { return Unary(x, ops::UnaryOp::kExp, 0.0f, "Exp"); }
+
+Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& row_ids) {
+  if (!training || p == 0.0f) return x;
+  Tensor mask = ops::DropoutMask(x.value().rows(), x.value().row_width(), p, seed, row_ids)
+                    .Reshape(x.shape());
+  Tensor y = ops::Mul(x.value(), mask);
+  return MakeResult(y, "Dropout", {x}, [x, mask](const Tensor& g) {
+    AccumulateGrad(x, ops::Mul(g, mask), "Dropout");
+  });
+}
+
+Var Concat(const std::vector<Var>& parts) {
+  std::vector<Tensor> values;
+  std::vector<int64_t> widths;
+  for (const Var& p : parts) {
+    values.push_back(p.value().Reshape({p.value().rows(), p.value().row_width()}));
+    widths.push_back(p.value().row_width());
+  }
+  Tensor y = ops::Concat(values);
+  return MakeResult(y, "Concat", parts, [parts, widths](const Tensor& g) {
+    std::vector<Tensor> gs = ops::Split(g, widths);
+    for (size_t i = 0; i < parts.size(); ++i) AccumulateGrad(parts[i], gs[i], "Concat");
+  });
+}
+
+std::vector<Var> Split(const Var& x, const std::vector<int64_t>& widths) {
+  // Each piece is a gather of columns; backward scatters into a zero gradient of x's shape.
+  std::vector<Tensor> pieces = ops::Split(x.value().Reshape({x.rows(), x.row_width()}), widths);
+  std::vector<Var> out;
+  int64_t at = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const int64_t offset = at, width = widths[i], total = x.row_width();
+    out.push_back(MakeResult(pieces[i], "Split", {x}, [x, offset, width, total](const Tensor& g) {
+      Tensor full = Tensor::Zeros({x.rows(), total});
+      for (int64_t r = 0; r < x.rows(); ++r) {
+        for (int64_t j = 0; j < width; ++j) full.f32()[r * total + offset + j] = g.f32()[r * width + j];
+      }
+      AccumulateGrad(x, full, "Split");
+    }));
+    at += widths[i];
+  }
+  return out;
+}
+
+Var Reshape(const Var& x, const Shape& shape) {
+  Tensor y = x.value().Reshape(shape);
+  return MakeResult(y, "Reshape", {x}, [x](const Tensor& g) {
+    AccumulateGrad(x, g.Reshape(x.shape()), "Reshape");
+  });
+}
+
+Var RowL2Normalize(const Var& x, float eps) {
+  Tensor norms;
+  Tensor y = ops::RowL2Normalize(x.value(), eps, &norms);
+  return MakeResult(y, "RowL2Normalize", {x}, [x, y, norms, eps](const Tensor& g) {
+    AccumulateGrad(x, ops::RowL2NormalizeBackward(y, norms, g, eps), "RowL2Normalize");
+  });
+}
+
+Var Sum(const Var& x) {
+  const Tensor& v = x.value();
+  double s = 0.0;
+  const float* p = v.f32();
+  for (int64_t i = 0; i < v.numel(); ++i) s += p[i];
+  Tensor y = Tensor::Full({1}, static_cast<float>(s));
+  return MakeResult(y, "Sum", {x}, [x](const Tensor& g) {
+    AccumulateGrad(x, Tensor::Full(x.shape(), g.f32()[0]), "Sum");
+  });
+}
+
+Var Mean(const Var& x) {
+  const int64_t n = x.value().numel();
+  FG_CHECK(n > 0) << "Mean: empty input";
+  return Scale(Sum(x), 1.0f / static_cast<float>(n));
+}
+
+Var SumRows(const Var& x) {
+  Tensor y = ops::SumRows(x.value());
+  return MakeResult(y, "SumRows", {x}, [x](const Tensor& g) {
+    Tensor full = Tensor::Zeros({x.rows(), x.row_width()});
+    full = ops::Add(full, g);
+    AccumulateGrad(x, full, "SumRows");
+  });
+}
+
+Var MeanMiddle(const Var& x) {
+  FG_CHECK(x.value().rank() == 3) << "MeanMiddle: expects [n, k, d], got "
+                                  << x.value().ShapeString();
+  const int64_t n = x.dim(0), k = x.dim(1), d = x.dim(2);
+  std::vector<int64_t> off(n + 1);
+  for (int64_t i = 0; i <= n; ++i) off[i] = i * k;
+  Tensor offsets = Tensor::FromVector(off);
+  return SegmentReduce(offsets, Reshape(x, {n * k, d}), ops::SegmentReduceOp::kMean);
+}
+
+Var Spmm(const SparseMatrixPtr& a, const Var& x, SpmmReduce reduce, const Var& edge_w) {
+  Tensor w = edge_w.defined() ? edge_w.value() : Tensor();
+  Tensor y = ops::Spmm(a->csr(), x.value(), reduce, w);
+  return MakeResult(y, "Spmm", {x, edge_w.defined() ? edge_w : Var()},
+                    [a, x, edge_w, reduce](const Tensor& g) {
+    const Csr& c = a->csr();
+    Tensor gs = g;  // gradient w.r.t. the un-normalised sum
+    if (reduce == SpmmReduce::kMean) gs = ops::ScaleRows(g, InvDegree(c));
+    if (x.requires_grad()) {
+      Tensor wt;
+      if (edge_w.defined()) {
+        wt = ops::GatherRows(edge_w.value(), a->entry_perm());
+      }
+      AccumulateGrad(x, ops::Spmm(a->transpose(), gs, SpmmReduce::kSum, wt), "Spmm");
+    }
+    if (edge_w.requires_grad()) {
+      const int64_t heads = edge_w.value().row_width();
+      Tensor gw = ops::SddmmDot(c, gs.Reshape({gs.rows(), gs.row_width()}),
+                                x.value().Reshape({x.rows(), x.row_width()}), heads);
+      AccumulateGrad(edge_w, gw, "Spmm");
+    }
+  });
+}
+
+Var SpmmMax(const SparseMatrixPtr& a, const Var& x) {
+  Tensor argmax;
+  Tensor y = ops::SpmmMax(a->csr(), x.value(), &argmax);
+  return MakeResult(y, "SpmmMax", {x}, [a, x, argmax](const Tensor& g) {
+    AccumulateGrad(x, ops::SpmmMaxBackward(a->transpose(), argmax, g), "SpmmMax");
+  });
+}
+
+Var SddmmDot(const SparseMatrixPtr& a, const Var& u, const Var& v, int64_t heads) {
+  Tensor y = ops::SddmmDot(a->csr(), u.value(), v.value(), heads);
+  return MakeResult(y, "SddmmDot", {u, v}, [a, u, v](const Tensor& g) {
+    if (u.requires_grad()) {
+      AccumulateGrad(u, ops::Spmm(a->csr(), v.value(), SpmmReduce::kSum, g), "SddmmDot");
+    }
+    if (v.requires_grad()) {
+      Tensor gt = ops::GatherRows(g, a->entry_perm());
+      AccumulateGrad(v, ops::Spmm(a->transpose(), u.value(), SpmmReduce::kSum, gt), "SddmmDot");
+    }
+  });
+}
+
+Var SddmmAdd(const SparseMatrixPtr& a, const Var& u, const Var& v) {
+  Tensor y = ops::SddmmAdd(a->csr(), u.value(), v.value());
+  return MakeResult(y, "SddmmAdd", {u, v}, [a, u, v](const Tensor& g) {
+    if (u.requires_grad()) {
+      AccumulateGrad(u, ops::SegmentReduce(a->csr().offsets, g, ops::SegmentReduceOp::kSum),
+                     "SddmmAdd");
+    }
+    if (v.requires_grad()) {
+      Tensor gt = ops::GatherRows(g, a->entry_perm());
+      AccumulateGrad(v, ops::SegmentReduce(a->transpose().offsets, gt, ops::SegmentReduceOp::kSum),
+                     "SddmmAdd");
+    }
+  });
+}
+
+Var EdgeSoftmax(const SparseMatrixPtr& a, const Var& scores) {
+  return SegmentSoftmax(a->csr().offsets, scores);
+}
+
+Var SegmentSoftmax(const Tensor& offsets, const Var& scores) {
+  Tensor y = ops::SegmentSoftmax(offsets, scores.value());
+  return MakeResult(y, "SegmentSoftmax", {scores}, [offsets, scores, y](const Tensor& g) {
+    AccumulateGrad(scores, ops::SegmentSoftmaxBackward(offsets, y, g), "SegmentSoftmax");
+  });
+}
+
+Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op) {
+  Tensor argmax;
+  Tensor y = ops::SegmentReduce(offsets, x.value(), op, &argmax);
+  return MakeResult(y, "SegmentReduce", {x}, [offsets, x, op, argmax](const Tensor& g) {
+    const int64_t segs = offsets.numel() - 1;
+    const int64_t width = x.row_width();
+    Tensor gx = Tensor::Zeros({x.rows(), width});
+    const int64_t* o = offsets.i64();
+    const float* gp = g.f32();
+    float* out = gx.f32();
+    for (int64_t s = 0; s < segs; ++s) {
+      const int64_t lo = o[s], hi = o[s + 1];
+      if (op == ops::SegmentReduceOp::kMax) {
+        for (int64_t j = 0; j < width; ++j) {
+          const int32_t e = argmax.i32()[s * width + j];
+          if (e >= 0) out[e * width + j] += gp[s * width + j];
+        }
+      } else {
+        const float f = op == ops::SegmentReduceOp::kMean && hi > lo ? 1.0f / (hi - lo) : 1.0f;
+        for (int64_t e = lo; e < hi; ++e) {
+          for (int64_t j = 0; j < width; ++j) out[e * width + j] = f * gp[s * width + j];
+        }
+      }
+    }
+    AccumulateGrad(x, gx, "SegmentReduce");
+  });
+}
+
+Var GatherRows(const Var& x, const Tensor& idx) {
+  Tensor y = ops::GatherRows(x.value(), idx);
+  return MakeResult(y, "GatherRows", {x}, [x, idx](const Tensor& g) {
+    AccumulateGrad(x, ops::ScatterAddRows(g, idx, x.rows()), "GatherRows");
+  });
+}
+
+Var ScatterAddRows(const Var& x, const Tensor& idx, int64_t num_rows) {
+  Tensor y = ops::ScatterAddRows(x.value(), idx, num_rows);
+  return MakeResult(y, "ScatterAddRows", {x}, [x, idx](const Tensor& g) {
+    AccumulateGrad(x, ops::GatherRows(g, idx), "ScatterAddRows");
+  });
+}
+
+Var LogSoftmax(const Var& x) {
+  Tensor y = ops::LogSoftmax(x.value());
+  return MakeResult(y, "LogSoftmax", {x}, [x, y](const Tensor& g) {
+    AccumulateGrad(x, ops::LogSoftmaxBackward(y, g), "LogSoftmax");
+  });
+}
+
+Var NllLoss(const Var& logp, const Tensor& labels, const Tensor& rows) {
+  const Tensor& lp = logp.value();
+  FG_CHECK(lp.rank() == 2) << "NllLoss: log-probabilities must be [n, C], got " << lp.ShapeString();
+  FG_CHECK(labels.dtype() == DType::kInt64 && labels.numel() == lp.dim(0))
+      << "NllLoss: labels must be int64 [" << lp.dim(0) << "], got " << labels.ShapeString();
+  FG_CHECK(rows.dtype() == DType::kInt32) << "NllLoss: rows must be int32";
+  const int64_t m = rows.numel(), classes = lp.dim(1);
+  FG_CHECK(m > 0) << "NllLoss: no rows";
+  double total = 0.0;
+  for (int64_t k = 0; k < m; ++k) {
+    const int32_t r = rows.i32()[k];
+    const int64_t y = labels.i64()[r];
+    FG_CHECK(y >= 0 && y < classes) << "NllLoss: label " << y << " of row " << r << " outside [0, "
+                                    << classes << ")";
+    total -= lp.f32()[r * classes + y];
+  }
+  Tensor out = Tensor::Full({1}, static_cast<float>(total / m));
+  return MakeResult(out, "NllLoss", {logp}, [logp, labels, rows](const Tensor& g) {
+    const Tensor& lp = logp.value();
+    const int64_t m = rows.numel(), classes = lp.dim(1);
+    Tensor gl = Tensor::Zeros(lp.shape());
+    const float scale = -g.f32()[0] / static_cast<float>(m);
+    for (int64_t k = 0; k < m; ++k) {
+      const int32_t r = rows.i32()[k];
+      gl.f32()[r * classes + labels.i64()[r]] += scale;
+    }
+    AccumulateGrad(logp, gl, "NllLoss");
+  });
+}
+
+Var BceWithLogits(const Var& logits, const Tensor& targets) {
+  const Tensor& x = logits.value();
+  FG_CHECK(x.numel() == targets.numel()) << "BceWithLogits: logits " << x.ShapeString()
+                                         << " vs targets " << targets.ShapeString();
+  const int64_t n = x.numel();
+  FG_CHECK(n > 0) << "BceWithLogits: empty input";
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x.f32()[i], t = targets.f32()[i];
+    total += std::max(v, 0.0f) - v * t + std::log1p(std::exp(-std::fabs(v)));
+  }
+  Tensor out = Tensor::Full({1}, static_cast<float>(total / n));
+  return MakeResult(out, "BceWithLogits", {logits}, [logits, targets](const Tensor& g) {
+    const Tensor& x = logits.value();
+    const int64_t n = x.numel();
+    Tensor gx = Tensor::Empty(x.shape());
+    const float scale = g.f32()[0] / static_cast<float>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float s = 1.0f / (1.0f + std::exp(-x.f32()[i]));
+      gx.f32()[i] = scale * (s - targets.f32()[i]);
+    }
+    AccumulateGrad(logits, gx, "BceWithLogits");
+  });
+}
+
+}  // namespace fg::ag

@@ -1,0 +1,99 @@
+#include "flexgraph/autograd/var.h"
+
+#include <algorithm>
+#include <atomic>
+#include <unordered_set>
+
+#include "flexgraph/base/logging.h"
+#include "flexgraph/ops/ops.h"
+
+namespace fg::ag {
+namespace {
+thread_local bool t_grad_enabled = true;
+std::atomic<uint64_t> g_seq{0};
+}  // namespace
+
+Var::Var(Tensor value, bool requires_grad) : node_(std::make_shared<Node>()) {
+  node_->value = std::move(value);
+  node_->requires_grad = requires_grad;
+  node_->seq = g_seq.fetch_add(1, std::memory_order_relaxed);
+}
+
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+bool GradEnabled() { return t_grad_enabled; }
+
+Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
+               std::function<void(const Tensor&)> backward) {
+  bool needs = false;
+  if (t_grad_enabled) {
+    for (const Var& v : inputs) needs = needs || v.requires_grad();
+  }
+  Var out(std::move(value), needs);
+  out.node()->op = op;
+  if (needs) {
+    for (Var& v : inputs) {
+      if (v.requires_grad()) out.node()->inputs.push_back(v.node());
+    }
+    out.node()->backward = std::move(backward);
+  }
+  return out;
+}
+
+void AccumulateGrad(const Var& v, const Tensor& g, const char* op) {
+  if (!v.requires_grad()) return;
+  FG_CHECK(g.numel() == v.value().numel())
+      << op << ": gradient shape " << g.ShapeString() << " does not match input shape "
+      << v.value().ShapeString();
+  Tensor& grad = v.mutable_grad();
+  if (!grad.defined()) {
+    grad = g.shape() == v.shape() ? g.Clone() : g.Reshape(v.shape()).Clone();
+  } else {
+    ops::AddInPlace(&grad, g);
+  }
+}
+
+void Var::Backward() const {
+  FG_CHECK(node_->value.numel() == 1)
+      << "Backward() without a seed needs a scalar, got " << node_->value.ShapeString();
+  Backward(Tensor::Full(node_->value.shape(), 1.0f));
+}
+
+void Var::Backward(const Tensor& seed) const {
+  FG_CHECK(seed.numel() == node_->value.numel())
+      << "Backward: seed " << seed.ShapeString() << " for value " << node_->value.ShapeString();
+  if (!node_->requires_grad) return;
+  // Collect the reachable graph (owning references: releasing closures below may drop the last
+  // other reference to a node), then run closures in reverse creation order.
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::shared_ptr<Node>> stack = {node_};
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    for (const auto& in : n->inputs) {
+      if (in->requires_grad) stack.push_back(in);
+    }
+    order.push_back(std::move(n));
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a->seq > b->seq; });
+  AccumulateGrad(*this, seed, "Backward");
+  for (const auto& n : order) {
+    if (n->backward && n->grad.defined()) n->backward(n->grad);
+  }
+  // Release the graph: intermediate gradients and closures; leaves keep their gradients.
+  for (const auto& n : order) {
+    if (n->backward) {
+      n->backward = nullptr;
+      n->grad = Tensor();
+      n->inputs.clear();
+    }
+  }
+}
+
+void Var::ZeroGrad() const {
+  if (node_) node_->grad = Tensor();
+}
+
+}  // namespace fg::ag

@@ -1,0 +1,85 @@
+// Reverse-mode automatic differentiation. A Var is a handle to a node holding a value tensor, its
+// gradient and, for results of differentiable functions, a backward closure and its inputs. Nodes are
+// numbered in creation order (the tape); Backward() runs closures in reverse tape order over the
+// nodes reachable from the root, accumulating gradients into leaves (parameters) across calls until
+// ZeroGrad(). Thread-compatible: build and differentiate one graph per thread.
+//
+//   Var w = Var::Parameter(Tensor::Zeros({16, 7}));
+//   Var loss = ag::NllLoss(ag::LogSoftmax(ag::MatMul(x, w)), labels, train_rows);
+//   loss.Backward();            // w.grad() now holds dloss/dw
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flexgraph/tensor/tensor.h"
+
+namespace fg::ag {
+
+struct Node {
+  Tensor value;
+  Tensor grad;  // undefined until a gradient arrives
+  bool requires_grad = false;
+  const char* op = "leaf";
+  uint64_t seq = 0;
+  std::vector<std::shared_ptr<Node>> inputs;
+  // Reads `grad` of this node and accumulates into inputs' gradients.
+  std::function<void(const Tensor& grad_out)> backward;
+};
+
+class Var {
+ public:
+  Var() = default;
+  explicit Var(Tensor value, bool requires_grad = false);
+  // A trainable leaf.
+  static Var Parameter(Tensor value) { return Var(std::move(value), true); }
+
+  bool defined() const { return node_ != nullptr; }
+  const Tensor& value() const { return node_->value; }
+  const Tensor& grad() const { return node_->grad; }
+  bool requires_grad() const { return node_ && node_->requires_grad; }
+  const Shape& shape() const { return node_->value.shape(); }
+  int64_t dim(int i) const { return node_->value.dim(i); }
+  int64_t rows() const { return node_->value.rows(); }
+  int64_t row_width() const { return node_->value.row_width(); }
+  const char* op() const { return node_->op; }
+
+  // Differentiates this scalar (seed 1) or, with `seed`, a tensor of the same shape. Releases the
+  // backward closures of the graph afterwards (intermediate tensors are freed).
+  void Backward() const;
+  void Backward(const Tensor& seed) const;
+  // Drops the accumulated gradient.
+  void ZeroGrad() const;
+  // Replaces the value in place (optimizers); keeps the node identity.
+  Tensor& mutable_value() const { return node_->value; }
+  Tensor& mutable_grad() const { return node_->grad; }
+  const std::shared_ptr<Node>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<Node> node_;
+};
+
+// While alive, functions on this thread record no graph (evaluation).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+bool GradEnabled();
+
+// For implementing differentiable functions: wraps `value` as the result of `op` on `inputs`. When
+// gradients are enabled and some input requires them, `backward(grad_out)` is recorded and must call
+// AccumulateGrad on the inputs that require gradients.
+Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
+               std::function<void(const Tensor& grad_out)> backward);
+// Adds g to v's gradient (allocating it on first use). Checks shapes, naming the op.
+void AccumulateGrad(const Var& v, const Tensor& g, const char* op);
+
+}  // namespace fg::ag

@@ -1,0 +1,40 @@
+// Parallel loops over index ranges on OpenMP, with a process-wide thread count.
+// Contract: the body must be safe to run concurrently for distinct indices. Results of FlexGraph
+// kernels never depend on the thread count: work is split so that each output is written by one
+// thread in a fixed order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace fg {
+
+// Number of threads parallel loops use (default: OMP_NUM_THREADS or all cores).
+int NumThreads();
+// Sets the thread count for FlexGraph loops and for OpenBLAS (which is called outside parallel regions).
+void SetNumThreads(int n);
+
+// Calls body(i) for i in [begin, end), statically chunked over threads.
+template <typename F>
+void ParallelFor(int64_t begin, int64_t end, F&& body) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+#pragma omp parallel for schedule(static) num_threads(NumThreads()) if (n > 1)
+  for (int64_t i = begin; i < end; ++i) body(i);
+}
+
+// Calls body(i) for i in [begin, end) with dynamic scheduling in chunks of `grain` (skewed work).
+template <typename F>
+void ParallelForDynamic(int64_t begin, int64_t end, int64_t grain, F&& body) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+#pragma omp parallel for schedule(dynamic, grain) num_threads(NumThreads()) if (n > grain)
+  for (int64_t i = begin; i < end; ++i) body(i);
+}
+
+// Splits [0, n) into NumThreads() contiguous blocks and calls body(block, begin, end) in parallel.
+// Block boundaries depend only on n and `num_blocks` (default NumThreads()).
+void ParallelBlocks(int64_t n, int num_blocks,
+                    const std::function<void(int block, int64_t begin, int64_t end)>& body);
+
+}  // namespace fg

@@ -1,0 +1,36 @@
+// Progress display for long work (loading, partitioning, HDG building, epochs): one line per step
+// on stderr, rate-limited, with elapsed time. Thread-safe Update().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "flexgraph/base/timer.h"
+
+namespace fg {
+
+class Progress {
+ public:
+  // `total` may be 0 when unknown. Quiet progress prints nothing (tests, --quiet).
+  Progress(std::string what, int64_t total);
+  ~Progress();
+  void Update(int64_t done);  // prints at most ~1 line per second
+  void Finish(const std::string& summary = "");
+  static void SetQuiet(bool quiet);
+  static bool Quiet();
+
+ private:
+  std::string what_;
+  int64_t total_;
+  Stopwatch watch_;
+  std::mutex mu_;
+  double last_print_ = 0;
+  bool finished_ = false;
+};
+
+// Peak resident set size of this process in bytes (from getrusage).
+int64_t PeakRssBytes();
+
+}  // namespace fg

@@ -1,0 +1,88 @@
+// Internal: the per-device kernel entry points behind the public ops. Each kernel exists in
+// namespace fg::ops::cpu (ops/cpu/*.cc) and, in CUDA builds, in fg::ops::cuda (ops/cuda/*.cu) with the
+// same signature over raw device pointers. Public ops validate, allocate and call FG_DISPATCH.
+// Not part of the public API.
+#pragma once
+
+#include <cstdint>
+
+#include "flexgraph/tensor/tensor.h"
+
+namespace fg::ops {
+
+enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
+
+#define FG_KERNEL_DECLS                                                                          \
+  /* C[m,n] = alpha * op(A) op(B) + beta * C; batch > 1 uses strides m*k, k*n, m*n. */              \
+  void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,              \
+            const float* a, const float* b, float beta, float* c, int64_t batch);                   \
+  void Unary(UnaryOp op, float alpha, const float* x, float* y, int64_t n);                        \
+  /* gx = gy * f'(.) using x (input) and y (output). */                                           \
+  void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, const float* gy,     \
+                     float* gx, int64_t n);                                                        \
+  /* y = a + alpha * b (elementwise; b broadcast with period `b_period` when > 0). */              \
+  void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,                 \
+                 int64_t b_period);                                                                \
+  void MulElem(const float* a, const float* b, float* y, int64_t n);                               \
+  void Scale(const float* x, float s, float* y, int64_t n);                                        \
+  /* y[j] = sum_i x[i, j] over rows. */                                                            \
+  void SumRows(const float* x, int64_t rows, int64_t cols, float* y);                              \
+  /* y[r, head h slice] = s[r * heads + h] * x[r, head h slice]. */                                \
+  void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int64_t heads,      \
+                 float* y);                                                                        \
+  /* out rows = sum_e w(e, head) * x[col[e]] over row segments (reduce: 0 sum, 1 mean). */         \
+  void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,               \
+            int64_t rows, const float* x, int64_t width, int mean, float* out);                     \
+  /* out = max over row segments of x[col[e]]; argmax holds the winning column (-1 if empty). */  \
+  void SpmmMax(const int64_t* off, const int32_t* col, int64_t rows, const float* x,               \
+               int64_t width, float* out, int32_t* argmax);                                        \
+  /* gx[argmax[i, j], j] += gy[i, j] (deterministic: caller passes the transposed structure). */   \
+  void SpmmMaxBackward(const int64_t* t_off, const int32_t* t_col, int64_t x_rows,                 \
+                       const int32_t* argmax, const float* gy, int64_t width, float* gx);          \
+  /* Per entry and head: out[e, h] = <a[row(e)], b[col(e)]> over the head's slice. */              \
+  void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, const float* a,              \
+                const float* b, int64_t width, int64_t heads, float* out);                         \
+  /* out[e, h] = u[row(e), h] + v[col(e), h]. */                                                   \
+  void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, const float* u,              \
+                const float* v, int64_t heads, float* out);                                        \
+  /* Segment softmax over row segments of edge scores [nnz, heads]. */                             \
+  void SegmentSoftmax(const int64_t* off, int64_t rows, const float* s, int64_t heads, float* y);  \
+  void SegmentSoftmaxBackward(const int64_t* off, int64_t rows, const float* y, const float* gy,   \
+                              int64_t heads, float* gs);                                           \
+  /* out[i] = reduce of x rows off[i]..off[i+1] (0 sum, 1 mean, 2 max with argmax row). */       \
+  void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t width, int reduce,  \
+                     float* out, int32_t* argmax);                                                 \
+  /* out[k] = x[idx[k]] */                                                                         \
+  void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out);       \
+  void LogSoftmaxRows(const float* x, int64_t rows, int64_t cols, float* y);                       \
+  void LogSoftmaxRowsBackward(const float* y, const float* gy, int64_t rows, int64_t cols,         \
+                              float* gx);                                                          \
+  /* y = x / max(||x_row||, eps); norms receives the clamped norms. */                             \
+  void RowL2Normalize(const float* x, int64_t rows, int64_t cols, float eps, float* y,             \
+                      float* norms);                                                               \
+  void RowL2NormalizeBackward(const float* y, const float* norms, const float* gy, int64_t rows,   \
+                              int64_t cols, float eps, float* gx);                                 \
+  /* mask[r, j] = (uniform(seed, row_id(r), j) >= p) / (1 - p); row_id = ids ? ids[r] : r. */      \
+  void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,     \
+                   float* mask);
+
+namespace cpu {
+FG_KERNEL_DECLS
+}  // namespace cpu
+namespace cuda {
+FG_KERNEL_DECLS
+}  // namespace cuda
+
+// Aborts with a message naming the op: a CUDA tensor reached a build without the CUDA backend.
+[[noreturn]] void NoCudaBackend(const char* op);
+
+}  // namespace fg::ops
+
+#if defined(FLEXGRAPH_HAVE_CUDA)
+#define FG_DISPATCH(device, fn, ...) \
+  ((device) == ::fg::Device::kCuda ? ::fg::ops::cuda::fn(__VA_ARGS__) : ::fg::ops::cpu::fn(__VA_ARGS__))
+#else
+#define FG_DISPATCH(device, fn, ...)                                          \
+  ((device) == ::fg::Device::kCuda ? ::fg::ops::NoCudaBackend(#fn)            \
+                                   : ::fg::ops::cpu::fn(__VA_ARGS__))
+#endif

@@ -1,0 +1,375 @@
+#include "flexgraph/ops/ops.h"
+
+#include <cstring>
+
+#include "flexgraph/base/logging.h"
+
+namespace fg::ops {
+namespace {
+
+void CheckFloat(const Tensor& t, const char* op, const char* arg) {
+  FG_CHECK(t.defined()) << op << ": " << arg << " is undefined";
+  FG_CHECK(t.dtype() == DType::kFloat32)
+      << op << ": " << arg << " must be float32, got " << DTypeName(t.dtype());
+}
+
+void CheckSameNumel(const Tensor& a, const Tensor& b, const char* op) {
+  FG_CHECK(a.numel() == b.numel())
+      << op << ": shape mismatch " << a.ShapeString() << " vs " << b.ShapeString();
+}
+
+void CheckCsrOperand(const Csr& c, const Tensor& x, const char* op) {
+  CheckFloat(x, op, "x");
+  FG_CHECK(x.rows() == c.num_cols) << op << ": sparse matrix has " << c.num_cols
+                                   << " columns but dense operand has shape " << x.ShapeString();
+}
+
+Shape WithRows(const Tensor& x, int64_t rows) {
+  Shape s = x.shape();
+  if (s.empty()) s = {1};
+  s[0] = rows;
+  return s;
+}
+
+}  // namespace
+
+void NoCudaBackend(const char* op) {
+  FG_CHECK(false) << op << ": tensor is on cuda but this build has no CUDA backend";
+  __builtin_unreachable();
+}
+
+Tensor Matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  FG_CHECK(a.rank() == 2 && b.rank() == 2)
+      << "Matmul: expects rank-2 operands, got " << a.ShapeString() << " and " << b.ShapeString();
+  const int64_t m = trans_a ? a.dim(1) : a.dim(0);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  Tensor c = Tensor::Empty({m, n}, DType::kFloat32, a.device());
+  MatmulInto(a, b, trans_a, trans_b, 1.0f, 0.0f, &c);
+  return c;
+}
+
+void MatmulInto(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha,
+                float beta, Tensor* c) {
+  CheckFloat(a, "Matmul", "a");
+  CheckFloat(b, "Matmul", "b");
+  const int64_t m = trans_a ? a.dim(1) : a.dim(0);
+  const int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  const int64_t kb = trans_b ? b.dim(1) : b.dim(0);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  FG_CHECK(k == kb) << "Matmul: inner dimensions differ: " << a.ShapeString()
+                    << (trans_a ? "^T" : "") << " x " << b.ShapeString() << (trans_b ? "^T" : "");
+  FG_CHECK(c->rank() == 2 && c->dim(0) == m && c->dim(1) == n)
+      << "Matmul: output shape " << c->ShapeString() << " != [" << m << ", " << n << "]";
+  FG_DISPATCH(a.device(), Gemm, trans_a, trans_b, m, n, k, alpha, a.f32(), b.f32(), beta,
+              c->f32(), 1);
+}
+
+Tensor BatchedMatmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  CheckFloat(a, "BatchedMatmul", "a");
+  CheckFloat(b, "BatchedMatmul", "b");
+  FG_CHECK(a.rank() == 3 && b.rank() == 3 && a.dim(0) == b.dim(0))
+      << "BatchedMatmul: expects [B, m, k] and [B, k, n], got " << a.ShapeString() << " and "
+      << b.ShapeString();
+  const int64_t m = trans_a ? a.dim(2) : a.dim(1);
+  const int64_t k = trans_a ? a.dim(1) : a.dim(2);
+  const int64_t kb = trans_b ? b.dim(2) : b.dim(1);
+  const int64_t n = trans_b ? b.dim(1) : b.dim(2);
+  FG_CHECK(k == kb) << "BatchedMatmul: inner dimensions differ: " << a.ShapeString() << " x "
+                    << b.ShapeString();
+  Tensor c = Tensor::Empty({a.dim(0), m, n}, DType::kFloat32, a.device());
+  FG_DISPATCH(a.device(), Gemm, trans_a, trans_b, m, n, k, 1.0f, a.f32(), b.f32(), 0.0f, c.f32(),
+              a.dim(0));
+  return c;
+}
+
+Tensor Apply(UnaryOp op, const Tensor& x, float alpha) {
+  CheckFloat(x, "Apply", "x");
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), Unary, op, alpha, x.f32(), y.f32(), x.numel());
+  return y;
+}
+
+Tensor ApplyBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy, float alpha) {
+  CheckSameNumel(x, gy, "ApplyBackward");
+  Tensor gx = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), UnaryBackward, op, alpha, x.f32(), y.f32(), gy.f32(), gx.f32(),
+              x.numel());
+  return gx;
+}
+
+Tensor Add(const Tensor& a, const Tensor& b, float alpha) {
+  CheckFloat(a, "Add", "a");
+  CheckFloat(b, "Add", "b");
+  int64_t period = 0;
+  if (a.numel() != b.numel()) {
+    FG_CHECK(a.rank() >= 1 && b.numel() == a.dim(-1))
+        << "Add: cannot broadcast " << b.ShapeString() << " onto " << a.ShapeString();
+    period = b.numel();
+  }
+  Tensor y = Tensor::Empty(a.shape(), DType::kFloat32, a.device());
+  FG_DISPATCH(a.device(), AddScaled, a.f32(), b.f32(), alpha, y.f32(), a.numel(), period);
+  return y;
+}
+
+void AddInPlace(Tensor* a, const Tensor& b, float alpha) {
+  CheckSameNumel(*a, b, "AddInPlace");
+  FG_DISPATCH(a->device(), AddScaled, a->f32(), b.f32(), alpha, a->f32(), a->numel(), 0);
+}
+
+Tensor Mul(const Tensor& a, const Tensor& b) {
+  CheckSameNumel(a, b, "Mul");
+  Tensor y = Tensor::Empty(a.shape(), DType::kFloat32, a.device());
+  FG_DISPATCH(a.device(), MulElem, a.f32(), b.f32(), y.f32(), a.numel());
+  return y;
+}
+
+Tensor Scale(const Tensor& x, float s) {
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), Scale, x.f32(), s, y.f32(), x.numel());
+  return y;
+}
+
+Tensor ScaleRows(const Tensor& x, const Tensor& s) {
+  CheckFloat(x, "ScaleRows", "x");
+  CheckFloat(s, "ScaleRows", "s");
+  const int64_t heads = s.row_width();
+  FG_CHECK(s.rows() == x.rows() && heads > 0 && x.row_width() % heads == 0)
+      << "ScaleRows: scales " << s.ShapeString() << " do not fit " << x.ShapeString();
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), ScaleRows, x.f32(), s.f32(), x.rows(), x.row_width(), heads, y.f32());
+  return y;
+}
+
+Tensor SumRows(const Tensor& x) {
+  CheckFloat(x, "SumRows", "x");
+  Tensor y = Tensor::Empty({x.row_width()}, DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), SumRows, x.f32(), x.rows(), x.row_width(), y.f32());
+  return y;
+}
+
+Tensor Concat(const std::vector<Tensor>& parts) {
+  FG_CHECK(!parts.empty()) << "Concat: no inputs";
+  const int64_t rows = parts[0].rows();
+  int64_t width = 0;
+  for (const Tensor& p : parts) {
+    CheckFloat(p, "Concat", "part");
+    FG_CHECK(p.rows() == rows) << "Concat: row counts differ: " << parts[0].ShapeString()
+                               << " vs " << p.ShapeString();
+    FG_CHECK(p.device() == Device::kCpu) << "Concat: cuda tensors are not supported yet";
+    width += p.row_width();
+  }
+  Tensor y = Tensor::Empty({rows, width});
+  float* out = y.f32();
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t at = 0;
+    for (const Tensor& p : parts) {
+      const int64_t w = p.row_width();
+      std::memcpy(out + r * width + at, p.f32() + r * w, w * sizeof(float));
+      at += w;
+    }
+  }
+  return y;
+}
+
+std::vector<Tensor> Split(const Tensor& x, const std::vector<int64_t>& widths) {
+  CheckFloat(x, "Split", "x");
+  int64_t total = 0;
+  for (int64_t w : widths) total += w;
+  FG_CHECK(total == x.row_width()) << "Split: widths sum to " << total << " but input is "
+                                   << x.ShapeString();
+  std::vector<Tensor> out;
+  const int64_t rows = x.rows();
+  int64_t at = 0;
+  for (int64_t w : widths) {
+    Tensor p = Tensor::Empty({rows, w});
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(p.f32() + r * w, x.f32() + r * total + at, w * sizeof(float));
+    }
+    at += w;
+    out.push_back(p);
+  }
+  return out;
+}
+
+Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge_w) {
+  CheckCsrOperand(a, x, "Spmm");
+  const float* w = nullptr;
+  int64_t heads = 1;
+  if (edge_w.defined()) {
+    CheckFloat(edge_w, "Spmm", "edge_w");
+    FG_CHECK(edge_w.rows() == a.nnz())
+        << "Spmm: edge weights " << edge_w.ShapeString() << " for " << a.nnz() << " entries";
+    heads = edge_w.row_width();
+    FG_CHECK(x.row_width() % heads == 0)
+        << "Spmm: width " << x.row_width() << " not divisible by " << heads << " heads";
+    w = edge_w.f32();
+  } else if (a.values.defined()) {
+    w = a.val();
+  }
+  Tensor out = Tensor::Empty(WithRows(x, a.num_rows), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), Spmm, a.row_ptr(), a.col(), w, heads, a.num_rows, x.f32(),
+              x.row_width(), reduce == SpmmReduce::kMean ? 1 : 0, out.f32());
+  return out;
+}
+
+Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax) {
+  CheckCsrOperand(a, x, "SpmmMax");
+  Tensor out = Tensor::Empty(WithRows(x, a.num_rows), DType::kFloat32, x.device());
+  *argmax = Tensor::Empty(out.shape(), DType::kInt32, x.device());
+  FG_DISPATCH(x.device(), SpmmMax, a.row_ptr(), a.col(), a.num_rows, x.f32(), x.row_width(),
+              out.f32(), argmax->i32());
+  return out;
+}
+
+Tensor SpmmMaxBackward(const Csr& at, const Tensor& argmax, const Tensor& gy) {
+  CheckSameNumel(argmax, gy, "SpmmMaxBackward");
+  Tensor gx = Tensor::Empty(WithRows(gy, at.num_rows), DType::kFloat32, gy.device());
+  FG_DISPATCH(gy.device(), SpmmMaxBackward, at.row_ptr(), at.col(), at.num_rows, argmax.i32(),
+              gy.f32(), gy.row_width(), gx.f32());
+  return gx;
+}
+
+Tensor SddmmDot(const Csr& c, const Tensor& a, const Tensor& b, int64_t heads) {
+  CheckFloat(a, "SddmmDot", "a");
+  CheckFloat(b, "SddmmDot", "b");
+  FG_CHECK(a.rows() == c.num_rows && b.rows() == c.num_cols && a.row_width() == b.row_width() &&
+           a.row_width() % heads == 0)
+      << "SddmmDot: operands " << a.ShapeString() << " and " << b.ShapeString() << " for a "
+      << c.num_rows << "x" << c.num_cols << " matrix with " << heads << " heads";
+  Tensor out = Tensor::Empty({c.nnz(), heads}, DType::kFloat32, a.device());
+  FG_DISPATCH(a.device(), SddmmDot, c.row_ptr(), c.col(), c.num_rows, a.f32(), b.f32(),
+              a.row_width(), heads, out.f32());
+  return out;
+}
+
+Tensor SddmmAdd(const Csr& c, const Tensor& u, const Tensor& v) {
+  CheckFloat(u, "SddmmAdd", "u");
+  CheckFloat(v, "SddmmAdd", "v");
+  FG_CHECK(u.rows() == c.num_rows && v.rows() == c.num_cols && u.row_width() == v.row_width())
+      << "SddmmAdd: operands " << u.ShapeString() << " and " << v.ShapeString() << " for a "
+      << c.num_rows << "x" << c.num_cols << " matrix";
+  Tensor out = Tensor::Empty({c.nnz(), u.row_width()}, DType::kFloat32, u.device());
+  FG_DISPATCH(u.device(), SddmmAdd, c.row_ptr(), c.col(), c.num_rows, u.f32(), v.f32(),
+              u.row_width(), out.f32());
+  return out;
+}
+
+Tensor SegmentSoftmax(const Tensor& offsets, const Tensor& scores) {
+  CheckFloat(scores, "SegmentSoftmax", "scores");
+  const int64_t segs = offsets.numel() - 1;
+  FG_CHECK(offsets.i64()[segs] == scores.rows())
+      << "SegmentSoftmax: segments cover " << offsets.i64()[segs] << " entries, scores are "
+      << scores.ShapeString();
+  Tensor y = Tensor::Empty(scores.shape(), DType::kFloat32, scores.device());
+  FG_DISPATCH(scores.device(), SegmentSoftmax, offsets.i64(), segs, scores.f32(),
+              scores.row_width(), y.f32());
+  return y;
+}
+
+Tensor SegmentSoftmaxBackward(const Tensor& offsets, const Tensor& y, const Tensor& gy) {
+  CheckSameNumel(y, gy, "SegmentSoftmaxBackward");
+  Tensor gs = Tensor::Empty(y.shape(), DType::kFloat32, y.device());
+  FG_DISPATCH(y.device(), SegmentSoftmaxBackward, offsets.i64(), offsets.numel() - 1, y.f32(),
+              gy.f32(), y.row_width(), gs.f32());
+  return gs;
+}
+
+Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op, Tensor* argmax) {
+  CheckFloat(x, "SegmentReduce", "x");
+  const int64_t segs = offsets.numel() - 1;
+  FG_CHECK(offsets.i64()[segs] == x.rows()) << "SegmentReduce: segments cover "
+                                            << offsets.i64()[segs] << " rows, x is "
+                                            << x.ShapeString();
+  Tensor out = Tensor::Empty(WithRows(x, segs), DType::kFloat32, x.device());
+  int32_t* am = nullptr;
+  if (op == SegmentReduceOp::kMax) {
+    FG_CHECK(argmax != nullptr) << "SegmentReduce: max needs an argmax output";
+    *argmax = Tensor::Empty(out.shape(), DType::kInt32, x.device());
+    am = argmax->i32();
+  }
+  FG_DISPATCH(x.device(), SegmentReduce, offsets.i64(), segs, x.f32(), x.row_width(),
+              static_cast<int>(op), out.f32(), am);
+  return out;
+}
+
+Tensor GatherRows(const Tensor& x, const Tensor& idx) {
+  CheckFloat(x, "GatherRows", "x");
+  FG_CHECK(idx.dtype() == DType::kInt32) << "GatherRows: indices must be int32";
+  Tensor out = Tensor::Empty(WithRows(x, idx.numel()), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), GatherRows, x.f32(), x.row_width(), idx.i32(), idx.numel(), out.f32());
+  return out;
+}
+
+Csr GroupByIndex(const Tensor& idx, int64_t num_rows) {
+  FG_CHECK(idx.dtype() == DType::kInt32) << "GroupByIndex: indices must be int32";
+  Csr g;
+  g.num_rows = num_rows;
+  g.num_cols = idx.numel();
+  g.offsets = Tensor::Zeros({num_rows + 1}, DType::kInt64);
+  g.indices = Tensor::Empty({idx.numel()}, DType::kInt32);
+  int64_t* off = g.offsets.i64();
+  const int32_t* id = idx.i32();
+  for (int64_t k = 0; k < idx.numel(); ++k) {
+    FG_CHECK(id[k] >= 0 && id[k] < num_rows)
+        << "GroupByIndex: index " << id[k] << " outside [0, " << num_rows << ")";
+    ++off[id[k] + 1];
+  }
+  for (int64_t r = 0; r < num_rows; ++r) off[r + 1] += off[r];
+  std::vector<int64_t> cursor(off, off + num_rows);
+  int32_t* pos = g.indices.i32();
+  for (int64_t k = 0; k < idx.numel(); ++k) pos[cursor[id[k]]++] = static_cast<int32_t>(k);
+  return g;
+}
+
+Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows) {
+  FG_CHECK(idx.numel() == x.rows()) << "ScatterAddRows: " << idx.numel() << " indices for x "
+                                    << x.ShapeString();
+  return Spmm(GroupByIndex(idx, num_rows), x, SpmmReduce::kSum);
+}
+
+Tensor LogSoftmax(const Tensor& x) {
+  CheckFloat(x, "LogSoftmax", "x");
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), LogSoftmaxRows, x.f32(), x.rows(), x.row_width(), y.f32());
+  return y;
+}
+
+Tensor LogSoftmaxBackward(const Tensor& y, const Tensor& gy) {
+  CheckSameNumel(y, gy, "LogSoftmaxBackward");
+  Tensor gx = Tensor::Empty(y.shape(), DType::kFloat32, y.device());
+  FG_DISPATCH(y.device(), LogSoftmaxRowsBackward, y.f32(), gy.f32(), y.rows(), y.row_width(),
+              gx.f32());
+  return gx;
+}
+
+Tensor RowL2Normalize(const Tensor& x, float eps, Tensor* norms) {
+  CheckFloat(x, "RowL2Normalize", "x");
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  *norms = Tensor::Empty({x.rows()}, DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), RowL2Normalize, x.f32(), x.rows(), x.row_width(), eps, y.f32(),
+              norms->f32());
+  return y;
+}
+
+Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor& gy, float eps) {
+  CheckSameNumel(y, gy, "RowL2NormalizeBackward");
+  Tensor gx = Tensor::Empty(y.shape(), DType::kFloat32, y.device());
+  FG_DISPATCH(y.device(), RowL2NormalizeBackward, y.f32(), norms.f32(), gy.f32(), y.rows(),
+              y.row_width(), eps, gx.f32());
+  return gx;
+}
+
+Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids) {
+  FG_CHECK(p >= 0.0f && p < 1.0f) << "DropoutMask: p must be in [0, 1), got " << p;
+  Tensor mask = Tensor::Empty({rows, cols});
+  const int64_t* ids = nullptr;
+  if (row_ids.defined()) {
+    FG_CHECK(row_ids.dtype() == DType::kInt64 && row_ids.numel() == rows)
+        << "DropoutMask: row ids must be int64 [" << rows << "]";
+    ids = row_ids.i64();
+  }
+  FG_DISPATCH(mask.device(), DropoutMask, seed, ids, rows, cols, p, mask.f32());
+  return mask;
+}
+
+}  // namespace fg::ops

@@ -1,0 +1,83 @@
+// Tensor ops: the public entry points of every kernel (no autograd; see autograd/functions.h).
+// Each op validates shapes, allocates its output on the input's device and dispatches to the CPU
+// kernels (ops/cpu) or CUDA kernels (ops/cuda). Shape errors are programmer errors (FG_CHECK naming
+// the op and the shapes). Thread-safe: ops have no shared mutable state.
+//
+//   Tensor h = ops::Matmul(x, w);                        // [n, k] x [k, m]
+//   Tensor agg = ops::Spmm(adj, h, ops::SpmmReduce::kMean);  // mean over in-neighbours
+#pragma once
+
+#include <vector>
+
+#include "flexgraph/ops/kernels.h"
+#include "flexgraph/tensor/csr.h"
+#include "flexgraph/tensor/tensor.h"
+
+namespace fg::ops {
+
+// --- dense -------------------------------------------------------------------------------------
+// op(a) @ op(b) for rank-2 tensors.
+Tensor Matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// c = alpha * op(a) @ op(b) + beta * c (c already allocated with the right shape).
+void MatmulInto(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha,
+                float beta, Tensor* c);
+// Batched [B, m, k] @ [B, k, n] (with optional transposes of the inner matrices).
+Tensor BatchedMatmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+Tensor Apply(UnaryOp op, const Tensor& x, float alpha = 0.0f);
+Tensor ApplyBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& gy,
+                     float alpha = 0.0f);
+// a + alpha * b: b has a's numel, or b's numel equals a's last dimension (broadcast over rows).
+Tensor Add(const Tensor& a, const Tensor& b, float alpha = 1.0f);
+// *a += alpha * b (same numel).
+void AddInPlace(Tensor* a, const Tensor& b, float alpha = 1.0f);
+Tensor Mul(const Tensor& a, const Tensor& b);
+Tensor Scale(const Tensor& x, float s);
+// y[r, head h slice] = s[r, h] * x[r, head h slice]; s is [rows] or [rows, heads].
+Tensor ScaleRows(const Tensor& x, const Tensor& s);
+// Sum over rows: [n, d] -> [d].
+Tensor SumRows(const Tensor& x);
+// Concatenation / split along the last dimension of rank-2 tensors.
+Tensor Concat(const std::vector<Tensor>& parts);
+std::vector<Tensor> Split(const Tensor& x, const std::vector<int64_t>& widths);
+
+// --- sparse (Csr rows are outputs, columns index rows of the dense operand) ---------------------
+enum class SpmmReduce { kSum, kMean };
+// out[i] = reduce_{e in row i} w(e) * x[col(e)]. `edge_w` is undefined (all 1, or a.values when
+// present), [nnz], or [nnz, heads] (head h scales columns [h*W/heads, (h+1)*W/heads)).
+Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge_w = Tensor());
+// out[i, j] = max_{e in row i} x[col(e), j] (0 for empty rows); argmax gets the winning column.
+Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax);
+// Gradient of SpmmMax w.r.t. x, given the transpose of a.
+Tensor SpmmMaxBackward(const Csr& a_transposed, const Tensor& argmax, const Tensor& gy);
+// out[e, h] = <a[row(e)], b[col(e)]> over head h's slice of the features; [nnz, heads].
+Tensor SddmmDot(const Csr& csr, const Tensor& a, const Tensor& b, int64_t heads = 1);
+// out[e, h] = u[row(e), h] + v[col(e), h]; u [rows, heads], v [cols, heads].
+Tensor SddmmAdd(const Csr& csr, const Tensor& u, const Tensor& v);
+
+// --- segments (segment i is entries offsets[i] .. offsets[i+1]) ---------------------------------
+Tensor SegmentSoftmax(const Tensor& offsets, const Tensor& scores);
+Tensor SegmentSoftmaxBackward(const Tensor& offsets, const Tensor& y, const Tensor& gy);
+enum class SegmentReduceOp { kSum = 0, kMean = 1, kMax = 2 };
+// [nnz, d] -> [segments, d]; for kMax, argmax receives the winning entry (-1 for empty segments).
+Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op,
+                     Tensor* argmax = nullptr);
+
+// --- indexing ----------------------------------------------------------------------------------
+// out[k] = x[idx[k]] (idx int32).
+Tensor GatherRows(const Tensor& x, const Tensor& idx);
+// out[idx[k]] += x[k] for out of `num_rows` rows; deterministic (fixed summation order).
+Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows);
+// The Csr grouping positions k by idx[k] (rows = num_rows), for repeated scatter-adds.
+Csr GroupByIndex(const Tensor& idx, int64_t num_rows);
+
+// --- normalisation, losses, dropout ------------------------------------------------------------
+Tensor LogSoftmax(const Tensor& x);
+Tensor LogSoftmaxBackward(const Tensor& y, const Tensor& gy);
+Tensor RowL2Normalize(const Tensor& x, float eps, Tensor* norms);
+Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor& gy, float eps);
+// A [rows, cols] mask of 0 and 1/(1-p); element (r, j) is a function of (seed, row_ids[r], j) only.
+Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed,
+                   const Tensor& row_ids = Tensor());
+
+}  // namespace fg::ops

@@ -1,0 +1,173 @@
+#include "flexgraph/tensor/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/tensor/device_alloc.h"
+
+namespace fg {
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+  }
+  return 0;
+}
+
+const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+  }
+  return "?";
+}
+
+const char* DeviceName(Device d) { return d == Device::kCpu ? "cpu" : "cuda"; }
+
+std::string ShapeToString(const Shape& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
+
+Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  if (device == Device::kCpu) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    data_ = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+    FG_CHECK(rounded == 0 || data_ != nullptr) << "out of memory allocating " << bytes << " bytes";
+  } else {
+    data_ = DeviceAlloc(bytes);
+  }
+}
+
+Storage::~Storage() {
+  if (device_ == Device::kCpu) {
+    std::free(data_);
+  } else {
+    DeviceFree(data_, bytes_);
+  }
+}
+
+Tensor Tensor::Empty(const Shape& shape, DType dtype, Device device) {
+  FG_CHECK(shape.size() <= 3) << "tensors have rank <= 3, got " << ShapeToString(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.numel_ = 1;
+  for (int64_t d : shape) {
+    FG_CHECK(d >= 0) << "negative dimension in " << ShapeToString(shape);
+    t.numel_ *= d;
+  }
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.storage_ = std::make_shared<Storage>(t.numel_ * DTypeSize(dtype), device);
+  return t;
+}
+
+Tensor Tensor::Zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = Empty(shape, dtype, device);
+  t.SetZero();
+  return t;
+}
+
+Tensor Tensor::Full(const Shape& shape, float value) {
+  Tensor t = Empty(shape);
+  t.Fill(value);
+  return t;
+}
+
+template <typename T>
+Tensor Tensor::FromVector(const std::vector<T>& values, const Shape& shape) {
+  Tensor t = Empty(shape, DTypeOf<T>());
+  FG_CHECK(static_cast<int64_t>(values.size()) == t.numel())
+      << values.size() << " values for shape " << ShapeToString(shape);
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+template Tensor Tensor::FromVector<float>(const std::vector<float>&, const Shape&);
+template Tensor Tensor::FromVector<int32_t>(const std::vector<int32_t>&, const Shape&);
+template Tensor Tensor::FromVector<int64_t>(const std::vector<int64_t>&, const Shape&);
+
+void* Tensor::raw() const { return storage_ ? storage_->data() : nullptr; }
+
+template <typename T>
+T* Tensor::data() const {
+  FG_CHECK(defined()) << "data() of an undefined tensor";
+  FG_CHECK(dtype_ == DTypeOf<T>()) << "tensor is " << DTypeName(dtype_) << ", accessed as "
+                                   << DTypeName(DTypeOf<T>());
+  return static_cast<T*>(storage_->data());
+}
+template float* Tensor::data<float>() const;
+template int32_t* Tensor::data<int32_t>() const;
+template int64_t* Tensor::data<int64_t>() const;
+
+Tensor Tensor::Reshape(const Shape& shape) const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  FG_CHECK(n == numel_) << "cannot reshape " << ShapeString() << " to " << ShapeToString(shape);
+  FG_CHECK(shape.size() <= 3) << "tensors have rank <= 3";
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  if (!defined()) return Tensor();
+  Tensor t = Empty(shape_, dtype_, device_);
+  CopyBytes(t.raw(), device_, raw(), device_, nbytes());
+  return t;
+}
+
+Tensor Tensor::To(Device device) const {
+  if (device == device_ || !defined()) return *this;
+  Tensor t = Empty(shape_, dtype_, device);
+  CopyBytes(t.raw(), device, raw(), device_, nbytes());
+  return t;
+}
+
+template <typename T>
+std::vector<T> Tensor::ToVector() const {
+  Tensor host = To(Device::kCpu);
+  const T* p = host.data<T>();
+  return std::vector<T>(p, p + numel_);
+}
+template std::vector<float> Tensor::ToVector<float>() const;
+template std::vector<int32_t> Tensor::ToVector<int32_t>() const;
+template std::vector<int64_t> Tensor::ToVector<int64_t>() const;
+
+void Tensor::Fill(float value) {
+  FG_CHECK(device_ == Device::kCpu) << "Fill on " << DeviceName(device_);
+  float* p = f32();
+  for (int64_t i = 0; i < numel_; ++i) p[i] = value;
+}
+
+void Tensor::SetZero() {
+  if (numel_ == 0) return;
+  if (device_ == Device::kCpu) {
+    std::memset(raw(), 0, nbytes());
+  } else {
+    DeviceMemset(raw(), 0, nbytes());
+  }
+}
+
+float Tensor::Item() const {
+  FG_CHECK(numel_ == 1) << "Item() of a tensor with shape " << ShapeString();
+  return To(Device::kCpu).f32()[0];
+}
+
+void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == Device::kCpu && src_device == Device::kCpu) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    DeviceCopy(dst, dst_device == Device::kCuda, src, src_device == Device::kCuda, bytes);
+  }
+}
+
+}  // namespace fg

@@ -1,0 +1,114 @@
+// Tensor: a dense, contiguous, row-major array of rank 0..3 with a dtype (float32, int32, int64) and a
+// device tag (CPU, CUDA). Storage is reference-counted and shared by copies and Reshape(); Clone()
+// copies. CPU storage is 64-byte aligned. Thread-compatible: concurrent reads are safe, concurrent
+// writes to the same storage need external synchronisation.
+//
+//   Tensor x = Tensor::Zeros({n, d});
+//   float* row = x.f32() + i * x.dim(1);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fg {
+
+enum class DType { kFloat32, kInt32, kInt64 };
+enum class Device { kCpu, kCuda };
+
+size_t DTypeSize(DType t);
+const char* DTypeName(DType t);
+const char* DeviceName(Device d);
+
+template <typename T>
+constexpr DType DTypeOf();
+template <>
+constexpr DType DTypeOf<float>() { return DType::kFloat32; }
+template <>
+constexpr DType DTypeOf<int32_t>() { return DType::kInt32; }
+template <>
+constexpr DType DTypeOf<int64_t>() { return DType::kInt64; }
+
+using Shape = std::vector<int64_t>;
+std::string ShapeToString(const Shape& s);
+
+// Raw memory on one device. Allocation goes through the device's allocator.
+class Storage {
+ public:
+  Storage(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined tensor
+  static Tensor Empty(const Shape& shape, DType dtype = DType::kFloat32,
+                      Device device = Device::kCpu);
+  static Tensor Zeros(const Shape& shape, DType dtype = DType::kFloat32,
+                      Device device = Device::kCpu);
+  static Tensor Full(const Shape& shape, float value);
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values, const Shape& shape);
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values) {
+    return FromVector(values, {static_cast<int64_t>(values.size())});
+  }
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_[i < 0 ? i + rank() : i]; }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return numel_ * DTypeSize(dtype_); }
+  // Rows and row width when viewed as a matrix [dim(0), numel/dim(0)].
+  int64_t rows() const { return rank() == 0 ? 1 : shape_[0]; }
+  int64_t row_width() const { return rows() == 0 ? 0 : numel_ / rows(); }
+  std::string ShapeString() const { return ShapeToString(shape_); }
+
+  template <typename T>
+  T* data() const;
+  float* f32() const { return data<float>(); }
+  int32_t* i32() const { return data<int32_t>(); }
+  int64_t* i64() const { return data<int64_t>(); }
+  void* raw() const;
+
+  // Same storage, new shape (numel must match).
+  Tensor Reshape(const Shape& shape) const;
+  Tensor Clone() const;
+  // Copies to `device` (a no-op view when already there).
+  Tensor To(Device device) const;
+  template <typename T>
+  std::vector<T> ToVector() const;
+  // Fills every element with `value` (float tensors) in place.
+  void Fill(float value);
+  void SetZero();
+  // Value of a single-element float tensor.
+  float Item() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  int64_t numel_ = 0;
+  DType dtype_ = DType::kFloat32;
+  Device device_ = Device::kCpu;
+};
+
+// Copies `bytes` between storages of any devices (CUDA copies need the CUDA backend).
+void CopyBytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+
+}  // namespace fg

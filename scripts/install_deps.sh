@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs FlexGraph's build dependencies from Debian packages; skips what is already installed.
+set -euo pipefail
+pkgs=(build-essential cmake libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libmetis-dev
+      libabsl-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev pkg-config ninja-build ccache
+      zlib1g-dev iproute2 procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+echo "install_deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"

@@ -1,0 +1,312 @@
+// Op tests: hand-computed tiny cases, finite-difference gradients, and parallel kernels against
+// serial references on random matrices with empty rows and skewed degrees.
+#include <gtest/gtest.h>
+
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/ops/ops.h"
+#include "tests/core/gradcheck.h"
+#include "tests/core/test_graphs.h"
+
+namespace fg {
+namespace {
+
+using ag::Var;
+using testing::ExpectGradientsMatch;
+using testing::RandomCsr;
+using testing::RandomTensor;
+using testing::Shared;
+
+//   row 0: cols {0, 2}     x = [[1, 2],
+//   row 1: {}                   [3, 4],
+//   row 2: cols {1}             [5, 6]]
+Csr Tiny() { return Csr::FromVectors(3, 3, {0, 2, 2, 3}, {0, 2, 1}); }
+Tensor TinyX() { return Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2}); }
+
+TEST(Matmul, HandComputed) {
+  Tensor a = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = Tensor::FromVector<float>({1, 0, 0, 1, 1, 1}, {3, 2});
+  EXPECT_EQ(ops::Matmul(a, b).ToVector<float>(), (std::vector<float>{4, 5, 10, 11}));
+  // a^T a is [3, 3]; entry (0, 0) = 1 + 16.
+  EXPECT_FLOAT_EQ(ops::Matmul(a, a, true, false).f32()[0], 17.0f);
+  EXPECT_FLOAT_EQ(ops::Matmul(a, a, false, true).f32()[1], 32.0f);
+}
+
+TEST(Matmul, Gradients) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a = RandomTensor(ta ? Shape{4, 3} : Shape{3, 4}, 1);
+      Tensor b = RandomTensor(tb ? Shape{5, 4} : Shape{4, 5}, 2);
+      ExpectGradientsMatch(
+          [=](const std::vector<Var>& v) { return ag::MatMul(v[0], v[1], ta, tb); }, {a, b});
+    }
+  }
+}
+
+TEST(BatchedMatmul, GradientsAndValues) {
+  Tensor a = RandomTensor({2, 3, 4}, 1), b = RandomTensor({2, 4, 2}, 2);
+  Tensor c = ops::BatchedMatmul(a, b);
+  Tensor a1 = Tensor::FromVector(std::vector<float>(a.f32() + 12, a.f32() + 24), {3, 4});
+  Tensor b1 = Tensor::FromVector(std::vector<float>(b.f32() + 8, b.f32() + 16), {4, 2});
+  Tensor c1 = ops::Matmul(a1, b1);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(c.f32()[6 + i], c1.f32()[i], 1e-5);
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::BatchedMatMul(v[0], v[1]); },
+                       {a, b});
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::BatchedMatMul(v[0], v[1], false, true); },
+      {a, RandomTensor({2, 2, 4}, 3)});
+}
+
+TEST(Elementwise, HandComputed) {
+  Var x(Tensor::FromVector<float>({-2, 0.5f}));
+  EXPECT_EQ(ag::Relu(x).value().ToVector<float>(), (std::vector<float>{0, 0.5f}));
+  EXPECT_FLOAT_EQ(ag::LeakyRelu(x, 0.2f).value().f32()[0], -0.4f);
+  EXPECT_NEAR(ag::Elu(x).value().f32()[0], std::expm1(-2.0f), 1e-6);
+  EXPECT_NEAR(ag::Sigmoid(x).value().f32()[1], 1.0f / (1.0f + std::exp(-0.5f)), 1e-6);
+  EXPECT_NEAR(ag::Tanh(x).value().f32()[0], std::tanh(-2.0f), 1e-6);
+  EXPECT_NEAR(ag::Exp(x).value().f32()[1], std::exp(0.5f), 1e-6);
+}
+
+TEST(Elementwise, Gradients) {
+  // Keep values away from the kinks of relu-like functions.
+  Tensor x = RandomTensor({4, 3}, 5);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (std::fabs(x.f32()[i]) < 0.05f) x.f32()[i] = 0.3f;
+  }
+  using F = std::function<Var(const Var&)>;
+  std::vector<F> fns = {[](const Var& v) { return ag::Relu(v); },
+                        [](const Var& v) { return ag::LeakyRelu(v, 0.2f); },
+                        [](const Var& v) { return ag::Elu(v, 1.0f); },
+                        [](const Var& v) { return ag::Tanh(v); },
+                        [](const Var& v) { return ag::Sigmoid(v); },
+                        [](const Var& v) { return ag::Exp(v); },
+                        [](const Var& v) { return ag::Scale(v, -3.0f); },
+                        [](const Var& v) { return ag::RowL2Normalize(v); },
+                        [](const Var& v) { return ag::LogSoftmax(v); },
+                        [](const Var& v) { return ag::Mean(v); }};
+  for (auto& fn : fns) {
+    ExpectGradientsMatch([&](const std::vector<Var>& v) { return fn(v[0]); }, {x}, 1e-3f);
+  }
+  Tensor y = RandomTensor({4, 3}, 6);
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Mul(v[0], v[1]); }, {x, y});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Add(v[0], v[1]); }, {x, y});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Sub(v[0], v[1]); }, {x, y});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::AddBias(v[0], v[1]); },
+                       {x, RandomTensor({3}, 7)});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::ScaleRows(v[0], v[1]); },
+                       {RandomTensor({4, 6}, 8), RandomTensor({4, 2}, 9)});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::SumRows(v[0]); }, {x});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::MeanMiddle(v[0]); },
+                       {RandomTensor({3, 4, 2}, 10)});
+}
+
+TEST(ConcatSplit, ValuesAndGradients) {
+  Tensor a = Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor b = Tensor::FromVector<float>({5, 6}, {2, 1});
+  Tensor c = ops::Concat({a, b});
+  EXPECT_EQ(c.ToVector<float>(), (std::vector<float>{1, 2, 5, 3, 4, 6}));
+  auto parts = ops::Split(c, {2, 1});
+  EXPECT_EQ(parts[1].ToVector<float>(), (std::vector<float>{5, 6}));
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Concat({v[0], v[1]}); },
+                       {RandomTensor({3, 2}, 1), RandomTensor({3, 4}, 2)});
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) {
+        auto s = ag::Split(v[0], {1, 3});
+        return ag::Concat({ag::Scale(s[1], 2.0f), s[0]});
+      },
+      {RandomTensor({3, 4}, 3)});
+}
+
+TEST(Spmm, HandComputed) {
+  Csr a = Tiny();
+  Tensor x = TinyX();
+  EXPECT_EQ(ops::Spmm(a, x, ops::SpmmReduce::kSum).ToVector<float>(),
+            (std::vector<float>{6, 8, 0, 0, 3, 4}));
+  EXPECT_EQ(ops::Spmm(a, x, ops::SpmmReduce::kMean).ToVector<float>(),
+            (std::vector<float>{3, 4, 0, 0, 3, 4}));
+  Tensor w = Tensor::FromVector<float>({2, -1, 0.5f});
+  EXPECT_EQ(ops::Spmm(a, x, ops::SpmmReduce::kSum, w).ToVector<float>(),
+            (std::vector<float>{-3, -2, 0, 0, 1.5f, 2}));
+  Tensor argmax;
+  EXPECT_EQ(ops::SpmmMax(a, x, &argmax).ToVector<float>(), (std::vector<float>{5, 6, 0, 0, 3, 4}));
+  EXPECT_EQ(argmax.ToVector<int32_t>(), (std::vector<int32_t>{2, 2, -1, -1, 1, 1}));
+}
+
+TEST(Spmm, Gradients) {
+  auto a = Shared(RandomCsr(6, 5, 3, false, 11));
+  Tensor x = RandomTensor({5, 4}, 12);
+  for (auto reduce : {ops::SpmmReduce::kSum, ops::SpmmReduce::kMean}) {
+    ExpectGradientsMatch([&](const std::vector<Var>& v) { return ag::Spmm(a, v[0], reduce); },
+                         {x});
+    ExpectGradientsMatch(
+        [&](const std::vector<Var>& v) { return ag::Spmm(a, v[0], reduce, v[1]); },
+        {x, RandomTensor({a->csr().nnz()}, 13)});
+    ExpectGradientsMatch(
+        [&](const std::vector<Var>& v) { return ag::Spmm(a, v[0], reduce, v[1]); },
+        {x, RandomTensor({a->csr().nnz(), 2}, 14)});
+  }
+  ExpectGradientsMatch([&](const std::vector<Var>& v) { return ag::SpmmMax(a, v[0]); }, {x},
+                       1e-3f);
+}
+
+TEST(Sddmm, HandComputedAndGradients) {
+  Csr a = Tiny();
+  Tensor x = TinyX();
+  // entry (0,0): <x0,x0> = 5; (0,2): <x0,x2> = 17; (2,1): <x2,x1> = 39.
+  EXPECT_EQ(ops::SddmmDot(a, x, x).ToVector<float>(), (std::vector<float>{5, 17, 39}));
+  Tensor u = Tensor::FromVector<float>({1, 2, 3}, {3, 1});
+  Tensor v = Tensor::FromVector<float>({10, 20, 30}, {3, 1});
+  EXPECT_EQ(ops::SddmmAdd(a, u, v).ToVector<float>(), (std::vector<float>{11, 31, 23}));
+  auto s = Shared(RandomCsr(5, 6, 3, false, 21));
+  ExpectGradientsMatch(
+      [&](const std::vector<Var>& v) { return ag::SddmmDot(s, v[0], v[1], 2); },
+      {RandomTensor({5, 4}, 22), RandomTensor({6, 4}, 23)});
+  ExpectGradientsMatch([&](const std::vector<Var>& v) { return ag::SddmmAdd(s, v[0], v[1]); },
+                       {RandomTensor({5, 2}, 24), RandomTensor({6, 2}, 25)});
+}
+
+TEST(Segment, SoftmaxAndReduce) {
+  Tensor off = Tensor::FromVector<int64_t>({0, 2, 2, 3});
+  Tensor s = Tensor::FromVector<float>({0, std::log(3.0f), 7}, {3, 1});
+  auto y = ops::SegmentSoftmax(off, s).ToVector<float>();
+  EXPECT_NEAR(y[0], 0.25f, 1e-6);
+  EXPECT_NEAR(y[1], 0.75f, 1e-6);
+  EXPECT_NEAR(y[2], 1.0f, 1e-6);
+  Tensor x = TinyX();
+  EXPECT_EQ(ops::SegmentReduce(off, x, ops::SegmentReduceOp::kSum).ToVector<float>(),
+            (std::vector<float>{4, 6, 0, 0, 5, 6}));
+  Tensor am;
+  EXPECT_EQ(ops::SegmentReduce(off, x, ops::SegmentReduceOp::kMax, &am).ToVector<float>(),
+            (std::vector<float>{3, 4, 0, 0, 5, 6}));
+  Tensor offsets = Tensor::FromVector<int64_t>({0, 3, 3, 4, 7});
+  for (auto op : {ops::SegmentReduceOp::kSum, ops::SegmentReduceOp::kMean,
+                  ops::SegmentReduceOp::kMax}) {
+    ExpectGradientsMatch(
+        [&](const std::vector<Var>& v) { return ag::SegmentReduce(offsets, v[0], op); },
+        {RandomTensor({7, 3}, 31)}, 1e-3f);
+  }
+  ExpectGradientsMatch(
+      [&](const std::vector<Var>& v) { return ag::SegmentSoftmax(offsets, v[0]); },
+      {RandomTensor({7, 2}, 32)}, 1e-3f);
+}
+
+TEST(Index, GatherScatter) {
+  Tensor x = TinyX();
+  Tensor idx = Tensor::FromVector<int32_t>({2, 0, 2});
+  EXPECT_EQ(ops::GatherRows(x, idx).ToVector<float>(), (std::vector<float>{5, 6, 1, 2, 5, 6}));
+  EXPECT_EQ(ops::ScatterAddRows(x, idx, 4).ToVector<float>(),
+            (std::vector<float>{3, 4, 0, 0, 6, 8, 0, 0}));
+  ExpectGradientsMatch([&](const std::vector<Var>& v) { return ag::GatherRows(v[0], idx); },
+                       {RandomTensor({3, 2}, 41)});
+  ExpectGradientsMatch(
+      [&](const std::vector<Var>& v) { return ag::ScatterAddRows(v[0], idx, 4); },
+      {RandomTensor({3, 2}, 42)});
+}
+
+TEST(Losses, HandComputedAndGradients) {
+  // log_softmax([0, 0]) = [-log 2, -log 2]; NLL = log 2.
+  Var logits(Tensor::Zeros({2, 2}));
+  Tensor labels = Tensor::FromVector<int64_t>({1, 0});
+  Tensor rows = Tensor::FromVector<int32_t>({0, 1});
+  EXPECT_NEAR(ag::NllLoss(ag::LogSoftmax(logits), labels, rows).value().Item(), std::log(2.0f),
+              1e-6);
+  // BCE(0, 1) = log 2.
+  EXPECT_NEAR(ag::BceWithLogits(Var(Tensor::Zeros({1})), Tensor::Full({1}, 1.0f)).value().Item(),
+              std::log(2.0f), 1e-6);
+  Tensor labels3 = Tensor::FromVector<int64_t>({2, 0, 1, 1});
+  Tensor rows3 = Tensor::FromVector<int32_t>({0, 2, 3});
+  ExpectGradientsMatch(
+      [&](const std::vector<Var>& v) { return ag::NllLoss(ag::LogSoftmax(v[0]), labels3, rows3); },
+      {RandomTensor({4, 3}, 51)}, 1e-3f);
+  Tensor targets = Tensor::FromVector<float>({0, 1, 1, 0});
+  ExpectGradientsMatch(
+      [&](const std::vector<Var>& v) { return ag::BceWithLogits(v[0], targets); },
+      {RandomTensor({4}, 52, -3, 3)}, 1e-3f);
+}
+
+TEST(Dropout, SeededAndUnbiased) {
+  Tensor x = Tensor::Full({200, 50}, 1.0f);
+  Var a = ag::Dropout(Var(x), 0.5f, 7, true);
+  Var b = ag::Dropout(Var(x), 0.5f, 7, true);
+  Var c = ag::Dropout(Var(x), 0.5f, 8, true);
+  EXPECT_EQ(a.value().ToVector<float>(), b.value().ToVector<float>());
+  EXPECT_NE(a.value().ToVector<float>(), c.value().ToVector<float>());
+  double mean = 0;
+  for (float v : a.value().ToVector<float>()) mean += v;
+  EXPECT_NEAR(mean / x.numel(), 1.0, 0.05);
+  // Row r's mask depends on its id only: row ids {5, 6} reproduce rows 5 and 6.
+  Tensor ids = Tensor::FromVector<int64_t>({5, 6});
+  Tensor m = ops::DropoutMask(2, 50, 0.5f, 7, ids);
+  Tensor full = ops::DropoutMask(200, 50, 0.5f, 7);
+  for (int j = 0; j < 100; ++j) EXPECT_EQ(m.f32()[j], full.f32()[250 + j]);
+  EXPECT_EQ(ag::Dropout(Var(x), 0.5f, 7, false).value().f32(), x.f32());
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::Dropout(v[0], 0.3f, 3, true); },
+      {RandomTensor({5, 4}, 53)});
+}
+
+// Serial references for the parallel sparse kernels.
+std::vector<float> SerialSpmm(const Csr& a, const Tensor& x, bool mean) {
+  const int64_t d = x.row_width();
+  std::vector<float> out(a.num_rows * d, 0.0f);
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+      for (int64_t j = 0; j < d; ++j) out[r * d + j] += x.f32()[a.col()[e] * d + j];
+    }
+    if (mean && a.degree(r) > 0) {
+      for (int64_t j = 0; j < d; ++j) out[r * d + j] /= a.degree(r);
+    }
+  }
+  return out;
+}
+
+TEST(ParallelKernels, MatchSerialReferenceForAnyThreadCount) {
+  for (bool skewed : {false, true}) {
+    for (int64_t rows : {1, 7, 500}) {
+      Csr a = RandomCsr(rows, 300, 12, skewed, 60 + rows);
+      Tensor x = RandomTensor({300, 19}, 61);
+      const auto ref = SerialSpmm(a, x, false);
+      const auto ref_mean = SerialSpmm(a, x, true);
+      std::vector<std::vector<float>> results;
+      for (int threads : {1, 2, 3}) {
+        SetNumThreads(threads);
+        auto got = ops::Spmm(a, x, ops::SpmmReduce::kSum).ToVector<float>();
+        auto got_mean = ops::Spmm(a, x, ops::SpmmReduce::kMean).ToVector<float>();
+        ASSERT_EQ(got.size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i) {
+          EXPECT_NEAR(got[i], ref[i], 1e-4);
+          EXPECT_NEAR(got_mean[i], ref_mean[i], 1e-5);
+        }
+        results.push_back(got);
+      }
+      EXPECT_EQ(results[0], results[1]);  // bitwise identical across thread counts
+      EXPECT_EQ(results[0], results[2]);
+    }
+  }
+  SetNumThreads(2);
+}
+
+TEST(Autograd, AccumulatesAndNoGrad) {
+  Var w = Var::Parameter(Tensor::Full({2}, 3.0f));
+  ag::Sum(ag::Scale(w, 2.0f)).Backward();
+  ag::Sum(ag::Scale(w, 2.0f)).Backward();
+  EXPECT_EQ(w.grad().ToVector<float>(), (std::vector<float>{4, 4}));
+  w.ZeroGrad();
+  {
+    ag::NoGradGuard guard;
+    Var y = ag::Scale(w, 2.0f);
+    EXPECT_FALSE(y.requires_grad());
+  }
+  // Reused input: d/dw sum(w * w) = 2w.
+  ag::Sum(ag::Mul(w, w)).Backward();
+  EXPECT_EQ(w.grad().ToVector<float>(), (std::vector<float>{6, 6}));
+}
+
+TEST(AutogradDeathTest, ShapeMismatchNamesOpAndShapes) {
+  Var a(Tensor::Zeros({2, 3})), b(Tensor::Zeros({4, 5}));
+  EXPECT_DEATH(ag::MatMul(a, b), "Matmul: inner dimensions differ: \\[2, 3\\] x \\[4, 5\\]");
+  EXPECT_DEATH(ag::Add(a, b), "Add: shape mismatch \\[2, 3\\] vs \\[4, 5\\]");
+}
+
+}  // namespace
+}  // namespace fg
