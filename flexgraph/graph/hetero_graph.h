@@ -1,0 +1,40 @@
+// HeteroGraph: named node types with counts and typed relations (src_type, name, dst_type), each
+// stored in both directions as Csr (by_src: rows are source ids, columns destination ids; by_dst:
+// rows are destination ids, columns source ids). Ids are local to their node type. A homogeneous
+// graph has one node type "node" and one relation "node___edge___node". Immutable after building;
+// thread-safe for reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/tensor/csr.h"
+
+namespace fg::graph {
+
+struct Relation {
+  std::string src_type, name, dst_type;
+  Csr by_src;        // [num(src_type) x num(dst_type)]
+  Csr by_dst;        // [num(dst_type) x num(src_type)], the transpose of by_src
+  Tensor edge_feat;  // float [num_edges, f] in by_src entry order, or undefined
+  // "src___name___dst" as in the OGB raw layout.
+  std::string Key() const { return src_type + "___" + name + "___" + dst_type; }
+};
+
+struct HeteroGraph {
+  std::vector<std::string> node_types;
+  std::vector<int64_t> num_nodes;  // per node type
+  std::vector<Relation> relations;
+
+  int TypeIndex(const std::string& type) const;  // -1 when absent
+  int64_t NumNodes(const std::string& type) const;
+  // Relation by key "src___name___dst" or by name when unique; nullptr when absent.
+  const Relation* FindRelation(const std::string& key_or_name) const;
+  int64_t TotalEdges() const;
+  size_t Bytes() const;
+  bool IsHomogeneous() const { return node_types.size() == 1 && relations.size() == 1; }
+};
+
+}  // namespace fg::graph
