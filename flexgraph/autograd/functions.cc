@@ -145,7 +145,8 @@ Var Exp(const Var& x) { return Unary(x, ops::UnaryOp::kExp, 0.0f, "Exp"); }
 
 Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& row_ids) {
   if (!training || p == 0.0f) return x;
-  Tensor mask = ops::DropoutMask(x.value().rows(), x.value().row_width(), p, seed, row_ids)
+  Tensor mask = ops::DropoutMask(x.value().rows(), x.value().row_width(), p, seed, row_ids,
+                                 x.value().device())
                     .Reshape(x.shape());
   Tensor y = ops::Mul(x.value(), mask);
   return MakeResult(y, "Dropout", {x}, [x, mask](const Tensor& g) {

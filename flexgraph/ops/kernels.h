@@ -33,6 +33,9 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
   /* out rows = sum_e w(e, head) * x[col[e]] over row segments (reduce: 0 sum, 1 mean). */         \
   void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,               \
             int64_t rows, const float* x, int64_t width, int mean, float* out);                     \
+  /* Spmm with the dense operand's row count `x_rows` (the CUDA backend hands it to cuSPARSE). */   \
+  void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,            \
+               int64_t rows, int64_t x_rows, const float* x, int64_t width, int mean, float* out);  \
   /* out = max over row segments of x[col[e]]; argmax holds the winning column (-1 if empty). */  \
   void SpmmMax(const int64_t* off, const int32_t* col, int64_t rows, const float* x,               \
                int64_t width, float* out, int32_t* argmax);                                        \
@@ -64,7 +67,10 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
                               int64_t cols, float eps, float* gx);                                 \
   /* mask[r, j] = (uniform(seed, row_id(r), j) >= p) / (1 - p); row_id = ids ? ids[r] : r. */      \
   void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,     \
-                   float* mask);
+                   float* mask);                                                                   \
+  /* y[r, y_at + c] = x[r, x_at + c] for r < rows, c < width (column blocks; Concat and Split). */  \
+  void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, int64_t width,     \
+                   float* y, int64_t y_width, int64_t y_at);
 
 namespace cpu {
 FG_KERNEL_DECLS

@@ -1,7 +1,5 @@
 #include "flexgraph/ops/ops.h"
 
-#include <cstring>
-
 #include "flexgraph/base/logging.h"
 
 namespace fg::ops {
@@ -18,8 +16,33 @@ void CheckSameNumel(const Tensor& a, const Tensor& b, const char* op) {
       << op << ": shape mismatch " << a.ShapeString() << " vs " << b.ShapeString();
 }
 
+// Index arrays (CSR structure, segment offsets, argmax) must live on the dense operand's device.
+void CheckSameDevice(const Tensor& index, const Tensor& x, const char* op, const char* arg) {
+  FG_CHECK(!index.defined() || index.device() == x.device())
+      << op << ": " << arg << " is on " << DeviceName(index.device()) << " but the operand is on "
+      << DeviceName(x.device()) << " (move it with Tensor::To or ops::CsrToDevice)";
+}
+
+void CheckCsrDevice(const Csr& c, const Tensor& x, const char* op) {
+  CheckSameDevice(c.offsets, x, op, "csr offsets");
+  CheckSameDevice(c.indices, x, op, "csr indices");
+  CheckSameDevice(c.values, x, op, "csr values");
+}
+
+// offsets[segments], read from either device.
+int64_t LastOffset(const Tensor& offsets) {
+  FG_CHECK(offsets.dtype() == DType::kInt64 && offsets.numel() >= 1)
+      << "segment offsets must be int64 [segments + 1], got " << DTypeName(offsets.dtype()) << " "
+      << offsets.ShapeString();
+  int64_t last = 0;
+  CopyBytes(&last, Device::kCpu, offsets.i64() + offsets.numel() - 1, offsets.device(),
+            sizeof(int64_t));
+  return last;
+}
+
 void CheckCsrOperand(const Csr& c, const Tensor& x, const char* op) {
   CheckFloat(x, op, "x");
+  CheckCsrDevice(c, x, op);
   FG_CHECK(x.rows() == c.num_cols) << op << ": sparse matrix has " << c.num_cols
                                    << " columns but dense operand has shape " << x.ShapeString();
 }
@@ -150,23 +173,22 @@ Tensor SumRows(const Tensor& x) {
 Tensor Concat(const std::vector<Tensor>& parts) {
   FG_CHECK(!parts.empty()) << "Concat: no inputs";
   const int64_t rows = parts[0].rows();
+  const Device device = parts[0].device();
   int64_t width = 0;
   for (const Tensor& p : parts) {
     CheckFloat(p, "Concat", "part");
     FG_CHECK(p.rows() == rows) << "Concat: row counts differ: " << parts[0].ShapeString()
                                << " vs " << p.ShapeString();
-    FG_CHECK(p.device() == Device::kCpu) << "Concat: cuda tensors are not supported yet";
+    FG_CHECK(p.device() == device) << "Concat: parts on " << DeviceName(device) << " and "
+                                   << DeviceName(p.device());
     width += p.row_width();
   }
-  Tensor y = Tensor::Empty({rows, width});
-  float* out = y.f32();
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t at = 0;
-    for (const Tensor& p : parts) {
-      const int64_t w = p.row_width();
-      std::memcpy(out + r * width + at, p.f32() + r * w, w * sizeof(float));
-      at += w;
-    }
+  Tensor y = Tensor::Empty({rows, width}, DType::kFloat32, device);
+  int64_t at = 0;
+  for (const Tensor& p : parts) {
+    const int64_t w = p.row_width();
+    FG_DISPATCH(device, CopyColumns, p.f32(), w, 0, rows, w, y.f32(), width, at);
+    at += w;
   }
   return y;
 }
@@ -181,10 +203,8 @@ std::vector<Tensor> Split(const Tensor& x, const std::vector<int64_t>& widths) {
   const int64_t rows = x.rows();
   int64_t at = 0;
   for (int64_t w : widths) {
-    Tensor p = Tensor::Empty({rows, w});
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(p.f32() + r * w, x.f32() + r * total + at, w * sizeof(float));
-    }
+    Tensor p = Tensor::Empty({rows, w}, DType::kFloat32, x.device());
+    FG_DISPATCH(x.device(), CopyColumns, x.f32(), total, at, rows, w, p.f32(), w, 0);
     at += w;
     out.push_back(p);
   }
@@ -202,12 +222,13 @@ Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge
     heads = edge_w.row_width();
     FG_CHECK(x.row_width() % heads == 0)
         << "Spmm: width " << x.row_width() << " not divisible by " << heads << " heads";
+    CheckSameDevice(edge_w, x, "Spmm", "edge_w");
     w = edge_w.f32();
   } else if (a.values.defined()) {
     w = a.val();
   }
   Tensor out = Tensor::Empty(WithRows(x, a.num_rows), DType::kFloat32, x.device());
-  FG_DISPATCH(x.device(), Spmm, a.row_ptr(), a.col(), w, heads, a.num_rows, x.f32(),
+  FG_DISPATCH(x.device(), SpmmCsr, a.row_ptr(), a.col(), w, heads, a.num_rows, x.rows(), x.f32(),
               x.row_width(), reduce == SpmmReduce::kMean ? 1 : 0, out.f32());
   return out;
 }
@@ -223,6 +244,8 @@ Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax) {
 
 Tensor SpmmMaxBackward(const Csr& at, const Tensor& argmax, const Tensor& gy) {
   CheckSameNumel(argmax, gy, "SpmmMaxBackward");
+  CheckCsrDevice(at, gy, "SpmmMaxBackward");
+  CheckSameDevice(argmax, gy, "SpmmMaxBackward", "argmax");
   Tensor gx = Tensor::Empty(WithRows(gy, at.num_rows), DType::kFloat32, gy.device());
   FG_DISPATCH(gy.device(), SpmmMaxBackward, at.row_ptr(), at.col(), at.num_rows, argmax.i32(),
               gy.f32(), gy.row_width(), gx.f32());
@@ -236,6 +259,8 @@ Tensor SddmmDot(const Csr& c, const Tensor& a, const Tensor& b, int64_t heads) {
            a.row_width() % heads == 0)
       << "SddmmDot: operands " << a.ShapeString() << " and " << b.ShapeString() << " for a "
       << c.num_rows << "x" << c.num_cols << " matrix with " << heads << " heads";
+  CheckCsrDevice(c, a, "SddmmDot");
+  CheckSameDevice(b, a, "SddmmDot", "b");
   Tensor out = Tensor::Empty({c.nnz(), heads}, DType::kFloat32, a.device());
   FG_DISPATCH(a.device(), SddmmDot, c.row_ptr(), c.col(), c.num_rows, a.f32(), b.f32(),
               a.row_width(), heads, out.f32());
@@ -248,6 +273,8 @@ Tensor SddmmAdd(const Csr& c, const Tensor& u, const Tensor& v) {
   FG_CHECK(u.rows() == c.num_rows && v.rows() == c.num_cols && u.row_width() == v.row_width())
       << "SddmmAdd: operands " << u.ShapeString() << " and " << v.ShapeString() << " for a "
       << c.num_rows << "x" << c.num_cols << " matrix";
+  CheckCsrDevice(c, u, "SddmmAdd");
+  CheckSameDevice(v, u, "SddmmAdd", "v");
   Tensor out = Tensor::Empty({c.nnz(), u.row_width()}, DType::kFloat32, u.device());
   FG_DISPATCH(u.device(), SddmmAdd, c.row_ptr(), c.col(), c.num_rows, u.f32(), v.f32(),
               u.row_width(), out.f32());
@@ -256,10 +283,11 @@ Tensor SddmmAdd(const Csr& c, const Tensor& u, const Tensor& v) {
 
 Tensor SegmentSoftmax(const Tensor& offsets, const Tensor& scores) {
   CheckFloat(scores, "SegmentSoftmax", "scores");
+  CheckSameDevice(offsets, scores, "SegmentSoftmax", "offsets");
   const int64_t segs = offsets.numel() - 1;
-  FG_CHECK(offsets.i64()[segs] == scores.rows())
-      << "SegmentSoftmax: segments cover " << offsets.i64()[segs] << " entries, scores are "
-      << scores.ShapeString();
+  const int64_t covered = LastOffset(offsets);
+  FG_CHECK(covered == scores.rows()) << "SegmentSoftmax: segments cover " << covered
+                                     << " entries, scores are " << scores.ShapeString();
   Tensor y = Tensor::Empty(scores.shape(), DType::kFloat32, scores.device());
   FG_DISPATCH(scores.device(), SegmentSoftmax, offsets.i64(), segs, scores.f32(),
               scores.row_width(), y.f32());
@@ -268,6 +296,7 @@ Tensor SegmentSoftmax(const Tensor& offsets, const Tensor& scores) {
 
 Tensor SegmentSoftmaxBackward(const Tensor& offsets, const Tensor& y, const Tensor& gy) {
   CheckSameNumel(y, gy, "SegmentSoftmaxBackward");
+  CheckSameDevice(offsets, y, "SegmentSoftmaxBackward", "offsets");
   Tensor gs = Tensor::Empty(y.shape(), DType::kFloat32, y.device());
   FG_DISPATCH(y.device(), SegmentSoftmaxBackward, offsets.i64(), offsets.numel() - 1, y.f32(),
               gy.f32(), y.row_width(), gs.f32());
@@ -276,10 +305,11 @@ Tensor SegmentSoftmaxBackward(const Tensor& offsets, const Tensor& y, const Tens
 
 Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op, Tensor* argmax) {
   CheckFloat(x, "SegmentReduce", "x");
+  CheckSameDevice(offsets, x, "SegmentReduce", "offsets");
   const int64_t segs = offsets.numel() - 1;
-  FG_CHECK(offsets.i64()[segs] == x.rows()) << "SegmentReduce: segments cover "
-                                            << offsets.i64()[segs] << " rows, x is "
-                                            << x.ShapeString();
+  const int64_t covered = LastOffset(offsets);
+  FG_CHECK(covered == x.rows()) << "SegmentReduce: segments cover " << covered << " rows, x is "
+                                << x.ShapeString();
   Tensor out = Tensor::Empty(WithRows(x, segs), DType::kFloat32, x.device());
   int32_t* am = nullptr;
   if (op == SegmentReduceOp::kMax) {
@@ -295,13 +325,24 @@ Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op,
 Tensor GatherRows(const Tensor& x, const Tensor& idx) {
   CheckFloat(x, "GatherRows", "x");
   FG_CHECK(idx.dtype() == DType::kInt32) << "GatherRows: indices must be int32";
+  CheckSameDevice(idx, x, "GatherRows", "idx");
   Tensor out = Tensor::Empty(WithRows(x, idx.numel()), DType::kFloat32, x.device());
   FG_DISPATCH(x.device(), GatherRows, x.f32(), x.row_width(), idx.i32(), idx.numel(), out.f32());
   return out;
 }
 
-Csr GroupByIndex(const Tensor& idx, int64_t num_rows) {
-  FG_CHECK(idx.dtype() == DType::kInt32) << "GroupByIndex: indices must be int32";
+Csr CsrToDevice(const Csr& c, Device device) {
+  Csr out = c;
+  out.offsets = c.offsets.To(device);
+  out.indices = c.indices.To(device);
+  out.values = c.values.To(device);
+  return out;
+}
+
+Csr GroupByIndex(const Tensor& idx_any, int64_t num_rows) {
+  FG_CHECK(idx_any.dtype() == DType::kInt32) << "GroupByIndex: indices must be int32";
+  // The grouping is built on the host (a counting sort) and moved to the indices' device.
+  const Tensor idx = idx_any.To(Device::kCpu);
   Csr g;
   g.num_rows = num_rows;
   g.num_cols = idx.numel();
@@ -318,7 +359,7 @@ Csr GroupByIndex(const Tensor& idx, int64_t num_rows) {
   std::vector<int64_t> cursor(off, off + num_rows);
   int32_t* pos = g.indices.i32();
   for (int64_t k = 0; k < idx.numel(); ++k) pos[cursor[id[k]]++] = static_cast<int32_t>(k);
-  return g;
+  return CsrToDevice(g, idx_any.device());
 }
 
 Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows) {
@@ -359,13 +400,15 @@ Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor
   return gx;
 }
 
-Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids) {
+Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids,
+                   Device device) {
   FG_CHECK(p >= 0.0f && p < 1.0f) << "DropoutMask: p must be in [0, 1), got " << p;
-  Tensor mask = Tensor::Empty({rows, cols});
+  Tensor mask = Tensor::Empty({rows, cols}, DType::kFloat32, device);
   const int64_t* ids = nullptr;
   if (row_ids.defined()) {
     FG_CHECK(row_ids.dtype() == DType::kInt64 && row_ids.numel() == rows)
         << "DropoutMask: row ids must be int64 [" << rows << "]";
+    CheckSameDevice(row_ids, mask, "DropoutMask", "row_ids");
     ids = row_ids.i64();
   }
   FG_DISPATCH(mask.device(), DropoutMask, seed, ids, rows, cols, p, mask.f32());

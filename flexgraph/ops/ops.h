@@ -68,16 +68,21 @@ Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op,
 Tensor GatherRows(const Tensor& x, const Tensor& idx);
 // out[idx[k]] += x[k] for out of `num_rows` rows; deterministic (fixed summation order).
 Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows);
-// The Csr grouping positions k by idx[k] (rows = num_rows), for repeated scatter-adds.
+// The Csr grouping positions k by idx[k] (rows = num_rows), for repeated scatter-adds; on idx's
+// device (built on the host).
 Csr GroupByIndex(const Tensor& idx, int64_t num_rows);
+// A copy of `c` whose arrays live on `device` (a no-op view when already there). Sparse ops need
+// the Csr on the dense operand's device.
+Csr CsrToDevice(const Csr& c, Device device);
 
 // --- normalisation, losses, dropout ------------------------------------------------------------
 Tensor LogSoftmax(const Tensor& x);
 Tensor LogSoftmaxBackward(const Tensor& y, const Tensor& gy);
 Tensor RowL2Normalize(const Tensor& x, float eps, Tensor* norms);
 Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor& gy, float eps);
-// A [rows, cols] mask of 0 and 1/(1-p); element (r, j) is a function of (seed, row_ids[r], j) only.
+// A [rows, cols] mask of 0 and 1/(1-p) on `device`; element (r, j) is a function of
+// (seed, row_ids[r], j) only, identical on every device. row_ids (int64) live on `device`.
 Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed,
-                   const Tensor& row_ids = Tensor());
+                   const Tensor& row_ids = Tensor(), Device device = Device::kCpu);
 
 }  // namespace fg::ops

@@ -1,16 +1,34 @@
 // Device hooks for builds without the CUDA backend.
+#include <cstdlib>
+
 #include "flexgraph/base/logging.h"
 #include "flexgraph/tensor/device_alloc.h"
 
 namespace fg {
+namespace {
+constexpr char kNoBackend[] =
+    "this build of FlexGraph has no CUDA backend (configure with -DFLEXGRAPH_CUDA=ON)";
+}  // namespace
 
 bool CudaAvailable() { return false; }
+std::string CudaUnavailableReason() { return kNoBackend; }
 void* DeviceAlloc(size_t) {
-  FG_CHECK(false) << "this build of FlexGraph has no CUDA backend (configure with -DFLEXGRAPH_CUDA=ON)";
+  FG_CHECK(false) << kNoBackend;
   return nullptr;
 }
 void DeviceFree(void*, size_t) {}
-void DeviceMemset(void*, int, size_t) { FG_CHECK(false) << "no CUDA backend"; }
-void DeviceCopy(void*, bool, const void*, bool, size_t) { FG_CHECK(false) << "no CUDA backend"; }
+void DeviceMemset(void*, int, size_t) { FG_CHECK(false) << kNoBackend; }
+void DeviceCopy(void*, bool, const void*, bool, size_t) { FG_CHECK(false) << kNoBackend; }
+void DeviceCopyAsync(void*, bool, const void*, bool, size_t) { FG_CHECK(false) << kNoBackend; }
+void DeviceStreamSynchronize() {}
+void* PinnedAlloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  FG_CHECK(p != nullptr) << "out of memory allocating " << bytes << " pinned bytes";
+  return p;
+}
+void PinnedFree(void* ptr) { std::free(ptr); }
+DeviceAllocatorStats GetDeviceAllocatorStats() { return {}; }
+void DeviceReleaseCache() {}
 
 }  // namespace fg

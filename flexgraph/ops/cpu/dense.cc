@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/ops/kernels.h"
+#include "flexgraph/ops/shared/elementwise.h"
+#include "flexgraph/ops/shared/rows.h"
 
 namespace fg::ops::cpu {
 namespace {
@@ -45,51 +48,19 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   }
 }
 
+// The activation bodies are the ones the CUDA kernels run (ops/shared/elementwise.h), instantiated
+// per op so each loop stays a branch-free, vectorisable lambda.
 void Unary(UnaryOp op, float alpha, const float* x, float* y, int64_t n) {
-  switch (op) {
-    case UnaryOp::kRelu:
-      Elementwise(n, [&](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
-      break;
-    case UnaryOp::kLeakyRelu:
-      Elementwise(n, [&](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : alpha * x[i]; });
-      break;
-    case UnaryOp::kElu:
-      Elementwise(n, [&](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : alpha * std::expm1(x[i]); });
-      break;
-    case UnaryOp::kTanh:
-      Elementwise(n, [&](int64_t i) { y[i] = std::tanh(x[i]); });
-      break;
-    case UnaryOp::kSigmoid:
-      Elementwise(n, [&](int64_t i) { y[i] = 1.0f / (1.0f + std::exp(-x[i])); });
-      break;
-    case UnaryOp::kExp:
-      Elementwise(n, [&](int64_t i) { y[i] = std::exp(x[i]); });
-      break;
-  }
+  shared::DispatchUnaryOp(op, [&]<UnaryOp Op>() {
+    Elementwise(n, [&](int64_t i) { y[i] = shared::UnaryValue<Op>(x[i], alpha); });
+  });
 }
 
 void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, const float* gy,
                    float* gx, int64_t n) {
-  switch (op) {
-    case UnaryOp::kRelu:
-      Elementwise(n, [&](int64_t i) { gx[i] = x[i] > 0.0f ? gy[i] : 0.0f; });
-      break;
-    case UnaryOp::kLeakyRelu:
-      Elementwise(n, [&](int64_t i) { gx[i] = x[i] > 0.0f ? gy[i] : alpha * gy[i]; });
-      break;
-    case UnaryOp::kElu:
-      Elementwise(n, [&](int64_t i) { gx[i] = x[i] > 0.0f ? gy[i] : gy[i] * (y[i] + alpha); });
-      break;
-    case UnaryOp::kTanh:
-      Elementwise(n, [&](int64_t i) { gx[i] = gy[i] * (1.0f - y[i] * y[i]); });
-      break;
-    case UnaryOp::kSigmoid:
-      Elementwise(n, [&](int64_t i) { gx[i] = gy[i] * y[i] * (1.0f - y[i]); });
-      break;
-    case UnaryOp::kExp:
-      Elementwise(n, [&](int64_t i) { gx[i] = gy[i] * y[i]; });
-      break;
-  }
+  shared::DispatchUnaryOp(op, [&]<UnaryOp Op>() {
+    Elementwise(n, [&](int64_t i) { gx[i] = shared::UnaryGrad<Op>(x[i], y[i], gy[i], alpha); });
+  });
 }
 
 void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
@@ -138,57 +109,28 @@ void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int6
 }
 
 void LogSoftmaxRows(const float* x, int64_t rows, int64_t cols, float* y) {
-  ParallelFor(0, rows, [&](int64_t i) {
-    const float* xr = x + i * cols;
-    float* yr = y + i * cols;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, xr[j]);
-    double s = 0.0;
-    for (int64_t j = 0; j < cols; ++j) s += std::exp(static_cast<double>(xr[j] - mx));
-    const float lse = mx + static_cast<float>(std::log(s));
-    for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j] - lse;
-  });
+  ParallelFor(0, rows, [&](int64_t i) { shared::LogSoftmaxRow(x + i * cols, cols, y + i * cols); });
 }
 
 void LogSoftmaxRowsBackward(const float* y, const float* gy, int64_t rows, int64_t cols,
                             float* gx) {
   ParallelFor(0, rows, [&](int64_t i) {
-    const float* yr = y + i * cols;
-    const float* gr = gy + i * cols;
-    float* out = gx + i * cols;
-    double s = 0.0;
-    for (int64_t j = 0; j < cols; ++j) s += gr[j];
-    for (int64_t j = 0; j < cols; ++j) out[j] = gr[j] - std::exp(yr[j]) * static_cast<float>(s);
+    shared::LogSoftmaxRowBackward(y + i * cols, gy + i * cols, cols, gx + i * cols);
   });
 }
 
 void RowL2Normalize(const float* x, int64_t rows, int64_t cols, float eps, float* y,
                     float* norms) {
   ParallelFor(0, rows, [&](int64_t i) {
-    const float* xr = x + i * cols;
-    double s = 0.0;
-    for (int64_t j = 0; j < cols; ++j) s += static_cast<double>(xr[j]) * xr[j];
-    const float nrm = std::max(static_cast<float>(std::sqrt(s)), eps);
-    norms[i] = nrm;
-    for (int64_t j = 0; j < cols; ++j) y[i * cols + j] = xr[j] / nrm;
+    norms[i] = shared::RowL2NormalizeRow(x + i * cols, cols, eps, y + i * cols);
   });
 }
 
 void RowL2NormalizeBackward(const float* y, const float* norms, const float* gy, int64_t rows,
                             int64_t cols, float eps, float* gx) {
   ParallelFor(0, rows, [&](int64_t i) {
-    const float* yr = y + i * cols;
-    const float* gr = gy + i * cols;
-    const float nrm = norms[i];
-    // When the norm was clamped to eps the map is linear: y = x / eps.
-    const bool clamped = nrm <= eps;
-    double dot = 0.0;
-    if (!clamped) {
-      for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(yr[j]) * gr[j];
-    }
-    for (int64_t j = 0; j < cols; ++j) {
-      gx[i * cols + j] = (gr[j] - static_cast<float>(dot) * yr[j]) / nrm;
-    }
+    shared::RowL2NormalizeRowBackward(y + i * cols, norms[i], gy + i * cols, cols, eps,
+                                      gx + i * cols);
   });
 }
 
@@ -197,12 +139,25 @@ void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t co
   const float keep_scale = 1.0f / (1.0f - p);
   ParallelFor(0, rows, [&](int64_t r) {
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    float* m = mask + r * cols;
     for (int64_t j = 0; j < cols; j += 4) {
-      const Philox4 block = PhiloxBlock(seed, static_cast<uint64_t>(j / 4), id);
-      for (int t = 0; t < 4 && j + t < cols; ++t) {
-        m[j + t] = U32ToUniform(block.v[t]) >= p ? keep_scale : 0.0f;
-      }
+      shared::DropoutBlock(seed, id, j, cols, p, keep_scale, mask + r * cols);
+    }
+  });
+}
+
+// The CPU SpMM (ops/cpu/sparse.cc) does not need the dense operand's row count.
+void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
+             int64_t /*x_rows*/, const float* x, int64_t width, int mean, float* out) {
+  Spmm(off, col, w, w_heads, rows, x, width, mean, out);
+}
+
+void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, int64_t width,
+                 float* y, int64_t y_width, int64_t y_at) {
+  if (width == 0) return;
+  ParallelFor(0, (rows + 255) / 256, [&](int64_t c) {
+    const int64_t hi = std::min(rows, (c + 1) * 256);
+    for (int64_t r = c * 256; r < hi; ++r) {
+      std::memcpy(y + r * y_width + y_at, x + r * x_width + x_at, width * sizeof(float));
     }
   });
 }

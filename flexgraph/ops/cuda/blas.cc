@@ -1,0 +1,111 @@
+// CUDA entry points backed by NVIDIA libraries: GEMM on cuBLAS (sgemm, strided batched sgemm for the
+// dense path) and SpMM on cuSPARSE's generic API (CSR, row-major dense operands, workspace reused
+// per thread). Everything runs on the calling thread's stream.
+#include <climits>
+
+#include "flexgraph/base/logging.h"
+#include "flexgraph/ops/cuda/cuda_util.h"
+#include "flexgraph/ops/cuda/handles.h"
+#include "flexgraph/ops/kernels.h"
+
+namespace fg::ops::cuda {
+namespace {
+
+int AsInt(int64_t v, const char* what) {
+  FG_CHECK(v >= 0 && v <= INT_MAX) << what << " = " << v << " exceeds the 32-bit range of the library";
+  return static_cast<int>(v);
+}
+
+// Scratch slots (cuda_util.h).
+constexpr int kWorkspaceSlot = 0;
+constexpr int kOffsetsSlot = 1;
+constexpr int kOnesSlot = 2;
+
+}  // namespace
+
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          const float* b, float beta, float* c, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  if (k == 0) {  // C = beta * C without reading C when beta is 0
+    if (beta == 0.0f) {
+      FG_CUDA_CHECK(cudaMemsetAsync(c, 0, sizeof(float) * m * n * batch, CurrentStream()));
+    } else {
+      Scale(c, beta, c, m * n * batch);
+    }
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int mi = AsInt(m, "Gemm m"), ni = AsInt(n, "Gemm n"), ki = AsInt(k, "Gemm k");
+  const int lda = trans_a ? mi : ki, ldb = trans_b ? ki : ni;
+  cublasHandle_t h = CublasHandle();
+  if (batch == 1) {
+    FG_CUBLAS_CHECK(cublasSgemm(h, op_b, op_a, ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
+  } else {
+    FG_CUBLAS_CHECK(cublasSgemmStridedBatched(h, op_b, op_a, ni, mi, ki, &alpha, b, ldb, k * n, a,
+                                              lda, m * k, &beta, c, ni, m * n,
+                                              AsInt(batch, "Gemm batch")));
+  }
+}
+
+void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
+          const float* x, int64_t width, int mean, float* out) {
+  LaunchSpmmElementwise(off, col, w, w_heads, rows, x, width, mean, out);
+}
+
+// cuSPARSE for one weight per entry (or none); per-head weights use the custom kernel. cuSPARSE
+// wants matching index types, so the int64 offsets are narrowed to int32 in a scratch buffer (the
+// entry count is below 2^31 by the Csr contract).
+void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
+             int64_t x_rows, const float* x, int64_t width, int mean, float* out) {
+  if (rows == 0 || width == 0) return;
+  if (w_heads > 1) {
+    LaunchSpmmElementwise(off, col, w, w_heads, rows, x, width, mean, out);
+    return;
+  }
+  int64_t nnz = 0;
+  FG_CUDA_CHECK(cudaMemcpyAsync(&nnz, off + rows, sizeof(int64_t), cudaMemcpyDeviceToHost,
+                                CurrentStream()));
+  FG_CUDA_CHECK(cudaStreamSynchronize(CurrentStream()));
+  if (nnz == 0) {
+    FG_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * rows * width, CurrentStream()));
+    return;
+  }
+  auto* off32 = static_cast<int32_t*>(ThreadScratch(kOffsetsSlot, sizeof(int32_t) * (rows + 1)));
+  LaunchOffsetsToInt32(off, rows + 1, off32);
+  const float* values = w;
+  if (values == nullptr) {
+    auto* ones = static_cast<float*>(ThreadScratch(kOnesSlot, sizeof(float) * nnz));
+    LaunchFill(ones, 1.0f, nnz);
+    values = ones;
+  }
+  cusparseHandle_t h = CusparseHandle();
+  cusparseConstSpMatDescr_t a_desc;
+  cusparseConstDnMatDescr_t x_desc;
+  cusparseDnMatDescr_t out_desc;
+  FG_CUSPARSE_CHECK(cusparseCreateConstCsr(&a_desc, rows, x_rows, nnz, off32, col, values,
+                                           CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  FG_CUSPARSE_CHECK(cusparseCreateConstDnMat(&x_desc, x_rows, width, width, x, CUDA_R_32F,
+                                             CUSPARSE_ORDER_ROW));
+  FG_CUSPARSE_CHECK(
+      cusparseCreateDnMat(&out_desc, rows, width, width, out, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  const float alpha = 1.0f, beta = 0.0f;
+  // ALG2 suits row-major operands and is deterministic for a non-transposed sparse matrix.
+  constexpr cusparseSpMMAlg_t kAlg = CUSPARSE_SPMM_CSR_ALG2;
+  size_t ws_bytes = 0;
+  FG_CUSPARSE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                            CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_desc,
+                                            x_desc, &beta, out_desc, CUDA_R_32F, kAlg, &ws_bytes));
+  void* ws = ws_bytes > 0 ? ThreadScratch(kWorkspaceSlot, ws_bytes) : nullptr;
+  FG_CUSPARSE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                 CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_desc, x_desc, &beta,
+                                 out_desc, CUDA_R_32F, kAlg, ws));
+  FG_CUSPARSE_CHECK(cusparseDestroySpMat(a_desc));
+  FG_CUSPARSE_CHECK(cusparseDestroyDnMat(x_desc));
+  FG_CUSPARSE_CHECK(cusparseDestroyDnMat(out_desc));
+  if (mean) LaunchScaleByInverseDegree(off, rows, width, out);
+}
+
+}  // namespace fg::ops::cuda

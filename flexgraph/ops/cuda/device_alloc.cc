@@ -1,0 +1,227 @@
+// The CUDA backend's device hooks: availability (probed once, never aborting), a caching allocator on
+// cudaMalloc, and stream-ordered memset and copies on the calling thread's stream.
+//
+// Allocator: sizes are rounded to size classes (multiples of 512 B up to 1 MiB, of 2 MiB above);
+// a freed block goes to the free list of its (stream, size class) and is reused only by allocations
+// of the same class on the same stream, which keeps reuse stream-ordered without events. When
+// cudaMalloc fails the cache is released and the allocation retried once. One mutex guards the
+// lists; cudaMalloc/cudaFree are called outside it.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/ops/cuda/cuda_util.h"
+#include "flexgraph/tensor/device_alloc.h"
+
+namespace fg {
+namespace {
+
+using ops::cuda::CurrentStream;
+
+struct Probe {
+  bool available = false;
+  std::string reason;
+};
+
+const Probe& GetProbe() {
+  static const Probe probe = [] {
+    Probe p;
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+      p.reason = absl::StrCat("no CUDA device: cudaGetDeviceCount returned ", cudaGetErrorName(err),
+                              " (", cudaGetErrorString(err), ")");
+      (void)cudaGetLastError();  // reset the last-error state for later calls
+    } else if (count == 0) {
+      p.reason = "no CUDA device: cudaGetDeviceCount found 0 devices";
+    } else {
+      p.available = true;
+    }
+    return p;
+  }();
+  return probe;
+}
+
+void RequireCuda(const char* what) {
+  FG_CHECK(GetProbe().available) << what << ": " << GetProbe().reason;
+}
+
+size_t SizeClass(size_t bytes) {
+  constexpr size_t kSmall = 512, kLarge = size_t{2} << 20, kSmallLimit = size_t{1} << 20;
+  return bytes <= kSmallLimit ? (bytes + kSmall - 1) / kSmall * kSmall
+                              : (bytes + kLarge - 1) / kLarge * kLarge;
+}
+
+class CachingAllocator {
+ public:
+  void* Allocate(size_t bytes) {
+    const size_t cls = SizeClass(bytes);
+    const cudaStream_t stream = CurrentStream();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find({stream, cls});
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        stats_.bytes_cached -= cls;
+        ++stats_.cache_hits;
+        Track(p, cls, stream);
+        return p;
+      }
+    }
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, cls);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      ReleaseCache();
+      err = cudaMalloc(&p, cls);
+    }
+    if (err != cudaSuccess) {
+      const DeviceAllocatorStats s = Stats();
+      FG_CHECK(false) << "cudaMalloc of " << cls << " bytes failed: " << cudaGetErrorName(err)
+                      << " (" << cudaGetErrorString(err) << "); " << s.bytes_in_use
+                      << " bytes in use, " << s.bytes_cached << " cached";
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.device_mallocs;
+    Track(p, cls, stream);
+    return p;
+  }
+
+  void Free(void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(p);
+    FG_CHECK(it != live_.end()) << "DeviceFree of a pointer the allocator does not own";
+    const auto [cls, stream] = it->second;
+    live_.erase(it);
+    stats_.bytes_in_use -= cls;
+    stats_.bytes_cached += cls;
+    free_[{stream, cls}].push_back(p);
+  }
+
+  void ReleaseCache() {
+    std::vector<void*> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [key, list] : free_) {
+        blocks.insert(blocks.end(), list.begin(), list.end());
+        stats_.bytes_cached -= key.second * list.size();
+      }
+      free_.clear();
+    }
+    if (blocks.empty()) return;
+    // Blocks may still be read by queued work of their stream: wait before returning them.
+    FG_CUDA_CHECK(cudaDeviceSynchronize());
+    for (void* p : blocks) FG_CUDA_CHECK(cudaFree(p));
+  }
+
+  DeviceAllocatorStats Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  void Track(void* p, size_t cls, cudaStream_t stream) {
+    live_[p] = {cls, stream};
+    stats_.bytes_in_use += cls;
+    if (stats_.bytes_in_use > stats_.peak_bytes_in_use) {
+      stats_.peak_bytes_in_use = stats_.bytes_in_use;
+    }
+  }
+
+  std::mutex mu_;
+  std::map<std::pair<cudaStream_t, size_t>, std::vector<void*>> free_;
+  std::unordered_map<void*, std::pair<size_t, cudaStream_t>> live_;
+  DeviceAllocatorStats stats_;
+};
+
+// Never destroyed: tensors may be freed during static destruction.
+CachingAllocator& Allocator() {
+  static CachingAllocator* a = new CachingAllocator();
+  return *a;
+}
+
+cudaMemcpyKind Kind(bool dst_on_device, bool src_on_device) {
+  if (dst_on_device) return src_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+  return src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
+}
+
+}  // namespace
+
+bool CudaAvailable() { return GetProbe().available; }
+std::string CudaUnavailableReason() { return GetProbe().reason; }
+
+void* DeviceAlloc(size_t bytes) {
+  RequireCuda("DeviceAlloc");
+  if (bytes == 0) return nullptr;
+  return Allocator().Allocate(bytes);
+}
+
+void DeviceFree(void* ptr, size_t) {
+  if (ptr != nullptr) Allocator().Free(ptr);
+}
+
+void DeviceMemset(void* ptr, int value, size_t bytes) {
+  RequireCuda("DeviceMemset");
+  if (bytes == 0) return;
+  FG_CUDA_CHECK(cudaMemsetAsync(ptr, value, bytes, CurrentStream()));
+}
+
+void DeviceCopyAsync(void* dst, bool dst_on_device, const void* src, bool src_on_device,
+                     size_t bytes) {
+  RequireCuda("DeviceCopy");
+  if (bytes == 0) return;
+  FG_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytes, Kind(dst_on_device, src_on_device), CurrentStream()));
+}
+
+void DeviceCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
+  DeviceCopyAsync(dst, dst_on_device, src, src_on_device, bytes);
+  DeviceStreamSynchronize();
+}
+
+void DeviceStreamSynchronize() {
+  if (!CudaAvailable()) return;
+  FG_CUDA_CHECK(cudaStreamSynchronize(CurrentStream()));
+}
+
+// Without a device (fixed for the process) pinned buffers are plain aligned host memory, so callers
+// need no separate code path.
+void* PinnedAlloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = nullptr;
+  if (CudaAvailable()) {
+    FG_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  } else {
+    p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    FG_CHECK(p != nullptr) << "out of memory allocating " << bytes << " pinned bytes";
+  }
+  return p;
+}
+
+void PinnedFree(void* ptr) {
+  if (ptr == nullptr) return;
+  if (CudaAvailable()) {
+    FG_CUDA_CHECK(cudaFreeHost(ptr));
+  } else {
+    std::free(ptr);
+  }
+}
+
+DeviceAllocatorStats GetDeviceAllocatorStats() {
+  if (!CudaAvailable()) return {};
+  return Allocator().Stats();
+}
+
+void DeviceReleaseCache() {
+  if (CudaAvailable()) Allocator().ReleaseCache();
+}
+
+}  // namespace fg

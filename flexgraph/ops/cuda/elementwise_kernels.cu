@@ -1,0 +1,204 @@
+// CUDA kernels for the elementwise and dense row ops: activations and their gradients, scaled adds,
+// products, per-row scaling, column sums, dropout masks (Philox, seeded), column-block copies
+// (Concat/Split), and small helpers of the library-backed entry points. One thread per output
+// element in grid-stride loops; the element bodies are the FG_HD functions of
+// ops/shared/elementwise.h that the CPU backend runs too.
+#include "flexgraph/ops/cuda/cuda_util.h"
+#include "flexgraph/ops/kernels.h"
+#include "flexgraph/ops/shared/elementwise.h"
+
+namespace fg::ops::cuda {
+namespace {
+
+template <UnaryOp Op>
+__global__ void __launch_bounds__(kThreads)
+    UnaryKernel(float alpha, const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  FG_GRID_STRIDE(i, n) { y[i] = shared::UnaryValue<Op>(x[i], alpha); }
+}
+
+template <UnaryOp Op>
+__global__ void __launch_bounds__(kThreads)
+    UnaryGradKernel(float alpha, const float* __restrict__ x, const float* __restrict__ y,
+                    const float* __restrict__ gy, float* __restrict__ gx, int64_t n) {
+  FG_GRID_STRIDE(i, n) { gx[i] = shared::UnaryGrad<Op>(x[i], y[i], gy[i], alpha); }
+}
+
+// a and y may alias (AddInPlace): no __restrict__ on them.
+__global__ void __launch_bounds__(kThreads)
+    AddScaledKernel(const float* a, const float* __restrict__ b, float alpha, float* y, int64_t n,
+                    int64_t b_period) {
+  FG_GRID_STRIDE(i, n) { y[i] = shared::AddScaledValue(a, b, alpha, i, b_period); }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    MulKernel(const float* a, const float* b, float* y, int64_t n) {
+  FG_GRID_STRIDE(i, n) { y[i] = a[i] * b[i]; }
+}
+
+__global__ void __launch_bounds__(kThreads) ScaleKernel(const float* x, float s, float* y, int64_t n) {
+  FG_GRID_STRIDE(i, n) { y[i] = s * x[i]; }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    ScaleRowsKernel(const float* __restrict__ x, const float* __restrict__ s, int64_t width,
+                    int64_t heads, float* __restrict__ y, int64_t n) {
+  FG_GRID_STRIDE(i, n) { y[i] = shared::ScaleRowsValue(x, s, width, heads, i); }
+}
+
+// Column sums in two deterministic passes: partial[c, j] sums rows of chunk c in order, then each
+// column adds its partials in chunk order.
+constexpr int64_t kSumChunkRows = 512;
+
+__global__ void __launch_bounds__(kThreads)
+    SumRowsPartialKernel(const float* __restrict__ x, int64_t rows, int64_t cols,
+                         float* __restrict__ partial, int64_t n) {
+  FG_GRID_STRIDE(i, n) {
+    const int64_t c = i / cols, j = i % cols;
+    const int64_t lo = c * kSumChunkRows;
+    const int64_t count = rows - lo < kSumChunkRows ? rows - lo : kSumChunkRows;
+    partial[i] = shared::SumColumn(x + lo * cols, count, cols, j);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    SumRowsKernel(const float* __restrict__ x, int64_t rows, int64_t cols, float* __restrict__ y) {
+  FG_GRID_STRIDE(j, cols) { y[j] = shared::SumColumn(x, rows, cols, j); }
+}
+
+// One thread per block of four mask entries (one Philox block).
+__global__ void __launch_bounds__(kThreads)
+    DropoutKernel(uint64_t seed, const int64_t* __restrict__ row_ids, int64_t rows, int64_t cols,
+                  float p, float keep_scale, float* __restrict__ mask) {
+  const int64_t blocks_per_row = (cols + 3) / 4;
+  FG_GRID_STRIDE(i, rows * blocks_per_row) {
+    const int64_t r = i / blocks_per_row;
+    const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
+    shared::DropoutBlock(seed, id, (i % blocks_per_row) * 4, cols, p, keep_scale, mask + r * cols);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    CopyColumnsKernel(const float* __restrict__ x, int64_t x_width, int64_t x_at, int64_t width,
+                      float* __restrict__ y, int64_t y_width, int64_t y_at, int64_t n) {
+  FG_GRID_STRIDE(i, n) { shared::CopyColumnsElement(x, x_width, x_at, y, y_width, y_at, width, i); }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    OffsetsToInt32Kernel(const int64_t* __restrict__ off, int64_t n, int32_t* __restrict__ out) {
+  FG_GRID_STRIDE(i, n) { out[i] = static_cast<int32_t>(off[i]); }
+}
+
+__global__ void __launch_bounds__(kThreads) FillKernel(float* p, float value, int64_t n) {
+  FG_GRID_STRIDE(i, n) { p[i] = value; }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    ScaleByInverseDegreeKernel(const int64_t* __restrict__ off, int64_t width, float* out,
+                               int64_t n) {
+  FG_GRID_STRIDE(i, n) {
+    const int64_t r = i / width;
+    const int64_t deg = off[r + 1] - off[r];
+    if (deg > 0) out[i] *= 1.0f / static_cast<float>(deg);
+  }
+}
+
+}  // namespace
+
+void Unary(UnaryOp op, float alpha, const float* x, float* y, int64_t n) {
+  if (n == 0) return;
+  shared::DispatchUnaryOp(op, [&]<UnaryOp Op>() {
+    UnaryKernel<Op><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(alpha, x, y, n);
+  });
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, const float* gy,
+                   float* gx, int64_t n) {
+  if (n == 0) return;
+  shared::DispatchUnaryOp(op, [&]<UnaryOp Op>() {
+    UnaryGradKernel<Op><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(alpha, x, y, gy, gx, n);
+  });
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
+               int64_t b_period) {
+  if (n == 0) return;
+  AddScaledKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(a, b, alpha, y, n, b_period);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void MulElem(const float* a, const float* b, float* y, int64_t n) {
+  if (n == 0) return;
+  MulKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(a, b, y, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void Scale(const float* x, float s, float* y, int64_t n) {
+  if (n == 0) return;
+  ScaleKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, s, y, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int64_t heads,
+               float* y) {
+  const int64_t n = rows * width;
+  if (n == 0) return;
+  ScaleRowsKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, s, width, heads, y, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void SumRows(const float* x, int64_t rows, int64_t cols, float* y) {
+  if (cols == 0) return;
+  const int64_t chunks = (rows + kSumChunkRows - 1) / kSumChunkRows;
+  if (chunks <= 1) {
+    SumRowsKernel<<<BlocksFor(cols), kThreads, 0, CurrentStream()>>>(x, rows, cols, y);
+    FG_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  auto* partial = static_cast<float*>(ThreadScratch(0, sizeof(float) * chunks * cols));
+  SumRowsPartialKernel<<<BlocksFor(chunks * cols), kThreads, 0, CurrentStream()>>>(
+      x, rows, cols, partial, chunks * cols);
+  FG_CUDA_CHECK_LAUNCH();
+  SumRowsKernel<<<BlocksFor(cols), kThreads, 0, CurrentStream()>>>(partial, chunks, cols, y);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
+                 float* mask) {
+  const int64_t n = rows * ((cols + 3) / 4);
+  if (n == 0) return;
+  DropoutKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(seed, row_ids, rows, cols, p,
+                                                                 1.0f / (1.0f - p), mask);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, int64_t width,
+                 float* y, int64_t y_width, int64_t y_at) {
+  const int64_t n = rows * width;
+  if (n == 0) return;
+  CopyColumnsKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, x_width, x_at, width, y,
+                                                                     y_width, y_at, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchOffsetsToInt32(const int64_t* off, int64_t n, int32_t* out) {
+  if (n == 0) return;
+  OffsetsToInt32Kernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, n, out);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchFill(float* p, float value, int64_t n) {
+  if (n == 0) return;
+  FillKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(p, value, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchScaleByInverseDegree(const int64_t* off, int64_t rows, int64_t width, float* out) {
+  const int64_t n = rows * width;
+  if (n == 0) return;
+  ScaleByInverseDegreeKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, width, out, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fg::ops::cuda

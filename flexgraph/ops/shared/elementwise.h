@@ -1,0 +1,114 @@
+// Kernel bodies of the elementwise ops, shared by the CPU kernels (ops/cpu/dense.cc) and the CUDA
+// kernels (ops/cuda/*.cu). Each function computes one output element (or one block of a few) from
+// plain values, so the CPU loops and the one-thread-per-element CUDA kernels run identical code and
+// the CPU tests exercise the device logic. Pure functions: thread-safe.
+//
+//   y[i] = UnaryValue<UnaryOp::kElu>(x[i], alpha);
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#include "flexgraph/base/hd.h"
+#include "flexgraph/base/rng.h"
+#include "flexgraph/ops/kernels.h"
+
+namespace fg::ops::shared {
+
+// f(x) of the activation `Op` (alpha: negative slope of leaky relu, scale of elu).
+template <UnaryOp Op>
+FG_HD float UnaryValue(float x, float alpha) {
+  if constexpr (Op == UnaryOp::kRelu) {
+    return x > 0.0f ? x : 0.0f;
+  } else if constexpr (Op == UnaryOp::kLeakyRelu) {
+    return x > 0.0f ? x : alpha * x;
+  } else if constexpr (Op == UnaryOp::kElu) {
+    return x > 0.0f ? x : alpha * expm1f(x);
+  } else if constexpr (Op == UnaryOp::kTanh) {
+    return tanhf(x);
+  } else if constexpr (Op == UnaryOp::kSigmoid) {
+    return 1.0f / (1.0f + expf(-x));
+  } else {
+    return expf(x);
+  }
+}
+
+// gx = gy * f'(x), written with the input x and the output y = f(x).
+template <UnaryOp Op>
+FG_HD float UnaryGrad(float x, float y, float gy, float alpha) {
+  if constexpr (Op == UnaryOp::kRelu) {
+    return x > 0.0f ? gy : 0.0f;
+  } else if constexpr (Op == UnaryOp::kLeakyRelu) {
+    return x > 0.0f ? gy : alpha * gy;
+  } else if constexpr (Op == UnaryOp::kElu) {
+    return x > 0.0f ? gy : gy * (y + alpha);
+  } else if constexpr (Op == UnaryOp::kTanh) {
+    return gy * (1.0f - y * y);
+  } else if constexpr (Op == UnaryOp::kSigmoid) {
+    return gy * y * (1.0f - y);
+  } else {
+    return gy * y;
+  }
+}
+
+// Calls fn.template operator()<Op>() with the compile-time op matching `op`, so per-element loops
+// and kernels are instantiated per activation (host code; used by both backends).
+template <typename Fn>
+void DispatchUnaryOp(UnaryOp op, Fn&& fn) {
+  switch (op) {
+    case UnaryOp::kRelu:
+      return fn.template operator()<UnaryOp::kRelu>();
+    case UnaryOp::kLeakyRelu:
+      return fn.template operator()<UnaryOp::kLeakyRelu>();
+    case UnaryOp::kElu:
+      return fn.template operator()<UnaryOp::kElu>();
+    case UnaryOp::kTanh:
+      return fn.template operator()<UnaryOp::kTanh>();
+    case UnaryOp::kSigmoid:
+      return fn.template operator()<UnaryOp::kSigmoid>();
+    case UnaryOp::kExp:
+      return fn.template operator()<UnaryOp::kExp>();
+  }
+}
+
+// Element i of a + alpha * b, with b broadcast with period `b_period` when > 0.
+FG_HD float AddScaledValue(const float* a, const float* b, float alpha, int64_t i,
+                           int64_t b_period) {
+  return a[i] + alpha * b[b_period > 0 ? i % b_period : i];
+}
+
+// Element i of ScaleRows: rows of `width` floats, `heads` equal slices, one scale per (row, head).
+FG_HD float ScaleRowsValue(const float* x, const float* s, int64_t width, int64_t heads,
+                           int64_t i) {
+  const int64_t r = i / width;
+  const int64_t h = (i % width) / (width / heads);
+  return s[r * heads + h] * x[i];
+}
+
+// Column j of the row sums of x [rows, cols], rows added in order (deterministic).
+FG_HD float SumColumn(const float* x, int64_t rows, int64_t cols, int64_t j) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < rows; ++i) s += x[i * cols + j];
+  return s;
+}
+
+// Element i of a column-block copy: y[r, y_at + c] = x[r, x_at + c] for c < width, i = r * width + c.
+FG_HD void CopyColumnsElement(const float* x, int64_t x_width, int64_t x_at, float* y,
+                              int64_t y_width, int64_t y_at, int64_t width, int64_t i) {
+  const int64_t r = i / width, c = i % width;
+  y[r * y_width + y_at + c] = x[r * x_width + x_at + c];
+}
+
+// Dropout mask entries j0 .. j0+3 (clipped to cols) of the row with global id `row_id`: one Philox
+// block keyed by (seed; j0 / 4, row_id) gives four uniforms; kept entries get 1 / (1 - p).
+// The value of an entry depends on (seed, row_id, column) only.
+FG_HD void DropoutBlock(uint64_t seed, uint64_t row_id, int64_t j0, int64_t cols, float p,
+                        float keep_scale, float* mask_row) {
+  const Philox4 block = PhiloxBlock(seed, static_cast<uint64_t>(j0 / 4), row_id);
+  for (int t = 0; t < 4 && j0 + t < cols; ++t) {
+    mask_row[j0 + t] = U32ToUniform(block.v[t]) >= p ? keep_scale : 0.0f;
+  }
+}
+
+}  // namespace fg::ops::shared
