@@ -9,14 +9,16 @@ namespace {
 
 using ops::SpmmReduce;
 
+// 1 / degree per row (0 for empty rows), on the matrix's device (computed on the host).
 Tensor InvDegree(const Csr& c) {
   Tensor inv = Tensor::Empty({c.num_rows});
-  const int64_t* o = c.row_ptr();
+  const Tensor offsets = c.offsets.To(Device::kCpu);
+  const int64_t* o = offsets.i64();
   for (int64_t i = 0; i < c.num_rows; ++i) {
     const int64_t d = o[i + 1] - o[i];
     inv.f32()[i] = d > 0 ? 1.0f / static_cast<float>(d) : 0.0f;
   }
-  return inv;
+  return inv.To(c.offsets.device());
 }
 
 void CheckSameShape(const Var& a, const Var& b, const char* op) {
@@ -126,7 +128,7 @@ Var ScaleRows(const Var& x, const Var& s) {
         off[i + 1] = i + 1;
         col[i] = static_cast<int32_t>(i);
       }
-      Csr eye = Csr::FromVectors(n, n, off, col);
+      Csr eye = ops::CsrToDevice(Csr::FromVectors(n, n, off, col), g.device());
       Tensor gs = ops::SddmmDot(eye, g.Reshape({n, g.row_width()}),
                                 x.value().Reshape({n, x.value().row_width()}), heads);
       AccumulateGrad(s, gs, "ScaleRows");
@@ -176,11 +178,16 @@ std::vector<Var> Split(const Var& x, const std::vector<int64_t>& widths) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     const int64_t offset = at, width = widths[i], total = x.row_width();
     out.push_back(MakeResult(pieces[i], "Split", {x}, [x, offset, width, total](const Tensor& g) {
-      Tensor full = Tensor::Zeros({x.rows(), total});
-      for (int64_t r = 0; r < x.rows(); ++r) {
-        for (int64_t j = 0; j < width; ++j) full.f32()[r * total + offset + j] = g.f32()[r * width + j];
+        // The gradient of x is g in its column block and zero elsewhere.
+      const Device device = g.device();
+      std::vector<Tensor> blocks;
+      if (offset > 0) blocks.push_back(Tensor::Zeros({x.rows(), offset}, DType::kFloat32, device));
+      blocks.push_back(g.Reshape({x.rows(), width}));
+      if (offset + width < total) {
+        blocks.push_back(
+            Tensor::Zeros({x.rows(), total - offset - width}, DType::kFloat32, device));
       }
-      AccumulateGrad(x, full, "Split");
+      AccumulateGrad(x, ops::Concat(blocks), "Split");
     }));
     at += widths[i];
   }
@@ -203,13 +210,13 @@ Var RowL2Normalize(const Var& x, float eps) {
 }
 
 Var Sum(const Var& x) {
-  const Tensor& v = x.value();
+  const Tensor v = x.value().To(Device::kCpu);
   double s = 0.0;
   const float* p = v.f32();
   for (int64_t i = 0; i < v.numel(); ++i) s += p[i];
-  Tensor y = Tensor::Full({1}, static_cast<float>(s));
+  Tensor y = Tensor::Full({1}, static_cast<float>(s)).To(x.value().device());
   return MakeResult(y, "Sum", {x}, [x](const Tensor& g) {
-    AccumulateGrad(x, Tensor::Full(x.shape(), g.f32()[0]), "Sum");
+    AccumulateGrad(x, Tensor::Full(x.shape(), g.Item()).To(x.value().device()), "Sum");
   });
 }
 
@@ -222,7 +229,7 @@ Var Mean(const Var& x) {
 Var SumRows(const Var& x) {
   Tensor y = ops::SumRows(x.value());
   return MakeResult(y, "SumRows", {x}, [x](const Tensor& g) {
-    Tensor full = Tensor::Zeros({x.rows(), x.row_width()});
+    Tensor full = Tensor::Zeros({x.rows(), x.row_width()}, DType::kFloat32, g.device());
     full = ops::Add(full, g);
     AccumulateGrad(x, full, "SumRows");
   });
@@ -234,7 +241,7 @@ Var MeanMiddle(const Var& x) {
   const int64_t n = x.dim(0), k = x.dim(1), d = x.dim(2);
   std::vector<int64_t> off(n + 1);
   for (int64_t i = 0; i <= n; ++i) off[i] = i * k;
-  Tensor offsets = Tensor::FromVector(off);
+  Tensor offsets = Tensor::FromVector(off).To(x.value().device());
   return SegmentReduce(offsets, Reshape(x, {n * k, d}), ops::SegmentReduceOp::kMean);
 }
 
@@ -313,17 +320,20 @@ Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op) 
   Tensor argmax;
   Tensor y = ops::SegmentReduce(offsets, x.value(), op, &argmax);
   return MakeResult(y, "SegmentReduce", {x}, [offsets, x, op, argmax](const Tensor& g) {
+    // Computed on the host (copies when the tensors live on a GPU).
     const int64_t segs = offsets.numel() - 1;
     const int64_t width = x.row_width();
     Tensor gx = Tensor::Zeros({x.rows(), width});
-    const int64_t* o = offsets.i64();
-    const float* gp = g.f32();
+    const Tensor o_host = offsets.To(Device::kCpu), g_host = g.To(Device::kCpu);
+    const Tensor am_host = argmax.defined() ? argmax.To(Device::kCpu) : argmax;
+    const int64_t* o = o_host.i64();
+    const float* gp = g_host.f32();
     float* out = gx.f32();
     for (int64_t s = 0; s < segs; ++s) {
       const int64_t lo = o[s], hi = o[s + 1];
       if (op == ops::SegmentReduceOp::kMax) {
         for (int64_t j = 0; j < width; ++j) {
-          const int32_t e = argmax.i32()[s * width + j];
+          const int32_t e = am_host.i32()[s * width + j];
           if (e >= 0) out[e * width + j] += gp[s * width + j];
         }
       } else {
@@ -333,7 +343,7 @@ Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op) 
         }
       }
     }
-    AccumulateGrad(x, gx, "SegmentReduce");
+    AccumulateGrad(x, gx.To(g.device()), "SegmentReduce");
   });
 }
 
@@ -358,8 +368,12 @@ Var LogSoftmax(const Var& x) {
   });
 }
 
-Var NllLoss(const Var& logp, const Tensor& labels, const Tensor& rows) {
-  const Tensor& lp = logp.value();
+// The losses reduce to one number: they run on the host (inputs copied from a GPU, the loss and
+// the gradient copied back), which costs one [n, C] transfer per step.
+Var NllLoss(const Var& logp, const Tensor& labels_in, const Tensor& rows_in) {
+  const Device device = logp.value().device();
+  const Tensor lp = logp.value().To(Device::kCpu);
+  const Tensor labels = labels_in.To(Device::kCpu), rows = rows_in.To(Device::kCpu);
   FG_CHECK(lp.rank() == 2) << "NllLoss: log-probabilities must be [n, C], got " << lp.ShapeString();
   FG_CHECK(labels.dtype() == DType::kInt64 && labels.numel() == lp.dim(0))
       << "NllLoss: labels must be int64 [" << lp.dim(0) << "], got " << labels.ShapeString();
@@ -374,22 +388,24 @@ Var NllLoss(const Var& logp, const Tensor& labels, const Tensor& rows) {
                                     << classes << ")";
     total -= lp.f32()[r * classes + y];
   }
-  Tensor out = Tensor::Full({1}, static_cast<float>(total / m));
-  return MakeResult(out, "NllLoss", {logp}, [logp, labels, rows](const Tensor& g) {
+  Tensor out = Tensor::Full({1}, static_cast<float>(total / m)).To(device);
+  return MakeResult(out, "NllLoss", {logp}, [logp, labels, rows, device](const Tensor& g) {
     const Tensor& lp = logp.value();
     const int64_t m = rows.numel(), classes = lp.dim(1);
     Tensor gl = Tensor::Zeros(lp.shape());
-    const float scale = -g.f32()[0] / static_cast<float>(m);
+    const float scale = -g.Item() / static_cast<float>(m);
     for (int64_t k = 0; k < m; ++k) {
       const int32_t r = rows.i32()[k];
       gl.f32()[r * classes + labels.i64()[r]] += scale;
     }
-    AccumulateGrad(logp, gl, "NllLoss");
+    AccumulateGrad(logp, gl.To(device), "NllLoss");
   });
 }
 
-Var BceWithLogits(const Var& logits, const Tensor& targets) {
-  const Tensor& x = logits.value();
+Var BceWithLogits(const Var& logits, const Tensor& targets_in) {
+  const Device device = logits.value().device();
+  const Tensor x = logits.value().To(Device::kCpu);
+  const Tensor targets = targets_in.To(Device::kCpu);
   FG_CHECK(x.numel() == targets.numel()) << "BceWithLogits: logits " << x.ShapeString()
                                          << " vs targets " << targets.ShapeString();
   const int64_t n = x.numel();
@@ -399,17 +415,17 @@ Var BceWithLogits(const Var& logits, const Tensor& targets) {
     const float v = x.f32()[i], t = targets.f32()[i];
     total += std::max(v, 0.0f) - v * t + std::log1p(std::exp(-std::fabs(v)));
   }
-  Tensor out = Tensor::Full({1}, static_cast<float>(total / n));
-  return MakeResult(out, "BceWithLogits", {logits}, [logits, targets](const Tensor& g) {
-    const Tensor& x = logits.value();
+  Tensor out = Tensor::Full({1}, static_cast<float>(total / n)).To(device);
+  return MakeResult(out, "BceWithLogits", {logits}, [logits, targets, device](const Tensor& g) {
+    const Tensor x = logits.value().To(Device::kCpu);
     const int64_t n = x.numel();
     Tensor gx = Tensor::Empty(x.shape());
-    const float scale = g.f32()[0] / static_cast<float>(n);
+    const float scale = g.Item() / static_cast<float>(n);
     for (int64_t i = 0; i < n; ++i) {
       const float s = 1.0f / (1.0f + std::exp(-x.f32()[i]));
       gx.f32()[i] = scale * (s - targets.f32()[i]);
     }
-    AccumulateGrad(logits, gx, "BceWithLogits");
+    AccumulateGrad(logits, gx.To(device), "BceWithLogits");
   });
 }
 

@@ -23,9 +23,9 @@ __global__ void __launch_bounds__(kThreads)
   FG_GRID_STRIDE(i, n) { gx[i] = shared::UnaryGrad<Op>(x[i], y[i], gy[i], alpha); }
 }
 
-// a and y may alias (AddInPlace): no __restrict__ on them.
+// a, b and y may alias (AddInPlace, x += x): no __restrict__.
 __global__ void __launch_bounds__(kThreads)
-    AddScaledKernel(const float* a, const float* __restrict__ b, float alpha, float* y, int64_t n,
+    AddScaledKernel(const float* a, const float* b, float alpha, float* y, int64_t n,
                     int64_t b_period) {
   FG_GRID_STRIDE(i, n) { y[i] = shared::AddScaledValue(a, b, alpha, i, b_period); }
 }
