@@ -46,3 +46,9 @@ if(NOT FLEXGRAPH_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "FlexGraph CUDA backend: ${FLEXGRAPH_HAVE_CUDA}")
+
+# Links static libraries whole (keeps self-registering models and commands, and every symbol a
+# plugin may need).
+function(fg_link_whole target)
+  target_link_libraries(${target} PRIVATE -Wl,--whole-archive ${ARGN} -Wl,--no-whole-archive)
+endfunction()

@@ -1,0 +1,51 @@
+#include "hdg/hdg.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace fg::hdg {
+
+Hdg::Hdg(SchemaTree schema, int64_t num_vertices, Tensor roots, std::vector<HdgLevel> levels)
+    : schema_(std::move(schema)),
+      num_vertices_(num_vertices),
+      roots_(std::move(roots)),
+      levels_(std::move(levels)) {}
+
+size_t Hdg::Bytes() const {
+  size_t b = roots_.nbytes();
+  for (const auto& l : levels_) b += l.csr().bytes() + (l.weights.defined() ? l.weights.nbytes() : 0);
+  return b;
+}
+
+HdgStats Hdg::Stats() const {
+  HdgStats s;
+  s.nodes_per_level.push_back(num_vertices_);
+  s.entries_per_level.push_back(0);
+  s.arity_histogram.emplace_back();
+  for (const auto& l : levels_) {
+    s.nodes_per_level.push_back(l.num_nodes());
+    s.entries_per_level.push_back(l.csr().nnz());
+    std::vector<int64_t> hist(66, 0);
+    for (int64_t i = 0; i < l.num_nodes(); ++i) ++hist[std::min<int64_t>(l.csr().degree(i), 65)];
+    while (hist.size() > 1 && hist.back() == 0) hist.pop_back();
+    s.arity_histogram.push_back(hist);
+  }
+  s.bytes = Bytes();
+  return s;
+}
+
+std::string HdgStats::ToString() const {
+  std::string out = absl::StrCat("vertices ", nodes_per_level[0]);
+  for (size_t k = 1; k < nodes_per_level.size(); ++k) {
+    int64_t max_arity = static_cast<int64_t>(arity_histogram[k].size()) - 1;
+    absl::StrAppend(&out, "; level ", k, ": ", nodes_per_level[k], " nodes, ",
+                    entries_per_level[k], " children (mean arity ",
+                    nodes_per_level[k] ? static_cast<double>(entries_per_level[k]) / nodes_per_level[k] : 0.0,
+                    ", max ", max_arity > 64 ? ">64" : absl::StrCat(max_arity), ")");
+  }
+  absl::StrAppend(&out, "; ", bytes, " bytes");
+  return out;
+}
+
+}  // namespace fg::hdg

@@ -1,0 +1,87 @@
+// Contexts handed to NAU user functions. SelectContext: read-only topology, the vertex space and a
+// counter-based random stream per root (so sampled HDGs never depend on threads or partitioning).
+// LayerContext: what Message/Aggregation/Update see (training flag, epoch, seed, the global ids of the
+// vertex-table rows for dropout masks). Thread-safety: SelectContext is shared by selection threads
+// (const); LayerContext is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "flexgraph/base/rng.h"
+#include "flexgraph/graph/dataset.h"
+#include "nau/exec_stats.h"
+
+namespace fg::nau {
+
+// The unified vertex space of a (possibly heterogeneous) graph: node types laid out one after the
+// other; global id = type_offset(type) + local id.
+class VertexSpace {
+ public:
+  VertexSpace() = default;
+  explicit VertexSpace(const graph::HeteroGraph& g);
+  int64_t size() const { return offsets_.empty() ? 0 : offsets_.back(); }
+  int num_types() const { return static_cast<int>(types_.size()); }
+  const std::string& type_name(int t) const { return types_[t]; }
+  int TypeIndex(const std::string& name) const;  // -1 when absent
+  int64_t type_offset(int t) const { return offsets_[t]; }
+  int64_t type_size(int t) const { return offsets_[t + 1] - offsets_[t]; }
+  int TypeOf(int64_t global) const;
+
+ private:
+  std::vector<std::string> types_;
+  std::vector<int64_t> offsets_;
+};
+
+class SelectContext {
+ public:
+  SelectContext(const graph::Dataset* dataset, const VertexSpace* space, uint64_t seed, int epoch,
+                int layer)
+      : dataset_(dataset), space_(space), seed_(seed), epoch_(epoch), layer_(layer) {}
+  const graph::Dataset& dataset() const { return *dataset_; }
+  const graph::HeteroGraph& graph() const { return dataset_->graph; }
+  const VertexSpace& vertices() const { return *space_; }
+  int epoch() const { return epoch_; }
+  int layer() const { return layer_; }
+  uint64_t seed() const { return seed_; }
+  // The random stream of `root` (a global vertex id) for this epoch and layer.
+  RandomStream Rng(int64_t root) const {
+    return RandomStream(seed_, MixKey(0x5E1EC7, static_cast<uint64_t>(epoch_), layer_, root));
+  }
+  // Homogeneous graphs: in-neighbors of v (sorted).
+  std::span<const int32_t> InNeighbors(int32_t v) const {
+    const Csr& a = dataset_->Adjacency();
+    return {a.col() + a.row_ptr()[v], static_cast<size_t>(a.degree(v))};
+  }
+
+ private:
+  const graph::Dataset* dataset_;
+  const VertexSpace* space_;
+  uint64_t seed_;
+  int epoch_, layer_;
+};
+
+class LayerContext {
+ public:
+  bool training = false;
+  int epoch = 0;
+  int layer = 0;
+  uint64_t seed = 0;
+  // Global ids (int64) of the vertex-table rows the layer's input covers; dropout keys on them.
+  Tensor table_global_ids;
+  // Global ids of this layer's roots (rows of its output).
+  Tensor root_global_ids;
+  // Stage timings (optional).
+  ExecStats* stats = nullptr;
+
+  // Seed for dropout number `site` of this layer and epoch.
+  uint64_t DropoutSeed(int site) const {
+    return MixKey(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(layer), 0xD0 + site);
+  }
+};
+
+using UpdateContext = LayerContext;
+
+}  // namespace fg::nau

@@ -1,0 +1,50 @@
+// The NAU interface: one GNN layer as NeighborSelection -> Aggregation -> Update over an HDG.
+// A Layer holds its parameters (it is an nn::Module). Thread-compatible: SelectNeighbors is called
+// concurrently for different roots and must only read shared state; the other functions run on one
+// thread.
+//
+//   class GcnLayer : public nau::Layer {
+//     hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor", true); }
+//     void SelectNeighbors(const SelectContext& c, int32_t v, hdg::NeighborWriter& out) const override;
+//     Aggregator LevelAggregator(int level) const override { return Aggregator::WeightedSum(); }
+//     ag::Var Update(UpdateContext& c, const ag::Var& self, const ag::Var& nbr) override;
+//   };
+#pragma once
+
+#include <string>
+
+#include "flexgraph/autograd/var.h"
+#include "flexgraph/nn/module.h"
+#include "hdg/builder.h"
+#include "hdg/schema.h"
+#include "nau/aggregator.h"
+#include "nau/context.h"
+
+namespace fg::nau {
+
+class Layer : public nn::Module {
+ public:
+  ~Layer() override = default;
+
+  // The HDG schema: root -> neighbor types (leaves).
+  virtual hdg::SchemaTree Schema() const = 0;
+  // NeighborSelection UDF: write the neighbor instances of `root` (a global vertex id).
+  // Randomness only from ctx.Rng(root).
+  virtual void SelectNeighbors(const SelectContext& ctx, int32_t root,
+                               hdg::NeighborWriter& out) const = 0;
+  // True when selection samples (rebuilt every SelectionPeriod() epochs); false: built once.
+  virtual bool SampledSelection() const { return false; }
+  virtual int SelectionPeriod() const { return 1; }
+  // Layers whose selections are identical share one HDG: return the same non-empty key.
+  virtual std::string SelectionKey() const { return ""; }
+
+  // Optional per-vertex transform applied to the layer input before aggregation (e.g. dropout and
+  // a projection that commutes with a linear aggregation). Default: identity.
+  virtual ag::Var Message(LayerContext& ctx, const ag::Var& h) { return h; }
+  // Aggregation UDF of HDG level `level` (1 = bottom).
+  virtual Aggregator LevelAggregator(int level) const = 0;
+  // Update UDF: `self` is the layer input at the roots, `nbr` the aggregated neighborhood.
+  virtual ag::Var Update(UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) = 0;
+};
+
+}  // namespace fg::nau

@@ -1,0 +1,110 @@
+#include "nau/model.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
+
+namespace fg::nau {
+
+absl::StatusOr<int64_t> ModelSpec::IntOption(const std::string& name, int64_t def) const {
+  auto it = options.find(name);
+  if (it == options.end()) return def;
+  int64_t v;
+  if (!absl::SimpleAtoi(it->second, &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model option '", name, "' expects an integer, got '", it->second, "'"));
+  }
+  return v;
+}
+
+absl::StatusOr<double> ModelSpec::DoubleOption(const std::string& name, double def) const {
+  auto it = options.find(name);
+  if (it == options.end()) return def;
+  double v;
+  if (!absl::SimpleAtod(it->second, &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model option '", name, "' expects a number, got '", it->second, "'"));
+  }
+  return v;
+}
+
+std::string ModelSpec::StringOption(const std::string& name, const std::string& def) const {
+  auto it = options.find(name);
+  return it == options.end() ? def : it->second;
+}
+
+int64_t ModelSpec::FeatureDim(const std::string& type) const {
+  auto it = dataset->features.find(type);
+  return it == dataset->features.end() || !it->second.defined() ? 0 : it->second.dim(1);
+}
+
+ag::Var Model::Input(LayerContext& ctx, const ModelSpec& spec) {
+  FG_CHECK(spec.vertices->num_types() == 1)
+      << "the default Model::Input handles one node type; override it for heterogeneous graphs";
+  return ag::Var(spec.dataset->features.at(spec.vertices->type_name(0)));
+}
+
+std::vector<int32_t> Model::Roots(int i, const ModelSpec& spec) const {
+  int64_t lo = 0, hi = spec.vertices->size();
+  if (i == num_layers() - 1) {
+    const int t = spec.vertices->TypeIndex(spec.target_type);
+    FG_CHECK(t >= 0) << "unknown target type " << spec.target_type;
+    lo = spec.vertices->type_offset(t);
+    hi = lo + spec.vertices->type_size(t);
+  }
+  std::vector<int32_t> roots(hi - lo);
+  for (int64_t v = lo; v < hi; ++v) roots[v - lo] = static_cast<int32_t>(v);
+  return roots;
+}
+
+void Model::AdoptLayerParameters() {
+  for (int i = 0; i < num_layers(); ++i) AddChild(absl::StrCat("layer", i), layer(i));
+}
+
+absl::Status StackedModel::Build(const ModelSpec& spec) {
+  if (spec.layers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
+  }
+  if (spec.hidden < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("hidden must be positive, got ", spec.hidden));
+  }
+  const int64_t in = spec.FeatureDim(spec.target_type);
+  if (in == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node type '", spec.target_type, "' has no input features"));
+  }
+  layers_.clear();
+  for (int i = 0; i < spec.layers; ++i) {
+    const bool last = i == spec.layers - 1;
+    const int64_t d_in = i == 0 ? in : spec.hidden;
+    const int64_t d_out = last ? spec.num_classes : spec.hidden;
+    auto layer = factory_(spec, i, d_in, d_out, last);
+    if (!layer.ok()) return layer.status();
+    layers_.push_back(std::move(layer).value());
+  }
+  AdoptLayerParameters();
+  return absl::OkStatus();
+}
+
+ModelRegistry& ModelRegistry::Get() {
+  static auto* registry = new ModelRegistry();
+  return *registry;
+}
+
+void ModelRegistry::Register(ModelInfo info) {
+  const std::string name = info.name;
+  models_[name] = std::move(info);
+}
+
+const ModelInfo* ModelRegistry::Find(const std::string& name) const {
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ModelRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, info] : models_) names.push_back(name);
+  return names;
+}
+
+}  // namespace fg::nau

@@ -1,0 +1,122 @@
+// Models: a stack of NAU layers plus the input transform, and the registry that finds a model by
+// name (`flexgraph train --model gcn`). A model registers itself with defaults that reproduce its
+// paper's setup:
+//
+//   FG_REGISTER_MODEL(gcn, "GCN (Kipf & Welling)", GcnDefaults(), [] { return std::make_unique<Gcn>(); });
+//
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/graph/dataset.h"
+#include "nau/context.h"
+#include "nau/layer.h"
+
+namespace fg::nau {
+
+enum class Task { kNodeClassification, kLinkPrediction };
+
+// Hyperparameters resolved from defaults, config and flags, plus the data a model builds against.
+struct ModelSpec {
+  const graph::Dataset* dataset = nullptr;
+  const VertexSpace* vertices = nullptr;
+  std::string target_type;   // node type whose vertices are classified
+  int64_t num_classes = 0;
+  int hidden = 16;
+  int layers = 2;
+  float dropout = 0.5f;
+  int heads = 1;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> options;
+
+  // Options with a default; a malformed value is an error naming the option.
+  absl::StatusOr<int64_t> IntOption(const std::string& name, int64_t def) const;
+  absl::StatusOr<double> DoubleOption(const std::string& name, double def) const;
+  std::string StringOption(const std::string& name, const std::string& def) const;
+  // Input feature width of a node type (0 when it has none).
+  int64_t FeatureDim(const std::string& type) const;
+};
+
+struct ModelDefaults {
+  int epochs = 200;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  int hidden = 16;
+  int layers = 2;
+  float dropout = 0.5f;
+  int heads = 1;
+  int patience = 0;
+  bool normalize_features = true;
+  std::string optimizer = "adam";
+  std::map<std::string, std::string> options;
+};
+
+class Model : public nn::Module {
+ public:
+  ~Model() override = default;
+  // Creates the layers and parameters. Errors name the offending option.
+  virtual absl::Status Build(const ModelSpec& spec) = 0;
+  virtual int num_layers() const = 0;
+  virtual Layer& layer(int i) = 0;
+  virtual Task task() const { return Task::kNodeClassification; }
+  // Input rows of the vertex table [spec.vertices->size(), f]. Default: the features of the only
+  // node type (heterogeneous models override, e.g. with type-specific projections).
+  virtual ag::Var Input(LayerContext& ctx, const ModelSpec& spec);
+  // Roots (global vertex ids) of layer i. Default: every vertex for hidden layers, the target
+  // type's vertices for the last layer.
+  virtual std::vector<int32_t> Roots(int i, const ModelSpec& spec) const;
+
+ protected:
+  // Adopts the parameters of layer i (call at the end of Build).
+  void AdoptLayerParameters();
+};
+
+// A model of `spec.layers` layers of one kind, widths in -> hidden -> ... -> num_classes.
+class StackedModel : public Model {
+ public:
+  using LayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
+      const ModelSpec& spec, int index, int64_t in, int64_t out, bool last)>;
+  explicit StackedModel(LayerFactory factory) : factory_(std::move(factory)) {}
+  absl::Status Build(const ModelSpec& spec) override;
+  int num_layers() const override { return static_cast<int>(layers_.size()); }
+  Layer& layer(int i) override { return *layers_[i]; }
+
+ private:
+  LayerFactory factory_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  ModelDefaults defaults;
+  std::function<std::unique_ptr<Model>()> factory;
+};
+
+class ModelRegistry {
+ public:
+  static ModelRegistry& Get();
+  void Register(ModelInfo info);
+  const ModelInfo* Find(const std::string& name) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, ModelInfo> models_;
+};
+
+struct ModelRegistrar {
+  explicit ModelRegistrar(ModelInfo info) { ModelRegistry::Get().Register(std::move(info)); }
+};
+
+}  // namespace fg::nau
+
+#define FG_REGISTER_MODEL(id, description, defaults, factory)         \
+  static ::fg::nau::ModelRegistrar fg_model_registrar_##id(           \
+      ::fg::nau::ModelInfo{#id, description, defaults, factory})

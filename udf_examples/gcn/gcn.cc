@@ -1,0 +1,89 @@
+// GCN (Kipf & Welling, ICLR 2017) as NAU UDFs: a DNFA model.
+//   NeighborSelection: N(v) ∪ {v}, each with weight 1 / sqrt(d̂_v d̂_u), d̂ = degree + 1.
+//   Aggregation:       weighted sum (Â h).
+//   Update:            h' = σ(Â h W + b); no activation on the last layer.
+// The projection W runs before aggregation when it narrows the features (Â(hW) = (Âh)W).
+#include <cmath>
+
+#include "flexgraph/autograd/functions.h"
+#include "nau/model.h"
+
+namespace fg::udf {
+namespace {
+
+class GcnLayer : public nau::Layer {
+ public:
+  GcnLayer(int64_t in, int64_t out, bool last, float dropout, bool drop_input, uint64_t seed,
+           int index)
+      : fc_(in, out, /*bias=*/false, nn::Init::kGlorot, seed, index),
+        last_(last),
+        dropout_(drop_input ? dropout : 0.0f),
+        project_first_(out < in) {
+    AddChild("linear", fc_);
+    bias_ = AddParameter("bias", Tensor::Zeros({out}));
+  }
+
+  hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor", true); }
+  std::string SelectionKey() const override { return "gcn-normalized-self-loops"; }
+
+  void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
+                       hdg::NeighborWriter& out) const override {
+    const auto nbrs = ctx.InNeighbors(v);
+    const float dv = static_cast<float>(nbrs.size() + 1);
+    out.Add(v, 1.0f / dv);
+    for (int32_t u : nbrs) {
+      const float du = static_cast<float>(ctx.InNeighbors(u).size() + 1);
+      out.Add(u, 1.0f / std::sqrt(dv * du));
+    }
+  }
+
+  ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
+    ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+    return project_first_ ? fc_.Forward(x) : x;
+  }
+
+  nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::WeightedSum(); }
+
+  ag::Var Update(nau::UpdateContext&, const ag::Var&, const ag::Var& nbr) override {
+    ag::Var h = ag::AddBias(project_first_ ? nbr : fc_.Forward(nbr), bias_);
+    return last_ ? h : ag::Relu(h);
+  }
+
+ private:
+  nn::Linear fc_;
+  ag::Var bias_;
+  bool last_;
+  float dropout_;
+  bool project_first_;
+};
+
+nau::ModelDefaults GcnDefaults() {
+  nau::ModelDefaults d;  // Kipf & Welling's Cora setup
+  d.epochs = 200;
+  d.lr = 0.01f;
+  d.weight_decay = 5e-4f;
+  d.hidden = 16;
+  d.layers = 2;
+  d.dropout = 0.5f;
+  d.normalize_features = true;
+  d.options["input_dropout"] = "1";
+  return d;
+}
+
+std::unique_ptr<nau::Model> MakeGcn() {
+  return std::make_unique<nau::StackedModel>(
+      [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
+         bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
+        auto input_dropout = spec.IntOption("input_dropout", 1);
+        if (!input_dropout.ok()) return input_dropout.status();
+        return std::make_unique<GcnLayer>(in, out, last, spec.dropout, i > 0 || *input_dropout,
+                                          spec.seed, i);
+      });
+}
+
+}  // namespace
+
+FG_REGISTER_MODEL(gcn, "GCN: symmetric-normalised neighbourhood sum with self loops (Kipf & Welling)",
+                  GcnDefaults(), MakeGcn);
+
+}  // namespace fg::udf

@@ -1,0 +1,93 @@
+// MAGNN (Fu, Zhang, Meng, King: "MAGNN: Metapath Aggregated Graph Neural Network for Heterogeneous
+// Graph Embedding", WWW 2020) as NAU UDFs — the INHA model class. One layer, for a root v:
+//
+//   NeighborSelection  the instances of every metapath P starting at v's type (walks
+//                      v = p_0 - p_1 - ... - p_{L-1}), at most max_instances per (v, P), uniformly
+//                      sampled beyond that. HDG: vertices -> instances (arity L) -> (v, P) groups
+//                      -> v (arity = number of metapaths).
+//   Level 1 (dense)    intra-metapath instance encoder h_p = f_θ(h_{p_0}, ..., h_{p_{L-1}}) over the
+//                      gathered [instances, L, d] block of each metapath: mean, linear (mean then
+//                      W_P) or RotatE (each vertex rotated in complex space by the product of the
+//                      relation rotations on its way back to the root, then the mean).
+//   Level 2 (graph)    multi-head instance attention per (v, P):
+//                      e_p^h = LeakyReLU(a_P^h · [h_v || h_p]),  α = segment softmax over p,
+//                      h_v^P = ELU(||_h Σ_p α_p^h h_p^h).
+//   Level 3 (dense)    inter-metapath attention per root type T:
+//                      s_P = mean_{v of T} q_T · tanh(M_T h_v^P + b_T),  β = softmax_P(s),
+//                      h_v = Σ_P β_P h_v^P.
+//   Update             h'_v = W_o h_v + b_o (ELU on hidden layers).
+// Node content enters through type-specific projections (Model::Input): h_v = W_{type(v)} x_v + b.
+//
+// The building blocks below are pure functions of autograd Vars (tests check their gradients).
+// Thread-compatible.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/nn/module.h"
+#include "nau/metapath.h"
+#include "nau/model.h"
+
+namespace fg::udf::magnn {
+
+enum class Encoder { kMean, kLinear, kRotate };
+const char* EncoderName(Encoder e);
+// "mean", "linear" or "rotate" (also "rotate0", MAGNN's name); errors list the choices.
+absl::StatusOr<Encoder> ParseEncoder(const std::string& name);
+
+// Model options (spec.options), with MAGNN's IMDB defaults.
+struct Options {
+  std::string metapaths = "auto";  // see nau/metapath.h; "auto" = nau::DefaultMetapaths
+  Encoder encoder = Encoder::kRotate;
+  int64_t max_instances = 1024;    // per (root, metapath); 0 = all
+  int resample = 0;                // resample capped instances every k epochs; 0 = sample once
+  int64_t attn_dim = 128;          // inter-metapath attention vector dimension
+  float attn_dropout = 0.5f;       // dropout on instance attention weights (default: dropout)
+  float slope = 0.2f;              // LeakyReLU slope of the instance attention scores
+
+  static absl::StatusOr<Options> FromSpec(const nau::ModelSpec& spec);
+};
+
+// --- building blocks ---------------------------------------------------------------------------
+// Element-wise complex product. x is [n, L, d] (or [n, d], read as L = 1) holding d/2 complex
+// numbers per row, interleaved (re, im); r is [L, d] in the same layout, broadcast over n.
+ag::Var ComplexMul(const ag::Var& x, const ag::Var& r);
+// Unit complex numbers from raw parameters [R, d]: every (re, im) pair divided by its modulus.
+ag::Var UnitRotations(const ag::Var& raw);
+// [L, d] rotations of the positions of an instance of `mp` towards its root (position 0):
+// row 0 is 1; row i multiplies row i-1 by the rotation of step i-1 walked back towards the root —
+// the relation's rotation r when the metapath walks it backward (dst -> src), conj(r) when
+// forward. `unit` holds one rotation per relation of the graph ([relations, d]). For a
+// symmetric metapath such as M-D-M the end points are not rotated (r · conj(r) = 1).
+ag::Var PathRotations(const ag::Var& unit, const nau::Metapath& mp);
+// Instance encoders over gathered instances x [n, L, d] -> [n, d].
+ag::Var MeanEncode(const ag::Var& x);
+ag::Var RotateEncode(const ag::Var& x, const ag::Var& path_rotations);
+
+// Multi-head instance attention over the (root, metapath) groups of an HDG level (rows =
+// groups, columns = instances). `instances` is [num_instances, d] (one encoding shared by the
+// heads, shared_across_heads) or [num_instances, heads * d] (per-head encodings, head h in columns
+// [h d, (h+1) d)); `center_scores` [groups, heads]
+// holds a_center^h · h_v of each group's root and `instance_scores` [num_instances, heads] holds
+// a_inst^h · h_p. Returns ELU(||_h Σ_p α_p^h h_p^h), [groups, heads * d]; empty groups give 0.
+// `attn_dropout` drops attention weights in training with the given seed.
+ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instances,
+                          bool shared_across_heads, const ag::Var& center_scores,
+                          const ag::Var& instance_scores, int heads, float slope,
+                          float attn_dropout, uint64_t seed, bool training);
+
+// Inter-metapath attention over per-metapath embeddings h[P] ([n, D] each, same roots):
+// s_P = mean_v q · tanh(h_v^P W + b), β = softmax_P(s), returns Σ_P β_P h^P. `fc` maps D to the
+// attention dimension, q is [attn_dim, 1]. Writes β to *beta when given.
+ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, const ag::Var& q,
+                          Tensor* beta = nullptr);
+
+// The registered model ("magnn") and its defaults.
+nau::ModelDefaults MagnnDefaults();
+std::unique_ptr<nau::Model> MakeMagnn();
+
+}  // namespace fg::udf::magnn

@@ -1,0 +1,223 @@
+#include "udf_examples/pinsage/pinsage.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/status.h"
+
+namespace fg::udf {
+namespace {
+
+// The relation whose links a link-prediction run predicts: option `relation`, else the only one
+// with an edge split.
+absl::StatusOr<const graph::Relation*> PredictedRelation(const nau::ModelSpec& spec) {
+  const graph::Dataset& ds = *spec.dataset;
+  std::string key = spec.StringOption("relation", "");
+  if (key.empty()) {
+    if (ds.edge_splits.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pinsage: dataset '", ds.name, "' has ", ds.edge_splits.size(),
+          " edge splits; choose the predicted one with relation=<src___name___dst>"));
+    }
+    key = ds.edge_splits.begin()->first;
+  }
+  const graph::Relation* r = ds.graph.FindRelation(key);
+  if (r == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pinsage: relation '", key, "' not in dataset '", ds.name, "'"));
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& spec) {
+  PinSageOptions o;
+  FG_ASSIGN_OR_RETURN(int64_t traces, spec.IntOption("num_traces", o.walk.num_traces));
+  FG_ASSIGN_OR_RETURN(int64_t hops, spec.IntOption("n_hops", o.walk.n_hops));
+  FG_ASSIGN_OR_RETURN(int64_t top_k, spec.IntOption("top_k", o.walk.top_k));
+  FG_ASSIGN_OR_RETURN(o.walk.restart_prob, spec.DoubleOption("restart_prob", o.walk.restart_prob));
+  FG_ASSIGN_OR_RETURN(int64_t reselect, spec.IntOption("reselect_every", 0));
+  FG_ASSIGN_OR_RETURN(int64_t emb, spec.IntOption("embedding_dim", 0));
+  auto narrow = [](int64_t v) {
+    return static_cast<int>(std::clamp<int64_t>(v, -(int64_t{1} << 30), int64_t{1} << 30));
+  };
+  o.walk.num_traces = narrow(traces);
+  o.walk.n_hops = narrow(hops);
+  o.walk.top_k = narrow(top_k);
+  o.reselect_every = narrow(reselect);
+  o.embedding_dim = narrow(emb);
+  o.walk_types = spec.StringOption("walk", "");
+  FG_RETURN_IF_ERROR(o.walk.Validate());
+  if (o.reselect_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pinsage: reselect_every must be 0 (select once) or positive, got ",
+                     o.reselect_every));
+  }
+  if (o.embedding_dim < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pinsage: embedding_dim must be positive, got ", o.embedding_dim));
+  }
+  return o;
+}
+
+PinSageLayer::PinSageLayer(std::shared_ptr<const WalkPlan> plan, const PinSageOptions& options,
+                           int64_t in, int64_t pool, int64_t out, bool last, float dropout,
+                           uint64_t seed, int index)
+    : plan_(std::move(plan)),
+      options_(options),
+      pool_(in, pool, /*bias=*/true, nn::Init::kGlorot, seed, 2 * index),
+      update_(in + pool, out, /*bias=*/true, nn::Init::kGlorot, seed, 2 * index + 1),
+      last_(last),
+      dropout_(dropout) {
+  AddChild("pool", pool_);
+  AddChild("update", update_);
+}
+
+void PinSageLayer::SelectNeighbors(const nau::SelectContext& ctx, int32_t root,
+                                   hdg::NeighborWriter& out) const {
+  RandomStream rng = ctx.Rng(root);
+  for (const VisitCount& v : plan_->TopVisited(root, options_.walk, rng)) out.Add(v.vertex, v.count);
+}
+
+std::string PinSageLayer::SelectionKey() const {
+  if (SampledSelection()) return "";
+  const WalkOptions& w = options_.walk;
+  return absl::StrCat("pinsage:", plan_->ToString(), ":traces=", w.num_traces, ":hops=", w.n_hops,
+                      ":top_k=", w.top_k, ":restart=", w.restart_prob);
+}
+
+ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {
+  ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+  return ag::Relu(pool_.Forward(x));
+}
+
+ag::Var PinSageLayer::Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) {
+  // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
+  ag::Var s = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
+  ag::Var z = update_.Forward(ag::Concat({s, nbr}));
+  return last_ ? z : ag::RowL2Normalize(ag::Relu(z));
+}
+
+absl::Status PinSage::Build(const nau::ModelSpec& spec) {
+  FG_ASSIGN_OR_RETURN(options_, PinSageOptions::FromSpec(spec));
+  if (spec.layers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
+  }
+  if (spec.hidden < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("hidden must be positive, got ", spec.hidden));
+  }
+  const graph::Dataset& ds = *spec.dataset;
+  const nau::VertexSpace& space = *spec.vertices;
+  const bool labeled = spec.num_classes > 0 && ds.labels.count(spec.target_type) != 0;
+  if (labeled) {
+    task_ = nau::Task::kNodeClassification;
+  } else if (!ds.edge_splits.empty()) {
+    task_ = nau::Task::kLinkPrediction;
+    if (options_.walk_types.empty() && !ds.graph.IsHomogeneous()) {
+      FG_ASSIGN_OR_RETURN(const graph::Relation* r, PredictedRelation(spec));
+      options_.walk_types = absl::StrCat(r->dst_type, "-", r->src_type, "-", r->dst_type);
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pinsage: dataset '", ds.name, "' has neither labels for node type '", spec.target_type,
+        "' nor an edge split to predict"));
+  }
+  FG_ASSIGN_OR_RETURN(WalkPlan plan, WalkPlan::Make(ds, space, options_.walk_types));
+  plan_ = std::make_shared<const WalkPlan>(std::move(plan));
+
+  // Inputs: the features of a single featured type as they are; otherwise every type maps to
+  // embedding_dim, featured types by a projection, featureless ones by a learned table.
+  const int64_t emb_dim = options_.embedding_dim > 0 ? options_.embedding_dim : spec.hidden;
+  raw_features_ = space.num_types() == 1 && spec.FeatureDim(space.type_name(0)) > 0;
+  int64_t in = raw_features_ ? spec.FeatureDim(space.type_name(0)) : emb_dim;
+  projections_.clear();
+  embeddings_.clear();
+  type_rows_.clear();
+  if (!raw_features_) {
+    for (int t = 0; t < space.num_types(); ++t) {
+      const std::string& name = space.type_name(t);
+      const int64_t f = spec.FeatureDim(name);
+      std::vector<int32_t> rows(space.type_size(t));
+      for (int64_t i = 0; i < space.type_size(t); ++i) {
+        rows[i] = static_cast<int32_t>(space.type_offset(t) + i);
+      }
+      type_rows_.push_back(Tensor::FromVector(rows));
+      if (f > 0) {
+        projections_.push_back(std::make_unique<nn::Linear>(f, emb_dim, /*bias=*/true,
+                                                            nn::Init::kGlorot, spec.seed, 1000 + t));
+        embeddings_.push_back(nullptr);
+        AddChild(absl::StrCat("input.", name), *projections_.back());
+      } else {
+        projections_.push_back(nullptr);
+        embeddings_.push_back(
+            std::make_unique<nn::Embedding>(space.type_size(t), emb_dim, spec.seed, 1000 + t));
+        AddChild(absl::StrCat("embedding.", name), *embeddings_.back());
+      }
+    }
+  }
+
+  const int64_t out_last =
+      task_ == nau::Task::kNodeClassification ? spec.num_classes : static_cast<int64_t>(spec.hidden);
+  layers_.clear();
+  for (int i = 0; i < spec.layers; ++i) {
+    const bool last = i == spec.layers - 1;
+    const int64_t d_in = i == 0 ? in : spec.hidden;
+    const int64_t d_out = last ? out_last : spec.hidden;
+    layers_.push_back(std::make_unique<PinSageLayer>(plan_, options_, d_in, spec.hidden, d_out,
+                                                     last, spec.dropout, spec.seed, i));
+  }
+  AdoptLayerParameters();
+  return absl::OkStatus();
+}
+
+ag::Var PinSage::Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) {
+  const nau::VertexSpace& space = *spec.vertices;
+  if (raw_features_) return ag::Var(spec.dataset->features.at(space.type_name(0)));
+  ag::Var x;
+  for (int t = 0; t < space.num_types(); ++t) {
+    ag::Var part = projections_[t]
+                       ? projections_[t]->Forward(ag::Var(spec.dataset->features.at(space.type_name(t))))
+                       : embeddings_[t]->table();
+    if (space.num_types() == 1) return part;
+    ag::Var placed = ag::ScatterAddRows(part, type_rows_[t], space.size());
+    x = x.defined() ? ag::Add(x, placed) : placed;
+  }
+  return x;
+}
+
+std::vector<int32_t> PinSage::Roots(int i, const nau::ModelSpec& spec) const {
+  if (task_ != nau::Task::kLinkPrediction) return Model::Roots(i, spec);
+  std::vector<int32_t> roots(spec.vertices->size());
+  for (size_t v = 0; v < roots.size(); ++v) roots[v] = static_cast<int32_t>(v);
+  return roots;
+}
+
+namespace {
+
+nau::ModelDefaults PinSageDefaults() {
+  nau::ModelDefaults d;
+  d.epochs = 200;
+  d.lr = 0.01f;
+  d.weight_decay = 5e-4f;
+  d.hidden = 64;
+  d.layers = 2;
+  d.dropout = 0.5f;
+  d.normalize_features = true;
+  d.options["num_traces"] = "10";
+  d.options["n_hops"] = "3";
+  d.options["top_k"] = "10";
+  return d;
+}
+
+std::unique_ptr<nau::Model> MakePinSage() { return std::make_unique<PinSage>(); }
+
+}  // namespace
+
+FG_REGISTER_MODEL(pinsage,
+                  "PinSage: random-walk top-k neighbours, importance pooling (Ying et al.); node "
+                  "classification, or link prediction on datasets with an edge split",
+                  PinSageDefaults(), MakePinSage);
+
+}  // namespace fg::udf

@@ -1,0 +1,77 @@
+// GraphSAGE-mean (Hamilton et al., NeurIPS 2017) as NAU UDFs: a DNFA model.
+//   NeighborSelection: the in-neighbours N(v).
+//   Aggregation:       mean.
+//   Update:            h' = σ(h_v W_self + mean_{u∈N(v)} h_u W_neigh + b).
+#include "flexgraph/autograd/functions.h"
+#include "nau/model.h"
+
+namespace fg::udf {
+namespace {
+
+class SageLayer : public nau::Layer {
+ public:
+  SageLayer(int64_t in, int64_t out, bool last, float dropout, uint64_t seed, int index)
+      : self_(in, out, /*bias=*/true, nn::Init::kGlorot, seed, 2 * index),
+        neigh_(in, out, /*bias=*/false, nn::Init::kGlorot, seed, 2 * index + 1),
+        last_(last),
+        dropout_(dropout),
+        project_first_(out < in) {
+    AddChild("self", self_);
+    AddChild("neigh", neigh_);
+  }
+
+  hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor"); }
+  std::string SelectionKey() const override { return "in-neighbors"; }
+
+  void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
+                       hdg::NeighborWriter& out) const override {
+    for (int32_t u : ctx.InNeighbors(v)) out.Add(u);
+  }
+
+  ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
+    ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+    return project_first_ ? neigh_.Forward(x) : x;
+  }
+
+  nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Mean(); }
+
+  ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
+    // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
+    ag::Var s = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
+    ag::Var h = ag::Add(self_.Forward(s), project_first_ ? nbr : neigh_.Forward(nbr));
+    return last_ ? h : ag::Relu(h);
+  }
+
+ private:
+  nn::Linear self_, neigh_;
+  bool last_;
+  float dropout_;
+  bool project_first_;
+};
+
+nau::ModelDefaults SageDefaults() {
+  nau::ModelDefaults d;
+  d.epochs = 200;
+  d.lr = 0.01f;
+  d.weight_decay = 5e-4f;
+  d.hidden = 16;
+  d.layers = 2;
+  d.dropout = 0.5f;
+  d.normalize_features = true;
+  return d;
+}
+
+std::unique_ptr<nau::Model> MakeSage() {
+  return std::make_unique<nau::StackedModel>(
+      [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
+         bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
+        return std::make_unique<SageLayer>(in, out, last, spec.dropout, spec.seed, i);
+      });
+}
+
+}  // namespace
+
+FG_REGISTER_MODEL(sage, "GraphSAGE-mean: own features plus the mean of in-neighbours (Hamilton et al.)",
+                  SageDefaults(), MakeSage);
+
+}  // namespace fg::udf
