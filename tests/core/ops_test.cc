@@ -4,6 +4,7 @@
 
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
 #include "flexgraph/ops/ops.h"
 #include "tests/core/gradcheck.h"
 #include "tests/core/test_graphs.h"
@@ -240,6 +241,14 @@ TEST(Dropout, SeededAndUnbiased) {
   Tensor full = ops::DropoutMask(200, 50, 0.5f, 7);
   for (int j = 0; j < 100; ++j) EXPECT_EQ(m.f32()[j], full.f32()[250 + j]);
   EXPECT_EQ(ag::Dropout(Var(x), 0.5f, 7, false).value().f32(), x.f32());
+  // Entry (r, j) is decided by Philox block (seed; j / 4, r), lane j % 4 (base/rng.h).
+  for (int64_t r : {0, 3, 199}) {
+    for (int64_t j : {0, 5, 47, 49}) {
+      const Philox4 b = PhiloxBlock(7, j / 4, r);
+      const float expect = U32ToUniform(b.v[j % 4]) >= 0.5f ? 2.0f : 0.0f;
+      EXPECT_EQ(full.f32()[r * 50 + j], expect) << r << "," << j;
+    }
+  }
   ExpectGradientsMatch(
       [](const std::vector<Var>& v) { return ag::Dropout(v[0], 0.3f, 3, true); },
       {RandomTensor({5, 4}, 53)});
@@ -281,6 +290,75 @@ TEST(ParallelKernels, MatchSerialReferenceForAnyThreadCount) {
       }
       EXPECT_EQ(results[0], results[1]);  // bitwise identical across thread counts
       EXPECT_EQ(results[0], results[2]);
+    }
+  }
+  SetNumThreads(2);
+}
+
+// Weighted serial reference: w undefined (all ones), [nnz] or [nnz, heads].
+std::vector<float> SerialWeightedSpmm(const Csr& a, const Tensor& x, const Tensor& w, bool mean) {
+  const int64_t d = x.row_width();
+  const int64_t heads = w.defined() ? w.row_width() : 1;
+  std::vector<float> out(a.num_rows * d, 0.0f);
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+      for (int64_t j = 0; j < d; ++j) {
+        const float we = w.defined() ? w.f32()[e * heads + j / (d / heads)] : 1.0f;
+        out[r * d + j] += we * x.f32()[a.col()[e] * d + j];
+      }
+    }
+    if (mean && a.degree(r) > 0) {
+      for (int64_t j = 0; j < d; ++j) out[r * d + j] /= a.degree(r);
+    }
+  }
+  return out;
+}
+
+// The CPU SpMM specialises on the width (16-float vectors, slabs of 256 columns, a masked tail)
+// and on the head count: every path against the serial reference, bitwise equal across threads.
+TEST(ParallelKernels, SpmmWidthsAndHeadsMatchSerialReference) {
+  Csr a = RandomCsr(300, 200, 12, true, 71);
+  for (int64_t width : {1, 16, 17, 64, 100, 256, 272}) {
+    Tensor x = RandomTensor({200, width}, 72 + width);
+    std::vector<Tensor> weights = {Tensor(), RandomTensor({a.nnz()}, 73)};
+    for (int64_t heads : {2, 4, 20}) {
+      if (width % heads == 0) weights.push_back(RandomTensor({a.nnz(), heads}, 74 + heads));
+    }
+    for (const Tensor& w : weights) {
+      for (auto reduce : {ops::SpmmReduce::kSum, ops::SpmmReduce::kMean}) {
+        const auto ref = SerialWeightedSpmm(a, x, w, reduce == ops::SpmmReduce::kMean);
+        std::vector<std::vector<float>> results;
+        for (int threads : {1, 2, 3}) {
+          SetNumThreads(threads);
+          results.push_back(ops::Spmm(a, x, reduce, w).ToVector<float>());
+        }
+        SetNumThreads(2);
+        const int64_t heads = w.defined() ? w.row_width() : 0;
+        SCOPED_TRACE(::testing::Message() << "width " << width << " heads " << heads);
+        ASSERT_EQ(results[0].size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(results[0][i], ref[i], 1e-4);
+        EXPECT_EQ(results[0], results[1]);
+        EXPECT_EQ(results[0], results[2]);
+      }
+    }
+  }
+}
+
+TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {
+  RandomStream rng(81, 0);
+  std::vector<int32_t> idx(3000);
+  for (auto& i : idx) i = static_cast<int32_t>(rng.Below(500));
+  for (int64_t width : {1, 16, 33, 256}) {
+    Tensor x = RandomTensor({500, width}, 82);
+    for (int threads : {1, 2, 3}) {
+      SetNumThreads(threads);
+      Tensor got = ops::GatherRows(x, Tensor::FromVector(idx));
+      ASSERT_EQ(got.rows(), 3000);
+      for (int64_t k = 0; k < 3000; ++k) {
+        for (int64_t j = 0; j < width; ++j) {
+          ASSERT_EQ(got.f32()[k * width + j], x.f32()[idx[k] * width + j]);
+        }
+      }
     }
   }
   SetNumThreads(2);

@@ -1,9 +1,22 @@
 // CPU kernels for sparse and segment ops. Rows are processed in nnz-balanced chunks with dynamic
 // scheduling; each output row is produced by one thread in entry order, so results are identical for
-// any thread count. Gathered rows are prefetched a few entries ahead.
+// any thread count. Gathered rows are prefetched a fixed number of cache lines ahead along the
+// chunk's entry stream (across row boundaries).
+//
+// SpMM is latency-bound on graphs larger than the cache: each entry gathers one random feature row.
+// Its AVX-512 path keeps the output row in registers (kernels specialised on the number of 16-float
+// vectors per row, up to 256 columns at a time), and keeps about kLinesInFlight cache lines of
+// future rows in flight with software prefetches.
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/ops/kernels.h"
@@ -11,21 +24,19 @@
 namespace fg::ops::cpu {
 namespace {
 
-constexpr int kPrefetchDistance = 8;
-
-// Calls body(row) over [0, rows) in parallel, scheduling row chunks of roughly equal entry count.
+// Calls body(begin, end) on contiguous row ranges covering [0, rows) in parallel: chunks of roughly
+// equal (entries + rows) work, dynamically scheduled. Boundaries depend only on the matrix and the
+// thread count; every row belongs to exactly one chunk.
 template <typename F>
-void ForRowsBalanced(const int64_t* off, int64_t rows, F&& body) {
+void ForRowChunks(const int64_t* off, int64_t rows, F&& body) {
   if (rows == 0) return;
-  const int64_t nnz = off[rows];
   const int threads = NumThreads();
   if (threads == 1 || rows < 64) {
-    for (int64_t r = 0; r < rows; ++r) body(r);
+    body(int64_t{0}, rows);
     return;
   }
-  // Chunks of ~equal (nnz + rows) work; boundaries depend only on the matrix.
   const int64_t chunks = std::min<int64_t>(rows, threads * 32);
-  const int64_t total = nnz + rows;
+  const int64_t total = off[rows] + rows;
   std::vector<int64_t> bounds(chunks + 1);
   bounds[0] = 0;
   int64_t r = 0;
@@ -36,26 +47,52 @@ void ForRowsBalanced(const int64_t* off, int64_t rows, F&& body) {
   }
   bounds[chunks] = rows;
   ParallelForDynamic(0, chunks, 1, [&](int64_t c) {
-    for (int64_t row = bounds[c]; row < bounds[c + 1]; ++row) body(row);
+    if (bounds[c] < bounds[c + 1]) body(bounds[c], bounds[c + 1]);
   });
 }
 
-inline void Prefetch(const float* p) { __builtin_prefetch(p, 0, 1); }
+// Calls body(row) over [0, rows) in parallel, in nnz-balanced chunks.
+template <typename F>
+void ForRowsBalanced(const int64_t* off, int64_t rows, F&& body) {
+  ForRowChunks(off, rows, [&](int64_t lo, int64_t hi) {
+    for (int64_t row = lo; row < hi; ++row) body(row);
+  });
+}
 
-}  // namespace
+// Cache lines of future gathered rows kept in flight by each thread. Enough to cover DRAM latency
+// with several misses outstanding, few enough not to evict rows before they are used.
+constexpr int64_t kLinesInFlight = 64;
 
-void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
-          const float* x, int64_t width, int mean, float* out) {
+// Entries to prefetch ahead when each gathered row spans `row_floats` floats.
+int64_t PrefetchEntries(int64_t row_floats) {
+  const int64_t lines = std::max<int64_t>(1, (row_floats * 4 + 63) / 64);
+  return std::max<int64_t>(2, kLinesInFlight / lines);
+}
+
+// Prefetches the cache lines of x[0 .. n_floats).
+inline void PrefetchSpan(const float* x, int64_t n_floats) {
+  const char* p = reinterpret_cast<const char*>(x);
+  const char* last = reinterpret_cast<const char*>(x + n_floats) - 1;
+  for (; p <= last; p += 64) __builtin_prefetch(p, 0, 3);
+  __builtin_prefetch(last, 0, 3);  // the line of the last float when x is not line-aligned
+}
+
+// Portable SpMM over rows [r_lo, r_hi) (any width and head count).
+void SpmmRowsGeneric(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,
+                     int64_t r_lo, int64_t r_hi, const float* x, int64_t width, int mean,
+                     float* out) {
   const int64_t head_width = w_heads > 1 ? width / w_heads : width;
-  ForRowsBalanced(off, rows, [&](int64_t r) {
+  const int64_t dist = PrefetchEntries(width);
+  const int64_t e_begin = off[r_lo], e_end = off[r_hi];
+  for (int64_t e = e_begin; e < std::min(e_end, e_begin + dist); ++e) {
+    PrefetchSpan(x + static_cast<int64_t>(col[e]) * width, width);
+  }
+  for (int64_t r = r_lo; r < r_hi; ++r) {
     float* o = out + r * width;
     for (int64_t j = 0; j < width; ++j) o[j] = 0.0f;
     const int64_t lo = off[r], hi = off[r + 1];
     for (int64_t e = lo; e < hi; ++e) {
-      if (e + kPrefetchDistance < hi) {
-        const float* nxt = x + static_cast<int64_t>(col[e + kPrefetchDistance]) * width;
-        for (int64_t j = 0; j < width; j += 16) Prefetch(nxt + j);
-      }
+      if (e + dist < e_end) PrefetchSpan(x + static_cast<int64_t>(col[e + dist]) * width, width);
       const float* xr = x + static_cast<int64_t>(col[e]) * width;
       if (w == nullptr) {
 #pragma omp simd
@@ -78,6 +115,107 @@ void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_head
       const float inv = 1.0f / static_cast<float>(hi - lo);
       for (int64_t j = 0; j < width; ++j) o[j] *= inv;
     }
+  }
+}
+
+#if defined(__AVX512F__)
+constexpr int kMaxVecs = 16;  // columns per slab: 16 vectors of 16 floats
+
+// One slab of SpMM: rows [r_lo, r_hi), columns [c0, c0 + slab) with slab <= 16 * kVecs, the
+// output row held in kVecs registers. Weighted: lane l of vector v takes the weight of head
+// lane_head[16 v + l] of the entry (heads <= 16). Sums in entry order, products then sums (no
+// fused multiply-add), exactly like SpmmRowsGeneric.
+template <int kVecs, bool kWeighted>
+void SpmmSlabAvx512(const int64_t* off, const int32_t* col, const float* w, int64_t heads,
+                    const int32_t* lane_head, int64_t r_lo, int64_t r_hi, const float* x,
+                    int64_t width, int64_t c0, int64_t slab, int mean, float* out) {
+  const __mmask16 tail = slab % 16 == 0 ? 0xFFFF : static_cast<__mmask16>((1u << (slab % 16)) - 1);
+  const __mmask16 head_mask = static_cast<__mmask16>((1u << heads) - 1);
+  const float* xs = x + c0;
+  const int64_t dist = PrefetchEntries(slab);
+  const int64_t e_begin = off[r_lo], e_end = off[r_hi];
+  for (int64_t e = e_begin; e < std::min(e_end, e_begin + dist); ++e) {
+    PrefetchSpan(xs + static_cast<int64_t>(col[e]) * width, slab);
+  }
+  for (int64_t r = r_lo; r < r_hi; ++r) {
+    __m512 acc[kVecs];
+#pragma GCC unroll 16
+    for (int v = 0; v < kVecs; ++v) acc[v] = _mm512_setzero_ps();
+    const int64_t lo = off[r], hi = off[r + 1];
+    for (int64_t e = lo; e < hi; ++e) {
+      if (e + dist < e_end) PrefetchSpan(xs + static_cast<int64_t>(col[e + dist]) * width, slab);
+      const float* xr = xs + static_cast<int64_t>(col[e]) * width;
+      if constexpr (kWeighted) {
+        const __m512 we = _mm512_maskz_loadu_ps(head_mask, w + e * heads);
+#pragma GCC unroll 16
+        for (int v = 0; v < kVecs; ++v) {
+          const __m512 xv = _mm512_maskz_loadu_ps(v == kVecs - 1 ? tail : 0xFFFF, xr + 16 * v);
+          const __m512i idx = _mm512_loadu_si512(lane_head + 16 * v);
+          acc[v] = _mm512_add_ps(acc[v], _mm512_mul_ps(_mm512_maskz_permutexvar_ps(0xFFFF, idx, we), xv));
+        }
+      } else {
+#pragma GCC unroll 16
+        for (int v = 0; v < kVecs; ++v) {
+          acc[v] = _mm512_add_ps(
+              acc[v], _mm512_maskz_loadu_ps(v == kVecs - 1 ? tail : 0xFFFF, xr + 16 * v));
+        }
+      }
+    }
+    if (mean && hi > lo) {
+      const __m512 inv = _mm512_set1_ps(1.0f / static_cast<float>(hi - lo));
+#pragma GCC unroll 16
+      for (int v = 0; v < kVecs; ++v) acc[v] = _mm512_mul_ps(acc[v], inv);
+    }
+    float* o = out + r * width + c0;
+#pragma GCC unroll 16
+    for (int v = 0; v < kVecs; ++v) {
+      _mm512_mask_storeu_ps(o + 16 * v, v == kVecs - 1 ? tail : 0xFFFF, acc[v]);
+    }
+  }
+}
+
+using SlabKernel = void (*)(const int64_t*, const int32_t*, const float*, int64_t, const int32_t*,
+                            int64_t, int64_t, const float*, int64_t, int64_t, int64_t, int, float*);
+
+template <bool kWeighted, int... I>
+constexpr std::array<SlabKernel, kMaxVecs> SlabKernels(std::integer_sequence<int, I...>) {
+  return {&SpmmSlabAvx512<I + 1, kWeighted>...};
+}
+constexpr auto kSlabKernels = SlabKernels<false>(std::make_integer_sequence<int, kMaxVecs>());
+constexpr auto kWeightedSlabKernels =
+    SlabKernels<true>(std::make_integer_sequence<int, kMaxVecs>());
+#endif  // __AVX512F__
+
+}  // namespace
+
+void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
+          const float* x, int64_t width, int mean, float* out) {
+  if (rows == 0 || width == 0) return;
+#if defined(__AVX512F__)
+  const int64_t heads = w_heads > 1 ? w_heads : 1;
+  if (heads <= 16) {
+    // lane_head[j] = head of column j (padded to whole vectors; padding lanes are masked off).
+    const int64_t vecs = (width + 15) / 16;
+    std::vector<int32_t> lane_head(vecs * 16, 0);
+    if (w != nullptr) {
+      for (int64_t j = 0; j < width; ++j) {
+        lane_head[j] = static_cast<int32_t>(j / (width / heads));
+      }
+    }
+    const auto& kernels = w != nullptr ? kWeightedSlabKernels : kSlabKernels;
+    constexpr int64_t kSlabWidth = 16 * kMaxVecs;
+    ForRowChunks(off, rows, [&](int64_t lo, int64_t hi) {
+      for (int64_t c0 = 0; c0 < width; c0 += kSlabWidth) {
+        const int64_t slab = std::min(kSlabWidth, width - c0);
+        kernels[(slab + 15) / 16 - 1](off, col, w, heads, lane_head.data() + c0, lo, hi, x, width,
+                                      c0, slab, mean, out);
+      }
+    });
+    return;
+  }
+#endif
+  ForRowChunks(off, rows, [&](int64_t lo, int64_t hi) {
+    SpmmRowsGeneric(off, col, w, w_heads, lo, hi, x, width, mean, out);
   });
 }
 
@@ -225,10 +363,16 @@ void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t wid
 }
 
 void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out) {
-  ParallelFor(0, (n + 255) / 256, [&](int64_t c) {
-    const int64_t hi = std::min(n, (c + 1) * 256);
-    for (int64_t k = c * 256; k < hi; ++k) {
-      if (k + kPrefetchDistance < hi) Prefetch(x + static_cast<int64_t>(idx[k + kPrefetchDistance]) * width);
+  if (n == 0 || width == 0) return;
+  constexpr int64_t kChunk = 1024;
+  const int64_t dist = PrefetchEntries(width);
+  ParallelFor(0, (n + kChunk - 1) / kChunk, [&](int64_t c) {
+    const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+    for (int64_t k = lo; k < std::min(hi, lo + dist); ++k) {
+      PrefetchSpan(x + static_cast<int64_t>(idx[k]) * width, width);
+    }
+    for (int64_t k = lo; k < hi; ++k) {
+      if (k + dist < hi) PrefetchSpan(x + static_cast<int64_t>(idx[k + dist]) * width, width);
       const float* xr = x + static_cast<int64_t>(idx[k]) * width;
       float* o = out + k * width;
 #pragma omp simd
