@@ -26,7 +26,8 @@ struct Dataset {
   std::string name;
   HeteroGraph graph;
   std::map<std::string, Tensor> features;  // node type -> float [n, f]
-  std::map<std::string, Tensor> labels;    // node type -> int64 [n] (-1 = unlabeled)
+  std::map<std::string, Tensor> labels;    // node type -> int64 [n] (-1 = unlabeled); [n, k] for
+                                           // k-task datasets (then num_classes = k)
   std::map<std::string, int64_t> num_classes;  // node type -> classes
   std::string split_name;
   std::map<std::string, Split> splits;          // node type -> split
@@ -34,7 +35,8 @@ struct Dataset {
 
   // The homogeneous graph's in-edge Csr (rows = destinations); requires IsHomogeneous().
   const Csr& Adjacency() const { return graph.relations[0].by_dst; }
-  // The node type that carries labels (the only one, or "node").
+  // The node type that carries labels: the only labeled type, else "node" when labeled, else the
+  // only type with a split.
   std::string LabeledType() const;
   size_t Bytes() const;
 };
@@ -46,13 +48,17 @@ struct LoadOptions {
   bool add_reverse_edges = true;
   bool remove_self_loops = true;
   bool deduplicate = true;
-  // Heterogeneous graphs: also store each relation's reverse (always available via by_dst).
-  std::string cache_dir;  // binary cache directory ("" = none)
+  // Heterogeneous relations keep their edges as listed (both directions are always available as
+  // by_src and by_dst). Binary cache directory ("" = none): the first load writes
+  // <cache_dir>/<name>-<key>.fgc, keyed by the source files' sizes and mtimes and these options;
+  // later loads read it.
+  std::string cache_dir;
   int threads = 0;        // 0 = NumThreads()
 };
 
-// Loads a dataset directory (OGB raw layout, homogeneous or heterogeneous), a binary cache file
-// (*.fgc), or a generator spec: "sbm:nodes=..,classes=..,features=..[,avg_degree=..,p_in=..,seed=..]"
+// Loads a dataset directory (OGB raw layout, homogeneous or heterogeneous, or a .npy workload
+// directory with indptr.npy), a SNAP edge list file, a binary cache file (*.fgc), or a generator
+// spec (see gen/spec.h): "sbm:nodes=..,classes=..,features=..[,avg_degree=..,p_in=..,seed=..]"
 // or "rmat:scale=..,edge_factor=..,features=..[,classes=..,seed=..]". Errors name the file and line.
 absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadOptions& options);
 

@@ -1,8 +1,9 @@
 // HeteroGraph: named node types with counts and typed relations (src_type, name, dst_type), each
 // stored in both directions as Csr (by_src: rows are source ids, columns destination ids; by_dst:
 // rows are destination ids, columns source ids). Ids are local to their node type. A homogeneous
-// graph has one node type "node" and one relation "node___edge___node". Immutable after building;
-// thread-safe for reads.
+// graph has one node type "node" and one relation "node___edge___node". Neighbours within a row
+// are sorted. Column ids are int32: a node type has at most 2^31 - 1 nodes. Immutable after
+// building; thread-safe for reads.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ struct Relation {
   Csr by_src;        // [num(src_type) x num(dst_type)]
   Csr by_dst;        // [num(dst_type) x num(src_type)], the transpose of by_src
   Tensor edge_feat;  // float [num_edges, f] in by_src entry order, or undefined
+  // True when the relation is undirected (src_type == dst_type, by_src == by_dst, sharing storage),
+  // e.g. a homogeneous graph after add_reverse_edges. Then each edge {u, v} appears as u -> v and v -> u.
+  bool symmetric = false;
   // "src___name___dst" as in the OGB raw layout.
   std::string Key() const { return src_type + "___" + name + "___" + dst_type; }
 };

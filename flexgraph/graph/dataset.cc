@@ -1,0 +1,138 @@
+#include "flexgraph/graph/dataset.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/graph/gen/spec.h"
+#include "flexgraph/graph/io/cache.h"
+#include "flexgraph/graph/io/edge_list.h"
+#include "flexgraph/graph/io/file.h"
+#include "flexgraph/graph/io/ogb.h"
+
+namespace fg::graph {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+uint64_t HashString(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) h = MixKey(h, c);
+  return MixKey(h, s.size());
+}
+
+// A key for the cache file: the source (path and every file's size and mtime, or the spec) and
+// the options that change the result.
+std::string CacheKey(const std::string& source, const LoadOptions& o) {
+  uint64_t h = HashString(0, source);
+  h = MixKey(h, o.add_reverse_edges, o.remove_self_loops, o.deduplicate);
+  h = HashString(h, o.split);
+  h = MixKey(h, io::kCacheVersion);
+  if (!IsGeneratorSpec(source)) {
+    std::error_code ec;
+    std::vector<std::string> entries;
+    if (io::IsDirectory(source)) {
+      for (auto it = std::filesystem::recursive_directory_iterator(source, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        entries.push_back(it->path().string());
+      }
+    } else {
+      entries.push_back(source);
+    }
+    std::sort(entries.begin(), entries.end());
+    for (const std::string& e : entries) {
+      struct stat st;
+      if (::stat(e.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      h = HashString(h, e);
+      h = MixKey(h, static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_mtim.tv_sec),
+                 static_cast<uint64_t>(st.st_mtim.tv_nsec));
+    }
+  }
+  return absl::StrFormat("%016x", h);
+}
+
+absl::StatusOr<Dataset> LoadUncached(const std::string& src, const LoadOptions& options) {
+  if (IsGeneratorSpec(src)) return GenerateFromSpec(src);
+  if (EndsWith(src, ".fgc")) return io::ReadCache(src);
+  if (io::IsDirectory(src)) {
+    if (io::IsOgbDirectory(src)) return io::LoadOgb(src, options);
+    if (io::IsNpyDirectory(src)) return io::LoadNpyDirectory(src);
+    return absl::NotFoundError(absl::StrCat(
+        src, ": not a dataset directory (no raw/num-node-list.csv.gz, raw/num-node-dict.csv.gz ",
+        "or indptr.npy)"));
+  }
+  if (!io::PathExists(src)) {
+    return absl::NotFoundError(absl::StrCat(
+        src, ": no such dataset (expected a directory in the OGB raw layout, an edge list, a .fgc "
+             "cache or a generator spec such as sbm:nodes=20000,classes=8,features=64)"));
+  }
+  return io::LoadEdgeList(src, options);
+}
+
+}  // namespace
+
+std::string Dataset::LabeledType() const {
+  if (labels.size() == 1) return labels.begin()->first;
+  if (labels.count("node") != 0) return "node";
+  if (splits.size() == 1) return splits.begin()->first;
+  if (!labels.empty()) return labels.begin()->first;
+  return "node";
+}
+
+size_t Dataset::Bytes() const {
+  size_t bytes = graph.Bytes();
+  for (const auto& [t, f] : features) bytes += f.nbytes();
+  for (const auto& [t, l] : labels) bytes += l.nbytes();
+  for (const auto& [t, s] : splits) {
+    for (const Tensor* p : {&s.train, &s.valid, &s.test}) bytes += p->defined() ? p->nbytes() : 0;
+  }
+  for (const auto& [k, s] : edge_splits) {
+    for (const Tensor* p : {&s.train, &s.valid, &s.test}) bytes += p->defined() ? p->nbytes() : 0;
+  }
+  return bytes;
+}
+
+absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadOptions& options) {
+  const int saved_threads = NumThreads();
+  if (options.threads > 0) SetNumThreads(options.threads);
+  struct Restore {
+    int threads;
+    bool active;
+    ~Restore() {
+      if (active) SetNumThreads(threads);
+    }
+  } restore{saved_threads, options.threads > 0};
+  std::string src = path_or_spec;
+  while (src.size() > 1 && src.back() == '/') src.pop_back();
+  if (options.cache_dir.empty() || EndsWith(src, ".fgc")) return LoadUncached(src, options);
+  std::string base = src;
+  if (IsGeneratorSpec(src)) {
+    base = src.substr(0, src.find(':'));
+  } else {
+    const size_t slash = src.rfind('/');
+    if (slash != std::string::npos) base = src.substr(slash + 1);
+  }
+  const std::string cache =
+      io::JoinPath(options.cache_dir, absl::StrCat(base, "-", CacheKey(src, options), ".fgc"));
+  if (io::PathExists(cache)) {
+    absl::StatusOr<Dataset> ds = io::ReadCache(cache);
+    if (ds.ok()) return ds;
+    FG_LOG(Warning) << "ignoring unreadable cache: " << ds.status().message();
+  }
+  FG_ASSIGN_OR_RETURN(Dataset ds, LoadUncached(src, options));
+  absl::Status made = io::MakeDirectories(options.cache_dir);
+  if (made.ok()) made = io::WriteCache(ds, cache);
+  if (!made.ok()) FG_LOG(Warning) << "could not write the dataset cache: " << made.message();
+  return ds;
+}
+
+}  // namespace fg::graph

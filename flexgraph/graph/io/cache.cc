@@ -1,0 +1,424 @@
+#include "flexgraph/graph/io/cache.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/graph/io/file.h"
+
+namespace fg::graph::io {
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'G', 'C', 'A', 'C', 'H', 'E', '\n'};
+constexpr uint64_t kAlign = 64;
+constexpr uint32_t kKindBytes = 3;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t num_sections;
+  uint64_t table_offset;
+  uint64_t file_size;
+  uint32_t table_crc;
+  uint32_t header_crc;  // CRC-32 of the bytes before this field
+  char reserved[24];
+};
+static_assert(sizeof(Header) == 64);
+
+struct Entry {
+  char name[80];
+  uint32_t kind;  // 0 float32, 1 int32, 2 int64, 3 bytes
+  uint32_t rank;
+  int64_t shape[3];
+  uint64_t offset;
+  uint64_t nbytes;
+  uint32_t crc;
+  uint32_t reserved;
+};
+static_assert(sizeof(Entry) == 136);
+
+uint32_t KindOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0;
+    case DType::kInt32: return 1;
+    case DType::kInt64: return 2;
+  }
+  return 0;
+}
+
+// CRC-32 of a buffer, computed over 8 MiB blocks in parallel and combined.
+uint32_t Crc(const char* data, uint64_t n) {
+  constexpr uint64_t kBlock = 8 << 20;
+  const int64_t blocks = static_cast<int64_t>((n + kBlock - 1) / kBlock);
+  if (blocks <= 1) return static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(data), n));
+  std::vector<uLong> crcs(blocks);
+  ParallelForDynamic(0, blocks, 1, [&](int64_t b) {
+    const uint64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+    crcs[b] = crc32(0, reinterpret_cast<const Bytef*>(data + lo), len);
+  });
+  uLong crc = crcs[0];
+  for (int64_t b = 1; b < blocks; ++b) {
+    crc = crc32_combine(crc, crcs[b], static_cast<z_off_t>(std::min(kBlock, n - b * kBlock)));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+struct Section {
+  std::string name;
+  Tensor tensor;      // arrays
+  std::string bytes;  // meta
+  const char* data() const { return tensor.defined() ? static_cast<const char*>(tensor.raw()) : bytes.data(); }
+  uint64_t size() const { return tensor.defined() ? tensor.nbytes() : bytes.size(); }
+};
+
+void AddCsr(std::vector<Section>* out, const std::string& prefix, const Csr& c) {
+  out->push_back({prefix + ".off", c.offsets, {}});
+  out->push_back({prefix + ".idx", c.indices, {}});
+  if (c.values.defined()) out->push_back({prefix + ".val", c.values, {}});
+}
+
+void AddSplit(std::vector<Section>* out, const std::string& prefix, const Tensor& train,
+              const Tensor& valid, const Tensor& test) {
+  if (train.defined()) out->push_back({prefix + ".train", train, {}});
+  if (valid.defined()) out->push_back({prefix + ".valid", valid, {}});
+  if (test.defined()) out->push_back({prefix + ".test", test, {}});
+}
+
+std::vector<Section> Sections(const Dataset& ds) {
+  const HeteroGraph& g = ds.graph;
+  std::string meta = absl::StrCat("name\t", ds.name, "\nsplit\t", ds.split_name, "\n");
+  for (size_t t = 0; t < g.node_types.size(); ++t) {
+    absl::StrAppend(&meta, "type\t", g.node_types[t], "\t", g.num_nodes[t], "\n");
+  }
+  for (const Relation& r : g.relations) {
+    absl::StrAppend(&meta, "relation\t", r.src_type, "\t", r.name, "\t", r.dst_type, "\t",
+                    r.symmetric ? 1 : 0, "\n");
+  }
+  for (const auto& [type, k] : ds.num_classes) absl::StrAppend(&meta, "classes\t", type, "\t", k, "\n");
+  std::vector<Section> s;
+  s.push_back({"meta", Tensor(), meta});
+  for (size_t i = 0; i < g.relations.size(); ++i) {
+    const Relation& r = g.relations[i];
+    const std::string p = absl::StrCat("r", i);
+    AddCsr(&s, p + ".src", r.by_src);
+    if (!r.symmetric) AddCsr(&s, p + ".dst", r.by_dst);
+    if (r.edge_feat.defined()) s.push_back({p + ".efeat", r.edge_feat, {}});
+    if (auto it = ds.edge_splits.find(r.Key()); it != ds.edge_splits.end()) {
+      AddSplit(&s, p, it->second.train, it->second.valid, it->second.test);
+    }
+  }
+  for (size_t t = 0; t < g.node_types.size(); ++t) {
+    const std::string& type = g.node_types[t];
+    const std::string p = absl::StrCat("t", t);
+    if (auto it = ds.features.find(type); it != ds.features.end()) s.push_back({p + ".feat", it->second, {}});
+    if (auto it = ds.labels.find(type); it != ds.labels.end()) s.push_back({p + ".label", it->second, {}});
+    if (auto it = ds.splits.find(type); it != ds.splits.end()) {
+      AddSplit(&s, p, it->second.train, it->second.valid, it->second.test);
+    }
+  }
+  return s;
+}
+
+// Header and table for the sections; data offsets are 64-byte aligned after the table.
+std::string HeaderAndTable(const std::vector<Section>& sections, std::vector<uint64_t>* offsets,
+                           uint64_t* file_size) {
+  const uint64_t table_bytes = sections.size() * sizeof(Entry);
+  uint64_t pos = (sizeof(Header) + table_bytes + kAlign - 1) / kAlign * kAlign;
+  std::vector<Entry> table(sections.size());
+  std::vector<uint32_t> crcs(sections.size());
+  for (size_t i = 0; i < sections.size(); ++i) crcs[i] = Crc(sections[i].data(), sections[i].size());
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Section& s = sections[i];
+    Entry& e = table[i];
+    std::memset(&e, 0, sizeof(e));
+    std::strncpy(e.name, s.name.c_str(), sizeof(e.name) - 1);
+    if (s.tensor.defined()) {
+      e.kind = KindOf(s.tensor.dtype());
+      e.rank = static_cast<uint32_t>(s.tensor.rank());
+      for (int d = 0; d < s.tensor.rank(); ++d) e.shape[d] = s.tensor.dim(d);
+    } else {
+      e.kind = kKindBytes;
+      e.rank = 1;
+      e.shape[0] = static_cast<int64_t>(s.bytes.size());
+    }
+    e.offset = pos;
+    e.nbytes = s.size();
+    e.crc = crcs[i];
+    offsets->push_back(pos);
+    pos = (pos + e.nbytes + kAlign - 1) / kAlign * kAlign;
+  }
+  *file_size = pos;
+  Header h;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kCacheVersion;
+  h.num_sections = static_cast<uint32_t>(sections.size());
+  h.table_offset = sizeof(Header);
+  h.file_size = pos;
+  h.table_crc = Crc(reinterpret_cast<const char*>(table.data()), table_bytes);
+  h.header_crc = Crc(reinterpret_cast<const char*>(&h), offsetof(Header, header_crc));
+  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
+  out.append(reinterpret_cast<const char*>(table.data()), table_bytes);
+  return out;
+}
+
+absl::Status Corrupt(const std::string& name, const std::string& msg) {
+  return absl::DataLossError(absl::StrCat(name, ": corrupt cache: ", msg));
+}
+
+}  // namespace
+
+std::string EncodeCache(const Dataset& ds) {
+  const std::vector<Section> sections = Sections(ds);
+  std::vector<uint64_t> offsets;
+  uint64_t size = 0;
+  std::string out = HeaderAndTable(sections, &offsets, &size);
+  out.resize(size, '\0');
+  for (size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].size() > 0) std::memcpy(out.data() + offsets[i], sections[i].data(), sections[i].size());
+  }
+  return out;
+}
+
+absl::Status WriteCache(const Dataset& ds, const std::string& path) {
+  const std::vector<Section> sections = Sections(ds);
+  std::vector<uint64_t> offsets;
+  uint64_t size = 0;
+  const std::string head = HeaderAndTable(sections, &offsets, &size);
+  const std::string tmp = absl::StrCat(path, ".tmp", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
+  }
+  auto write_at = [&](const char* p, uint64_t n, uint64_t off) {
+    while (n > 0) {
+      const ssize_t w = ::pwrite(fd, p, std::min<uint64_t>(n, 1 << 30), static_cast<off_t>(off));
+      if (w <= 0) return false;
+      p += w;
+      n -= w;
+      off += w;
+    }
+    return true;
+  };
+  bool ok = write_at(head.data(), head.size(), 0) && ::ftruncate(fd, static_cast<off_t>(size)) == 0;
+  for (size_t i = 0; ok && i < sections.size(); ++i) {
+    ok = write_at(sections[i].data(), sections[i].size(), offsets[i]);
+  }
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::DataLossError(absl::StrCat(path, ": write failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& name) {
+  if (image.size() < sizeof(Header)) return Corrupt(name, "file shorter than its header");
+  Header h;
+  std::memcpy(&h, image.data(), sizeof(h));
+  if (std::memcmp(h.magic, kMagic, 8) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": not a FlexGraph cache (bad magic)"));
+  }
+  if (h.header_crc != Crc(image.data(), offsetof(Header, header_crc))) {
+    return Corrupt(name, "header checksum mismatch");
+  }
+  if (h.version != kCacheVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(name, ": cache version ", h.version,
+                                                      ", this build reads version ", kCacheVersion,
+                                                      " (rebuild the cache)"));
+  }
+  if (h.file_size != image.size()) {
+    return Corrupt(name, absl::StrCat("file has ", image.size(), " bytes, header says ", h.file_size,
+                                      " (truncated?)"));
+  }
+  const uint64_t table_bytes = static_cast<uint64_t>(h.num_sections) * sizeof(Entry);
+  if (h.table_offset != sizeof(Header) || table_bytes > image.size() - sizeof(Header)) {
+    return Corrupt(name, "section table out of bounds");
+  }
+  if (h.table_crc != Crc(image.data() + h.table_offset, table_bytes)) {
+    return Corrupt(name, "section table checksum mismatch");
+  }
+  std::vector<Entry> table(h.num_sections);
+  if (table_bytes > 0) std::memcpy(table.data(), image.data() + h.table_offset, table_bytes);
+  // Verify all sections (in parallel over sections; Crc parallelises large ones).
+  std::map<std::string, Tensor> arrays;
+  std::string meta;
+  bool have_meta = false;
+  for (Entry& e : table) {
+    e.name[sizeof(e.name) - 1] = '\0';
+    const std::string sname = e.name;
+    if (e.offset % kAlign != 0 || e.offset > image.size() || e.nbytes > image.size() - e.offset) {
+      return Corrupt(name, absl::StrCat("section '", sname, "' out of bounds"));
+    }
+    if (e.kind > kKindBytes || e.rank < 1 || e.rank > 3) {
+      return Corrupt(name, absl::StrCat("section '", sname, "' has a bad type or rank"));
+    }
+    Shape shape;
+    unsigned __int128 numel = 1;
+    for (uint32_t d = 0; d < e.rank; ++d) {
+      if (e.shape[d] < 0) return Corrupt(name, absl::StrCat("section '", sname, "' has a negative dimension"));
+      shape.push_back(e.shape[d]);
+      numel *= static_cast<uint64_t>(e.shape[d]);
+    }
+    const DType dtype = e.kind == 0 ? DType::kFloat32 : e.kind == 1 ? DType::kInt32 : DType::kInt64;
+    const uint64_t elem = e.kind == kKindBytes ? 1 : DTypeSize(dtype);
+    if (numel * elem != e.nbytes) {
+      return Corrupt(name, absl::StrCat("section '", sname, "' size disagrees with its shape"));
+    }
+    const char* p = image.data() + e.offset;
+    if (Crc(p, e.nbytes) != e.crc) {
+      return Corrupt(name, absl::StrCat("checksum mismatch in section '", sname, "'"));
+    }
+    if (e.kind == kKindBytes) {
+      if (sname == "meta") {
+        meta.assign(p, e.nbytes);
+        have_meta = true;
+      }
+      continue;
+    }
+    Tensor t = Tensor::Empty(shape, dtype);
+    if (e.nbytes > 0) std::memcpy(t.raw(), p, e.nbytes);
+    arrays[sname] = t;
+  }
+  if (!have_meta) return Corrupt(name, "no meta section");
+  Dataset ds;
+  std::vector<std::pair<std::string, int64_t>> classes;
+  for (absl::string_view line : absl::StrSplit(meta, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    int64_t v = 0;
+    if (f[0] == "name" && f.size() == 2) {
+      ds.name = f[1];
+    } else if (f[0] == "split" && f.size() == 2) {
+      ds.split_name = f[1];
+    } else if (f[0] == "type" && f.size() == 3 && absl::SimpleAtoi(f[2], &v) && v >= 0 &&
+               v <= INT32_MAX) {
+      ds.graph.node_types.push_back(f[1]);
+      ds.graph.num_nodes.push_back(v);
+    } else if (f[0] == "relation" && f.size() == 5 && (f[4] == "0" || f[4] == "1")) {
+      Relation r;
+      r.src_type = f[1];
+      r.name = f[2];
+      r.dst_type = f[3];
+      r.symmetric = f[4] == "1";
+      ds.graph.relations.push_back(std::move(r));
+    } else if (f[0] == "classes" && f.size() == 3 && absl::SimpleAtoi(f[2], &v)) {
+      classes.push_back({f[1], v});
+    } else {
+      return Corrupt(name, absl::StrCat("bad meta line '", line.substr(0, 80), "'"));
+    }
+  }
+  auto take = [&](const std::string& key) {
+    auto it = arrays.find(key);
+    return it == arrays.end() ? Tensor() : it->second;
+  };
+  auto csr = [&](const std::string& p, int64_t rows, int64_t cols, Csr* c) -> absl::Status {
+    c->num_rows = rows;
+    c->num_cols = cols;
+    c->offsets = take(p + ".off");
+    c->indices = take(p + ".idx");
+    c->values = take(p + ".val");
+    if (!c->offsets.defined() || !c->indices.defined() || c->offsets.dtype() != DType::kInt64 ||
+        c->indices.dtype() != DType::kInt32 ||
+        (c->values.defined() && c->values.dtype() != DType::kFloat32)) {
+      return Corrupt(name, absl::StrCat("missing or mistyped arrays of ", p));
+    }
+    absl::Status s = c->Validate();
+    if (!s.ok()) return Corrupt(name, absl::StrCat(p, ": ", s.message()));
+    return absl::OkStatus();
+  };
+  // Split arrays: node ids below bound0 (width 1) or (src, dst) pairs below (bound0, bound1).
+  auto split_part = [&](const std::string& key, int64_t width, int64_t bound0, int64_t bound1,
+                        Tensor* out) -> absl::Status {
+    Tensor t = take(key);
+    if (!t.defined()) return absl::OkStatus();
+    if (t.dtype() != DType::kInt64 || (width == 1 ? t.rank() != 1 : (t.rank() != 2 || t.dim(1) != 2))) {
+      return Corrupt(name, absl::StrCat("section '", key, "' has the wrong type or shape"));
+    }
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const int64_t bound = (width == 2 && i % 2 == 1) ? bound1 : bound0;
+      if (t.i64()[i] < 0 || t.i64()[i] >= bound) {
+        return Corrupt(name, absl::StrCat("section '", key, "' holds an id out of range"));
+      }
+    }
+    *out = t;
+    return absl::OkStatus();
+  };
+  HeteroGraph& g = ds.graph;
+  for (size_t i = 0; i < g.relations.size(); ++i) {
+    Relation& r = g.relations[i];
+    const int s = g.TypeIndex(r.src_type), d = g.TypeIndex(r.dst_type);
+    if (s < 0 || d < 0 || (r.symmetric && s != d)) {
+      return Corrupt(name, absl::StrCat("relation ", r.Key(), " has unknown node types"));
+    }
+    const std::string p = absl::StrCat("r", i);
+    FG_RETURN_IF_ERROR(csr(p + ".src", g.num_nodes[s], g.num_nodes[d], &r.by_src));
+    if (r.symmetric) {
+      r.by_dst = r.by_src;
+    } else {
+      FG_RETURN_IF_ERROR(csr(p + ".dst", g.num_nodes[d], g.num_nodes[s], &r.by_dst));
+      if (r.by_dst.nnz() != r.by_src.nnz()) {
+        return Corrupt(name, absl::StrCat(r.Key(), ": by_src and by_dst differ in size"));
+      }
+    }
+    r.edge_feat = take(p + ".efeat");
+    if (r.edge_feat.defined() &&
+        (r.edge_feat.dtype() != DType::kFloat32 || r.edge_feat.rows() != r.by_src.nnz())) {
+      return Corrupt(name, absl::StrCat("section '", p, ".efeat' has the wrong shape"));
+    }
+    if (arrays.count(p + ".train") != 0) {
+      EdgeSplit& es = ds.edge_splits[r.Key()];
+      const int64_t ns = g.num_nodes[s], nd = g.num_nodes[d];
+      FG_RETURN_IF_ERROR(split_part(p + ".train", 2, ns, nd, &es.train));
+      FG_RETURN_IF_ERROR(split_part(p + ".valid", 2, ns, nd, &es.valid));
+      FG_RETURN_IF_ERROR(split_part(p + ".test", 2, ns, nd, &es.test));
+    }
+  }
+  for (size_t t = 0; t < g.node_types.size(); ++t) {
+    const std::string& type = g.node_types[t];
+    const int64_t n = g.num_nodes[t];
+    const std::string p = absl::StrCat("t", t);
+    if (Tensor f = take(p + ".feat"); f.defined()) {
+      if (f.dtype() != DType::kFloat32 || f.rank() != 2 || f.dim(0) != n) {
+        return Corrupt(name, absl::StrCat("section '", p, ".feat' has the wrong type or shape"));
+      }
+      ds.features[type] = f;
+    }
+    if (Tensor l = take(p + ".label"); l.defined()) {
+      if (l.dtype() != DType::kInt64 || l.rank() > 2 || l.dim(0) != n) {
+        return Corrupt(name, absl::StrCat("section '", p, ".label' has the wrong type or shape"));
+      }
+      ds.labels[type] = l;
+    }
+    if (arrays.count(p + ".train") != 0) {
+      Split& sp = ds.splits[type];
+      FG_RETURN_IF_ERROR(split_part(p + ".train", 1, n, 0, &sp.train));
+      FG_RETURN_IF_ERROR(split_part(p + ".valid", 1, n, 0, &sp.valid));
+      FG_RETURN_IF_ERROR(split_part(p + ".test", 1, n, 0, &sp.test));
+    }
+  }
+  for (const auto& [type, k] : classes) {
+    if (g.TypeIndex(type) < 0) return Corrupt(name, absl::StrCat("classes of unknown type ", type));
+    ds.num_classes[type] = k;
+  }
+  return ds;
+}
+
+absl::StatusOr<Dataset> ReadCache(const std::string& path) {
+  FG_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+  return ParseCache(file.data(), path);
+}
+
+}  // namespace fg::graph::io
