@@ -128,7 +128,7 @@ std::string DatasetSummary::ToText() const {
   absl::StrAppend(&out, "relations: ", relations.size(), "\n");
   for (const RelationSummary& r : relations) {
     absl::StrAppend(&out, "  ", r.key, ": ", r.edges, " edges",
-                    r.symmetric ? absl::StrCat(" (undirected: ", r.edges / 2, " pairs + loops)") : "",
+                    r.symmetric ? " (undirected: both directions stored)" : "",
                     r.edge_feature_dim > 0 ? absl::StrCat(", ", r.edge_feature_dim, " edge features") : "",
                     "\n");
     absl::StrAppend(&out, "    out-degree: ", DegreeText(r.out_degree), "\n");
