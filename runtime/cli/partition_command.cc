@@ -1,0 +1,203 @@
+// `flexgraph partition`: computes a PartitionPlan (partition/plan.h) for a dataset and a model's
+// cost model, writes it, and prints per part the owned vertices, edges, ghosts per peer and the
+// estimated compute and communication cost, then the imbalance (max / mean estimated cost).
+//
+//   flexgraph partition --dataset ../shared/data/cora --parts 4 --method balanced --model gcn
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/progress.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+#include "flexgraph/graph/dataset.h"
+#include "partition/file_util.h"
+#include "partition/plan.h"
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/config.h"
+
+namespace fg::cli {
+namespace {
+
+struct Invocation {
+  std::string dataset, out, summary_json, calibration;
+  bool recalibrate = false, quiet = false;
+  double network_bytes_per_second = 0;
+  graph::LoadOptions load;
+  partition::WorkloadOptions workload;
+  partition::PartitionRequest request;
+};
+
+void AddFlags(FlagSet* f) {
+  f->AddString("dataset", runtime::kDefaultDataset,
+               "dataset directory (OGB raw layout), edge list, .fgc cache or generator spec");
+  f->AddString("split", "", "split name under split/ (default: the only one)");
+  f->AddString("cache_dir", "", "binary dataset cache directory");
+  f->AddString("parts", "2", "number of parts (workers)");
+  f->AddString("method", "balanced", "hash, range, metis or balanced (METIS + cost-model rebalancing)");
+  f->AddString("model", runtime::kDefaultModel, "model whose cost model weighs the vertices");
+  f->AddString("target_type", "", "node type the model classifies (heterogeneous datasets)");
+  f->AddString("hidden", "", "hidden width (model default)");
+  f->AddString("layers", "", "number of layers (model default)");
+  f->AddString("heads", "", "attention heads (model default)");
+  f->AddString("model_opt", "", "model options as key=value[,key=value...]");
+  f->AddString("seed", "0", "seed of sampled selections, hashing and METIS");
+  f->AddString("out", "", "plan file to write (default: <dataset>-<method>-<parts>.plan)");
+  f->AddString("summary_json", "", "also write a JSON summary to this file");
+  f->AddString("calibration", "",
+               "cost model calibration file (default: $XDG_CACHE_HOME/flexgraph/calibration-<host>-t<threads>.txt)");
+  f->AddBool("recalibrate", false, "re-measure the cost model coefficients");
+  f->AddString("network_gbps", "", "network bandwidth per worker in Gbit/s (default: stored, else 10)");
+  f->AddString("metis_memory_gib", "", "refuse METIS above this estimated memory (default: available)");
+  f->AddString("max_rounds", "", "rebalancer: maximum exact cost evaluations (default 40)");
+  f->AddString("threads", "", "threads (default: all cores)");
+  f->AddBool("quiet", false, "no progress output");
+}
+
+absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
+  Invocation inv;
+  inv.dataset = f.Get("dataset");
+  inv.load.split = f.Get("split");
+  inv.load.cache_dir = f.Get("cache_dir");
+  auto positive = [&](const char* name, int64_t min) -> absl::StatusOr<int64_t> {
+    FG_ASSIGN_OR_RETURN(int64_t v, f.GetInt(name));
+    if (v < min) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least ", min, ", got ", v));
+    return v;
+  };
+  FG_ASSIGN_OR_RETURN(int64_t parts, f.GetInt("parts"));
+  if (parts < 1) return absl::InvalidArgumentError(absl::StrCat("--parts must be at least 1, got ", parts));
+  inv.request.num_parts = static_cast<int>(parts);
+  FG_ASSIGN_OR_RETURN(inv.request.method, partition::ParseMethod(f.Get("method")));
+  FG_ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed"));
+  inv.request.seed = static_cast<uint64_t>(seed);
+  inv.workload.seed = static_cast<uint64_t>(seed);
+  inv.workload.model = f.Get("model");
+  inv.workload.target_type = f.Get("target_type");
+  if (f.IsSet("hidden")) FG_ASSIGN_OR_RETURN(inv.workload.hidden, positive("hidden", 1));
+  if (f.IsSet("layers")) FG_ASSIGN_OR_RETURN(inv.workload.layers, positive("layers", 1));
+  if (f.IsSet("heads")) FG_ASSIGN_OR_RETURN(inv.workload.heads, positive("heads", 1));
+  if (f.IsSet("model_opt")) {
+    for (absl::string_view kv : absl::StrSplit(f.Get("model_opt"), ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      if (p.first.empty() || kv.find('=') == absl::string_view::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--model_opt: expected key=value, got '", std::string(kv), "'"));
+      }
+      inv.workload.options[p.first] = p.second;
+    }
+  }
+  if (f.IsSet("network_gbps")) {
+    FG_ASSIGN_OR_RETURN(double gbps, f.GetDouble("network_gbps"));
+    if (!(gbps > 0)) return absl::InvalidArgumentError("--network_gbps must be positive");
+    inv.network_bytes_per_second = gbps * 1e9 / 8;
+  }
+  if (f.IsSet("metis_memory_gib")) {
+    FG_ASSIGN_OR_RETURN(double gib, f.GetDouble("metis_memory_gib"));
+    if (!(gib > 0)) return absl::InvalidArgumentError("--metis_memory_gib must be positive");
+    inv.request.metis_memory_limit_bytes = static_cast<int64_t>(gib * 1073741824.0);
+  }
+  if (f.IsSet("max_rounds")) {
+    FG_ASSIGN_OR_RETURN(int64_t r, positive("max_rounds", 0));
+    inv.request.rebalance.max_rounds = static_cast<int>(r);
+  }
+  if (f.IsSet("threads")) {
+    FG_ASSIGN_OR_RETURN(int64_t t, positive("threads", 1));
+    SetNumThreads(static_cast<int>(t));
+  }
+  inv.out = f.Get("out");
+  inv.summary_json = f.Get("summary_json");
+  inv.calibration = f.Get("calibration");
+  inv.recalibrate = f.GetBool("recalibrate");
+  inv.quiet = f.GetBool("quiet");
+  return inv;
+}
+
+absl::Status Run(Invocation& inv) {
+  Progress::SetQuiet(inv.quiet);
+  graph::Dataset ds;
+  {
+    Progress progress(absl::StrCat("load ", inv.dataset), 0);
+    FG_ASSIGN_OR_RETURN(ds, graph::LoadDataset(inv.dataset, inv.load));
+  }
+  const std::string calibration =
+      inv.calibration.empty() ? partition::DefaultCalibrationPath() : inv.calibration;
+  partition::CostCoefficients k;
+  {
+    Progress progress("cost model calibration", 0);
+    FG_ASSIGN_OR_RETURN(k, partition::LoadOrCalibrate(calibration, inv.recalibrate,
+                                                      inv.network_bytes_per_second));
+  }
+  std::optional<partition::CostModel> cost_model;
+  {
+    Progress progress(absl::StrCat("HDGs of ", inv.workload.model), 0);
+    FG_ASSIGN_OR_RETURN(cost_model, partition::CostModel::Create(ds, inv.workload, k));
+  }
+  const partition::CostModel& cost = *cost_model;
+  partition::PartitionPlan plan;
+  {
+    Progress progress(absl::StrCat("partition (", partition::MethodName(inv.request.method), ")"), 0);
+    FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, cost, inv.request));
+  }
+  const partition::Workload& w = cost.workload();
+  std::printf("%s: %d vertices, %d union-graph edges; model %s (%s, %zu layers, %d HDG entries)\n",
+              ds.name.c_str(), cost.num_vertices(), cost.union_graph().nnz() / 2, w.model.c_str(),
+              w.source.c_str(), w.layers.size(), w.hdg_entries);
+  std::printf("cost model (%s): %.3g ns per entry-float, %.3g ns per row-float, %.3g GFLOP/s GEMM, "
+              "%.3g ns per gathered float, network %.3g Gbit/s\n",
+              calibration.c_str(), k.entry_float_seconds * 1e9, k.row_float_seconds * 1e9,
+              k.gemm_flop_seconds > 0 ? 1e-9 / k.gemm_flop_seconds : 0.0,
+              k.gather_float_seconds * 1e9, k.network_bytes_per_second * 8 / 1e9);
+  std::printf("%d parts, method %s (%.2f s)\n%s", plan.num_parts,
+              partition::MethodName(plan.method), plan.seconds, plan.stats.ToTable().c_str());
+  std::string out = inv.out;
+  if (out.empty()) {
+    out = absl::StrCat(ds.name.empty() ? "dataset" : ds.name, "-",
+                       partition::MethodName(plan.method), "-", plan.num_parts, ".plan");
+    for (char& c : out) {
+      if (c == '/' || c == ':' || c == ',' || c == '=') c = '_';
+    }
+  }
+  FG_RETURN_IF_ERROR(partition::SavePlan(plan, out));
+  std::printf("plan written to %s\n", out.c_str());
+  if (!inv.summary_json.empty()) {
+    FG_RETURN_IF_ERROR(partition::WriteFileAtomic(inv.summary_json, partition::SummaryJson(plan)));
+  }
+  return absl::OkStatus();
+}
+
+int PartitionMain(const std::vector<std::string>& args) {
+  FlagSet flags("partition",
+                "Partitions a dataset for distributed training and writes the PartitionPlan.");
+  AddFlags(&flags);
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    std::fprintf(stderr, "flexgraph partition: %s\n\n%s", std::string(s.message()).c_str(),
+                 flags.Usage().c_str());
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
+  auto inv = FromFlags(flags);
+  if (!inv.ok()) {
+    std::fprintf(stderr, "flexgraph partition: %s\n", std::string(inv.status().message()).c_str());
+    return 2;
+  }
+  if (absl::Status s = Run(*inv); !s.ok()) {
+    std::fprintf(stderr, "flexgraph partition: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+CommandRegistrar partition_command("partition", "partition a dataset into a PartitionPlan",
+                                   PartitionMain);
+
+}  // namespace
+}  // namespace fg::cli
