@@ -79,9 +79,13 @@ absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
   inv.workload.seed = static_cast<uint64_t>(seed);
   inv.workload.model = f.Get("model");
   inv.workload.target_type = f.Get("target_type");
-  if (f.IsSet("hidden")) FG_ASSIGN_OR_RETURN(inv.workload.hidden, positive("hidden", 1));
-  if (f.IsSet("layers")) FG_ASSIGN_OR_RETURN(inv.workload.layers, positive("layers", 1));
-  if (f.IsSet("heads")) FG_ASSIGN_OR_RETURN(inv.workload.heads, positive("heads", 1));
+  for (auto [name, field] : {std::pair<const char*, int*>{"hidden", &inv.workload.hidden},
+                              {"layers", &inv.workload.layers},
+                              {"heads", &inv.workload.heads}}) {
+    if (!f.IsSet(name)) continue;
+    FG_ASSIGN_OR_RETURN(int64_t v, positive(name, 1));
+    *field = static_cast<int>(v);
+  }
   if (f.IsSet("model_opt")) {
     for (absl::string_view kv : absl::StrSplit(f.Get("model_opt"), ',', absl::SkipEmpty())) {
       std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
