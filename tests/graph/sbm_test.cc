@@ -12,7 +12,6 @@
 #include "flexgraph/nn/metrics.h"
 #include "flexgraph/nn/module.h"
 #include "flexgraph/nn/optim.h"
-#include "flexgraph/base/timer.h"
 #include "gtest/gtest.h"
 
 namespace fg::graph {
