@@ -38,18 +38,19 @@ std::string HostName() {
   return buf;
 }
 
-// Median seconds of `repeats` runs of fn after one warm-up run.
+// Fastest of `repeats` runs of fn after one warm-up run (the minimum is the estimate least
+// disturbed by other processes on a shared machine).
 template <typename F>
 double TimeKernel(int repeats, F&& fn) {
   fn();
-  std::vector<double> t;
+  double best = -1;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     Stopwatch w;
     fn();
-    t.push_back(w.Seconds());
+    const double t = w.Seconds();
+    if (best < 0 || t < best) best = t;
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return best;
 }
 
 Tensor RandomMatrix(int64_t rows, int64_t cols, uint64_t key) {
@@ -161,7 +162,8 @@ absl::StatusOr<CostCoefficients> Calibrate(const CalibrationOptions& options) {
     for (auto [k, n] : {std::pair<int64_t, int64_t>{16, 16}, {64, 16}, {256, 64}}) {
       const Tensor a = RandomMatrix(m, k, ++key), b = RandomMatrix(k, n, ++key);
       seconds.push_back(TimeKernel(options.repeats, [&] { ops::Matmul(a, b); }));
-      features.push_back({0.0, static_cast<double>(m * n), 2.0 * static_cast<double>(m * k * n)});
+      // Rows stream in (k floats) and out (n floats) besides the flops.
+      features.push_back({0.0, static_cast<double>(m * (k + n)), 2.0 * static_cast<double>(m * k * n)});
     }
   }
   CostCoefficients c;
@@ -266,6 +268,10 @@ absl::StatusOr<CostCoefficients> LoadOrCalibrate(const std::string& path_or_empt
   CalibrationOptions o;
   if (network_bytes_per_second > 0) o.network_bytes_per_second = network_bytes_per_second;
   FG_ASSIGN_OR_RETURN(CostCoefficients k, Calibrate(o));
+  if (k.fit_relative_rms > 0.3) {
+    FG_LOG(Warning) << "cost model calibration fits the kernel times poorly (relative RMS "
+                    << k.fit_relative_rms << "); is the machine busy? Rerun with --recalibrate later";
+  }
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (absl::Status s = SaveCalibration(k, path); !s.ok()) {
     FG_LOG(Warning) << "cost model calibration not stored: " << s.message();

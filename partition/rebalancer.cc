@@ -43,6 +43,13 @@ class LocalModel {
     }
     return best;
   }
+  int ArgMin() const {
+    int best = 0;
+    for (int p = 1; p < P_; ++p) {
+      if (Cost(p) < Cost(best)) best = p;
+    }
+    return best;
+  }
   double MaxOthers(int p) const {
     double m = 0;
     for (int q = 0; q < P_; ++q) {
@@ -126,18 +133,23 @@ std::pair<std::vector<int32_t>, int64_t> RunRound(const CostModel& cost,
   int64_t moves = 0;
   while (moves < budget) {
     const int p = model.ArgMax();
+    const int cheapest = model.ArgMin();
     const double current = model.Cost(p);
-    // Candidates: boundary vertices of p and each neighbouring part, by modelled gain.
+    // Candidates: vertices of p with each neighbouring part, and with the cheapest part (which
+    // may have no edges to p, e.g. a part of isolated vertices), by modelled gain.
     std::vector<std::tuple<double, int32_t, int>> cands;  // (-gain, v, q)
+    auto consider = [&](int32_t v, int q) {
+      const auto [new_p, new_q] = model.CostsAfterMove(v, p, q);
+      const double after = std::max(new_p, new_q);
+      if (after < current) cands.emplace_back(after - current, v, q);
+    };
     for (int32_t v : members[p]) {
       if (moved[v] || model.owners()[v] != p) continue;
       const std::vector<int>& parts = model.Scan(v);
       for (int q : parts) {
-        if (q == p) continue;
-        const auto [new_p, new_q] = model.CostsAfterMove(v, p, q);
-        const double after = std::max(new_p, new_q);
-        if (after < current) cands.emplace_back(after - current, v, q);
+        if (q != p) consider(v, q);
       }
+      if (cheapest != p && !model.Touches(cheapest)) consider(v, cheapest);
     }
     if (cands.empty()) break;
     std::sort(cands.begin(), cands.end());
@@ -149,7 +161,6 @@ std::pair<std::vector<int32_t>, int64_t> RunRound(const CostModel& cost,
       const double now = model.Cost(p);
       if (model.MaxOthers(p) >= now) break;
       model.Scan(v);
-      if (!model.Touches(q)) continue;
       const auto [new_p, new_q] = model.CostsAfterMove(v, p, q);
       if (std::max(new_p, new_q) >= now) continue;
       model.Move(v, q);

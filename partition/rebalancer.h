@@ -1,7 +1,8 @@
 // Rebalancer: application-driven workload balancing (FlexGraph, EuroSys '21). Starting from a
 // partition (usually METIS, which balances vertex weights but not the communication each part
 // ends up with), it moves boundary vertices off the part with the highest estimated cost to a
-// cheaper neighbouring part while the estimated maximum cost falls.
+// cheaper neighbouring part — or to the cheapest part, which may have no edges to it (a part of
+// isolated vertices) — while the estimated maximum cost falls.
 //
 // Each round moves a batch of vertices guided by a local model of the cost — a part's compute plus
 // its union-graph cut weight times the part's measured comm seconds per cut unit — then recomputes

@@ -155,9 +155,16 @@ void AddLayer(const LayerHdg& lh, const std::vector<int32_t>& table, Workload* w
     }
     lw.bottom = Csr::FromVectors(static_cast<int64_t>(order.size()), b.num_cols, offsets, indices);
   }
-  for (int32_t v : lh.roots) w->gemm_flops[v] += lh.root_flops;
+  // Dense transforms: flops, and the rows they stream in and out.
+  for (int32_t v : lh.roots) {
+    w->gemm_flops[v] += lh.root_flops;
+    w->row_floats[v] += static_cast<double>(lh.in + lh.out);
+  }
   if (lh.table_row_flops > 0) {
-    for (int32_t v : table) w->gemm_flops[v] += lh.table_row_flops;
+    for (int32_t v : table) {
+      w->gemm_flops[v] += lh.table_row_flops;
+      w->row_floats[v] += static_cast<double>(lh.in + lh.message);
+    }
   }
   w->layers.push_back(std::move(lw));
 }
@@ -353,7 +360,11 @@ absl::Status AddBuiltinLayers(const Env& env, const BuiltinDefaults& d, const Wo
   if (magnn) {
     for (int t = 0; t < num_types; ++t) {
       const double flops = 2.0 * static_cast<double>(env.FeatureDim(t)) * hidden;
-      for (int64_t v = env.type_offsets[t]; v < env.type_offsets[t + 1]; ++v) w->gemm_flops[v] += flops;
+      const double rows = static_cast<double>(env.FeatureDim(t) + hidden);
+      for (int64_t v = env.type_offsets[t]; v < env.type_offsets[t + 1]; ++v) {
+        w->gemm_flops[v] += flops;
+        w->row_floats[v] += rows;
+      }
     }
     in = hidden;
   }

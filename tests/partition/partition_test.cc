@@ -229,7 +229,9 @@ TEST(StatsTest, GcnOnAPathHandComputed) {
   // each); layer 1 the same at width 2. GEMMs: 2*8*16 per root in layer 0; 2*16*2 per root in
   // layer 1 plus its projection 16 -> 2 before aggregation on each input row (vertices 0, 1).
   const double entry = (2 + 3) * 8.0 + (2 + 3) * 2.0;
-  const double row = 2 * 8.0 + 2 * 2.0;
+  // Rows: one HDG node per root and layer, plus the rows the dense transforms stream:
+  // layer 0 (8 + 16) per root, layer 1 (16 + 2) per root and (16 + 2) per projected input row.
+  const double row = 2 * 8.0 + 2 * 2.0 + 2 * (8.0 + 16) + 2 * (16.0 + 2) + 2 * (16.0 + 2);
   const double gemm = 2 * (2.0 * 8 * 16) + 2 * (2.0 * 16 * 2) + 2 * (2.0 * 16 * 2);
   const double expect = CostModel::kEpochFactor * (1e-9 * entry + 1e-9 * row + 1e-11 * gemm);
   EXPECT_NEAR(s.parts[0].compute_seconds, expect, 1e-15);
