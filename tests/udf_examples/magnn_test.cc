@@ -67,6 +67,34 @@ TEST(Magnn, RotateEncoderGradients) {
                        {RandomTensor({3, 4, 6}, 3)});
 }
 
+TEST(Magnn, FusedEncoderEqualsTheGatheredBatchAndDifferentiates) {
+  const graph::Dataset ds = testing::TinyImdb();
+  auto mp = nau::ParseMetapath("M-A-M-D", ds.graph);
+  ASSERT_TRUE(mp.ok());
+  // Three instances over a table of 5 rows (row 1 repeats, row 4 is unused).
+  const Tensor vertices = Tensor::FromVector(std::vector<int32_t>{0, 1, 2, 3, 1, 1, 0, 2, 3, 2, 1, 0},
+                                             {3, 4});
+  const Tensor table = RandomTensor({5, 6}, 14);
+  const Tensor raw = RandomTensor({2, 6}, 15, 0.5f, 1.5f);
+  for (bool rotate : {false, true}) {
+    SCOPED_TRACE(rotate ? "rotate" : "mean");
+    auto fused = [&](const std::vector<ag::Var>& in) {
+      return EncodeInstances(in[0], vertices,
+                             rotate ? PathRotations(UnitRotations(in[1]), *mp) : ag::Var());
+    };
+    auto gathered = [&](const std::vector<ag::Var>& in) {
+      ag::Var x = ag::Reshape(ag::GatherRows(in[0], vertices.Reshape({12})), {3, 4, 6});
+      return rotate ? RotateEncode(x, PathRotations(UnitRotations(in[1]), *mp)) : MeanEncode(x);
+    };
+    const std::vector<ag::Var> in = {ag::Var(table), ag::Var(raw)};
+    const std::vector<float> a = fused(in).value().ToVector<float>();
+    const std::vector<float> b = gathered(in).value().ToVector<float>();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << i;
+    ExpectGradientsMatch(fused, {table, raw}, 1e-3f, 2e-2f);
+  }
+}
+
 // Groups (rows) over instances (columns):  g0 = {p0, p1},  g1 = {p2},  g2 = {}.
 SparseMatrixPtr ThreeGroups() {
   return std::make_shared<SparseMatrix>(Csr::FromVectors(3, 3, {0, 2, 3, 3}, {0, 1, 2}));
@@ -99,6 +127,25 @@ TEST(Magnn, InstanceAttentionGradients) {
                              RandomTensor({3, 2}, 6)},
                          1e-3f, 2e-2f);
   }
+}
+
+TEST(Magnn, HeadWeightedSumEqualsPerHeadSpmm) {
+  const SparseMatrixPtr groups = ThreeGroups();
+  const Tensor x = RandomTensor({3, 4}, 16);
+  const Tensor alpha = RandomTensor({3, 2}, 17);
+  std::vector<ag::Var> heads = ag::Split(ag::Var(alpha), {1, 1});
+  const std::vector<float> want =
+      ag::Concat({ag::Spmm(groups, ag::Var(x), ops::SpmmReduce::kSum, heads[0]),
+                  ag::Spmm(groups, ag::Var(x), ops::SpmmReduce::kSum, heads[1])})
+          .value()
+          .ToVector<float>();
+  const std::vector<float> got =
+      HeadWeightedSum(groups, ag::Var(x), ag::Var(alpha)).value().ToVector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  ExpectGradientsMatch(
+      [&](const std::vector<ag::Var>& in) { return HeadWeightedSum(groups, in[0], in[1]); },
+      {x, alpha}, 1e-3f, 1e-2f);
 }
 
 TEST(Magnn, MetapathAttentionWeightsSumToOneAndDifferentiate) {

@@ -44,6 +44,26 @@ ag::Var ConcatRows(const std::vector<ag::Var>& parts, int64_t width) {
 
 Tensor IntTensor(const std::vector<int32_t>& v) { return Tensor::FromVector(v); }
 
+// Rows idx (distinct) of x. Unlike ag::GatherRows, backward adds into x's gradient in place, so
+// picking many small row sets of a large x allocates x's gradient once, not once per pick.
+ag::Var PickRows(const ag::Var& x, const std::vector<int32_t>& idx) {
+  const Tensor index = IntTensor(idx);
+  Tensor y = ops::GatherRows(x.value(), index);
+  return ag::MakeResult(y, "PickRows", {x}, [x, index](const Tensor& g) {
+    if (!x.requires_grad()) return;
+    Tensor& grad = x.mutable_grad();
+    if (!grad.defined()) grad = Tensor::Zeros(x.shape());
+    const int64_t w = x.row_width();
+    const int32_t* id = index.i32();
+    float* dst = grad.f32();
+    const float* src = g.f32();
+    ParallelFor(0, index.numel(), [&](int64_t k) {
+      float* row = dst + static_cast<int64_t>(id[k]) * w;
+      for (int64_t j = 0; j < w; ++j) row[j] += src[k * w + j];
+    });
+  });
+}
+
 // Block index of every node of an HDG level (from its type_offsets).
 std::vector<int32_t> NodeBlocks(const hdg::HdgLevel& l) {
   std::vector<int32_t> block(l.num_nodes());
@@ -169,6 +189,103 @@ ag::Var ComplexMul(const ag::Var& x, const ag::Var& r) {
   });
 }
 
+ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::Var& rotations) {
+  FG_CHECK(vertices.rank() == 2 && vertices.dtype() == DType::kInt32)
+      << "EncodeInstances: vertices must be int32 [n, L], got " << vertices.ShapeString();
+  const int64_t n = vertices.dim(0), len = vertices.dim(1), d = table.row_width();
+  const int64_t rows = table.rows();
+  const bool rotate = rotations.defined();
+  FG_CHECK(!rotate || (rotations.value().numel() == len * d && d % 2 == 0))
+      << "EncodeInstances: rotations " << rotations.value().ShapeString() << " for instances of "
+      << len << " vertices of width " << d;
+  const float inv = 1.0f / static_cast<float>(len);
+  const int32_t* idx = vertices.i32();
+  Tensor y = Tensor::Zeros({n, d});
+  {
+    const float* t = table.value().f32();
+    const float* r = rotate ? rotations.value().f32() : nullptr;
+    float* out = y.f32();
+    ParallelFor(0, n, [&](int64_t i) {
+      float* o = out + i * d;
+      for (int64_t l = 0; l < len; ++l) {
+        const int32_t v = idx[i * len + l];
+        FG_CHECK(v >= 0 && v < rows) << "EncodeInstances: vertex " << v << " outside [0, " << rows
+                                     << ")";
+        const float* x = t + static_cast<int64_t>(v) * d;
+        if (rotate) {
+          const float* rl = r + l * d;
+          for (int64_t j = 0; j < d; j += 2) {
+            o[j] += x[j] * rl[j] - x[j + 1] * rl[j + 1];
+            o[j + 1] += x[j] * rl[j + 1] + x[j + 1] * rl[j];
+          }
+        } else {
+          for (int64_t j = 0; j < d; ++j) o[j] += x[j];
+        }
+      }
+      for (int64_t j = 0; j < d; ++j) o[j] *= inv;
+    });
+  }
+  std::vector<ag::Var> inputs = {table};
+  if (rotate) inputs.push_back(rotations);
+  return ag::MakeResult(y, "EncodeInstances", inputs, [=](const Tensor& g) {
+    const float* gp = g.f32();
+    const float* r = rotate ? rotations.value().f32() : nullptr;
+    if (table.requires_grad()) {
+      // d table[v] = 1/L Σ_{(i, l): vertices[i, l] = v} conj(r_l) g_i, summed per table row in
+      // instance order (deterministic for any thread count).
+      const Csr by_vertex = ops::GroupByIndex(vertices.Reshape({n * len}), rows);
+      Tensor gt = Tensor::Zeros({rows, d});
+      float* o = gt.f32();
+      ParallelForDynamic(0, rows, 256, [&](int64_t v) {
+        float* acc = o + v * d;
+        for (int64_t e = by_vertex.row_ptr()[v]; e < by_vertex.row_ptr()[v + 1]; ++e) {
+          const int64_t k = by_vertex.col()[e];
+          const float* gi = gp + (k / len) * d;
+          if (rotate) {
+            const float* rl = r + (k % len) * d;
+            for (int64_t j = 0; j < d; j += 2) {
+              acc[j] += gi[j] * rl[j] + gi[j + 1] * rl[j + 1];
+              acc[j + 1] += gi[j + 1] * rl[j] - gi[j] * rl[j + 1];
+            }
+          } else {
+            for (int64_t j = 0; j < d; ++j) acc[j] += gi[j];
+          }
+        }
+        for (int64_t j = 0; j < d; ++j) acc[j] *= inv;
+      });
+      ag::AccumulateGrad(table, gt, "EncodeInstances");
+    }
+    if (rotate && rotations.requires_grad()) {
+      // d r_l = 1/L Σ_i g_i conj(table[vertices[i, l]]), in fixed blocks of instances.
+      const float* t = table.value().f32();
+      const int64_t blocks = (n + kRowsPerPartial - 1) / kRowsPerPartial;
+      std::vector<double> partial(blocks * len * d, 0.0);
+      ParallelFor(0, blocks, [&](int64_t b) {
+        double* acc = partial.data() + b * len * d;
+        const int64_t hi = std::min(n, (b + 1) * kRowsPerPartial);
+        for (int64_t i = b * kRowsPerPartial; i < hi; ++i) {
+          const float* gi = gp + i * d;
+          for (int64_t l = 0; l < len; ++l) {
+            const float* x = t + static_cast<int64_t>(idx[i * len + l]) * d;
+            double* al = acc + l * d;
+            for (int64_t j = 0; j < d; j += 2) {
+              al[j] += gi[j] * x[j] + gi[j + 1] * x[j + 1];
+              al[j + 1] += gi[j + 1] * x[j] - gi[j] * x[j + 1];
+            }
+          }
+        }
+      });
+      Tensor gr = Tensor::Zeros(rotations.shape());
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t j = 0; j < len * d; ++j) {
+          gr.f32()[j] += static_cast<float>(partial[b * len * d + j] * inv);
+        }
+      }
+      ag::AccumulateGrad(rotations, gr, "EncodeInstances");
+    }
+  });
+}
+
 ag::Var UnitRotations(const ag::Var& raw) {
   const int64_t rows = raw.rows(), d = raw.row_width();
   FG_CHECK(d % 2 == 0) << "UnitRotations: width " << d << " is not even";
@@ -195,6 +312,74 @@ ag::Var RotateEncode(const ag::Var& x, const ag::Var& path_rotations) {
   return ag::MeanMiddle(ComplexMul(x, path_rotations));
 }
 
+ag::Var HeadWeightedSum(const SparseMatrixPtr& groups, const ag::Var& x, const ag::Var& alpha) {
+  const Csr& c = groups->csr();
+  const int64_t heads = alpha.row_width(), d = x.row_width(), width = heads * d;
+  FG_CHECK(alpha.rows() == c.nnz() && x.rows() == c.num_cols)
+      << "HeadWeightedSum: " << c.num_rows << "x" << c.num_cols << " with " << c.nnz()
+      << " entries, x " << x.value().ShapeString() << ", alpha " << alpha.value().ShapeString();
+  Tensor y = Tensor::Zeros({c.num_rows, width});
+  {
+    const float* xp = x.value().f32();
+    const float* a = alpha.value().f32();
+    float* out = y.f32();
+    ParallelForDynamic(0, c.num_rows, 64, [&](int64_t g) {
+      float* o = out + g * width;
+      for (int64_t e = c.row_ptr()[g]; e < c.row_ptr()[g + 1]; ++e) {
+        const float* xi = xp + static_cast<int64_t>(c.col()[e]) * d;
+        for (int64_t h = 0; h < heads; ++h) {
+          const float w = a[e * heads + h];
+          float* oh = o + h * d;
+          for (int64_t j = 0; j < d; ++j) oh[j] += w * xi[j];
+        }
+      }
+    });
+  }
+  return ag::MakeResult(y, "HeadWeightedSum", {x, alpha}, [groups, x, alpha, heads, d,
+                                                          width](const Tensor& g) {
+    const Csr& c = groups->csr();
+    const float* gp = g.f32();
+    const float* xp = x.value().f32();
+    const float* a = alpha.value().f32();
+    if (x.requires_grad()) {
+      // dx_i = Σ_{entries e of column i} Σ_h α_eh g_{row(e), h}, in transposed entry order.
+      const Csr& t = groups->transpose();
+      const int32_t* perm = groups->entry_perm().i32();
+      Tensor gx = Tensor::Zeros(x.shape());
+      float* o = gx.f32();
+      ParallelForDynamic(0, t.num_rows, 256, [&](int64_t i) {
+        float* oi = o + i * d;
+        for (int64_t te = t.row_ptr()[i]; te < t.row_ptr()[i + 1]; ++te) {
+          const int64_t e = perm[te];
+          const float* gr = gp + static_cast<int64_t>(t.col()[te]) * width;
+          for (int64_t h = 0; h < heads; ++h) {
+            const float w = a[e * heads + h];
+            for (int64_t j = 0; j < d; ++j) oi[j] += w * gr[h * d + j];
+          }
+        }
+      });
+      ag::AccumulateGrad(x, gx, "HeadWeightedSum");
+    }
+    if (alpha.requires_grad()) {
+      // dα_eh = <g_{row(e), h}, x_{col(e)}>.
+      Tensor ga = Tensor::Empty(alpha.shape());
+      float* o = ga.f32();
+      ParallelForDynamic(0, c.num_rows, 64, [&](int64_t r) {
+        const float* gr = gp + r * width;
+        for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
+          const float* xi = xp + static_cast<int64_t>(c.col()[e]) * d;
+          for (int64_t h = 0; h < heads; ++h) {
+            float s = 0.0f;
+            for (int64_t j = 0; j < d; ++j) s += gr[h * d + j] * xi[j];
+            o[e * heads + h] = s;
+          }
+        }
+      });
+      ag::AccumulateGrad(alpha, ga, "HeadWeightedSum");
+    }
+  });
+}
+
 ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instances,
                           bool shared_across_heads, const ag::Var& center_scores,
                           const ag::Var& instance_scores, int heads, float slope,
@@ -202,19 +387,11 @@ ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instance
   ag::Var e = ag::LeakyRelu(ag::SddmmAdd(groups, center_scores, instance_scores), slope);
   ag::Var alpha = ag::EdgeSoftmax(groups, e);  // [entries, heads]: sums to 1 per group and head
   alpha = ag::Dropout(alpha, attn_dropout, seed, training);
-  ag::Var out;
-  if (shared_across_heads && heads > 1) {
-    // One encoding, weighted by each head's attention: one SpMM per head, heads concatenated.
-    std::vector<ag::Var> per_head;
-    std::vector<ag::Var> alphas = ag::Split(alpha, std::vector<int64_t>(heads, 1));
-    for (int h = 0; h < heads; ++h) {
-      per_head.push_back(ag::Spmm(groups, instances, ops::SpmmReduce::kSum, alphas[h]));
-    }
-    out = ag::Concat(per_head);
-  } else {
-    // Head h's weights scale head h's slice of the encodings.
-    out = ag::Spmm(groups, instances, ops::SpmmReduce::kSum, alpha);
-  }
+  // Shared encodings: head h weights the same rows into output columns [h d, (h+1) d).
+  // Per-head encodings: head h's weights scale head h's slice.
+  ag::Var out = shared_across_heads && heads > 1
+                    ? HeadWeightedSum(groups, instances, alpha)
+                    : ag::Spmm(groups, instances, ops::SpmmReduce::kSum, alpha);
   return ag::Elu(out);
 }
 
@@ -358,7 +535,8 @@ class MagnnLayer : public nau::Layer {
  private:
   bool PerHeadEncodings() const { return opt_.encoder == Encoder::kLinear && heads_ > 1; }
 
-  // Level 1: every metapath's block of instances gathered into [n_P, L_P, d] and encoded.
+  // Level 1: every metapath's block of instances is a dense [n_P, L_P, d] batch (uniform
+  // arity), encoded by a fused gather-rotate-mean that never materialises the batch.
   ag::Var Encode(const nau::LevelInput& in) const {
     const auto& mps = walker_.metapaths();
     const hdg::HdgLevel& l = in.lvl();
@@ -366,17 +544,22 @@ class MagnnLayer : public nau::Layer {
     if (opt_.encoder == Encoder::kRotate) unit = UnitRotations(rotations_);
     std::vector<ag::Var> blocks;
     for (size_t m = 0; m < mps.size(); ++m) {
-      if (l.type_offsets[m + 1] == l.type_offsets[m]) continue;
-      ag::Var x = in.GatherBlock(static_cast<int>(m));  // [n_P, L_P, d]
+      const int64_t lo = l.type_offsets[m], hi = l.type_offsets[m + 1];
+      if (hi == lo) continue;
+      const int64_t len = l.block_arity[m];
+      FG_CHECK(len == mps[m].length()) << mps[m].name << ": instances of arity " << len;
+      Tensor vertices = Tensor::Empty({hi - lo, len}, DType::kInt32);
+      const int32_t* first = l.csr().col() + l.csr().row_ptr()[lo];
+      std::copy(first, first + (hi - lo) * len, vertices.i32());
       switch (opt_.encoder) {
         case Encoder::kMean:
-          blocks.push_back(MeanEncode(x));
+          blocks.push_back(EncodeInstances(in.children, vertices, ag::Var()));
           break;
         case Encoder::kRotate:
-          blocks.push_back(RotateEncode(x, PathRotations(unit, mps[m])));
+          blocks.push_back(EncodeInstances(in.children, vertices, PathRotations(unit, mps[m])));
           break;
         case Encoder::kLinear:
-          blocks.push_back(linear_[m].Forward(MeanEncode(x)));
+          blocks.push_back(linear_[m].Forward(EncodeInstances(in.children, vertices, ag::Var())));
           break;
       }
     }
@@ -426,33 +609,44 @@ class MagnnLayer : public nau::Layer {
                              in.ctx->training);
   }
 
-  // Level 3: per root type, attention over that type's metapaths.
+  // Level 3: per root type, attention over that type's metapaths. Roots of one type are
+  // contiguous in root order (types are laid out one after the other), so the per-type results
+  // concatenate back into root order.
   ag::Var Fuse(const nau::LevelInput& in) const {
     const hdg::HdgLevel& l = in.lvl();
     const Tensor& roots = in.hdg->roots();
     const int64_t n = roots.numel();
     const int64_t width = in.children.row_width();
-    std::vector<std::vector<int32_t>> rows(by_type_.size());
+    std::vector<int> run_type;                 // consecutive runs of roots of one type
+    std::vector<std::vector<int32_t>> run_rows;
     for (int64_t r = 0; r < n; ++r) {
-      rows[space_->TypeOf(roots.i32()[r])].push_back(static_cast<int32_t>(r));
+      const int t = space_->TypeOf(roots.i32()[r]);
+      if (run_type.empty() || run_type.back() != t) {
+        run_type.push_back(t);
+        run_rows.emplace_back();
+      }
+      run_rows.back().push_back(static_cast<int32_t>(r));
     }
-    ag::Var out;
-    for (size_t t = 0; t < rows.size(); ++t) {
-      if (rows[t].empty() || by_type_[t].empty()) continue;
+    std::vector<ag::Var> parts;
+    for (size_t k = 0; k < run_type.size(); ++k) {
+      const int t = run_type[k];
+      const std::vector<int32_t>& rows = run_rows[k];
+      if (by_type_[t].empty()) {  // no metapath starts here: nothing to aggregate
+        parts.push_back(ag::Var(Tensor::Zeros({static_cast<int64_t>(rows.size()), width})));
+        continue;
+      }
       std::vector<ag::Var> h;
       for (int m : by_type_[t]) {
         // The group of (root r, metapath m) is child m of root r.
-        std::vector<int32_t> ids(rows[t].size());
-        for (size_t k = 0; k < ids.size(); ++k) ids[k] = l.csr().col()[l.csr().row_ptr()[rows[t][k]] + m];
-        h.push_back(ag::GatherRows(in.children, IntTensor(ids)));
+        std::vector<int32_t> ids(rows.size());
+        for (size_t i = 0; i < ids.size(); ++i) {
+          ids[i] = l.csr().col()[l.csr().row_ptr()[rows[i]] + m];
+        }
+        h.push_back(PickRows(in.children, ids));
       }
-      ag::Var fused = MetapathAttention(h, fuse_fc_[t], fuse_q_[t]);
-      if (static_cast<int64_t>(rows[t].size()) != n) {
-        fused = ag::ScatterAddRows(fused, IntTensor(rows[t]), n);
-      }
-      out = out.defined() ? ag::Add(out, fused) : fused;
+      parts.push_back(MetapathAttention(h, fuse_fc_[t], fuse_q_[t]));
     }
-    return out.defined() ? out : ag::Var(Tensor::Zeros({n, width}));
+    return ConcatRows(parts, width);
   }
 
   const nau::VertexSpace* space_;
