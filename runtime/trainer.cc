@@ -17,6 +17,8 @@
 #include "flexgraph/nn/metrics.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "proto/checkpoint.pb.h"
+#include "runtime/collectives.h"
+#include "runtime/link_prediction.h"
 
 namespace fg::runtime {
 namespace {
@@ -36,19 +38,6 @@ Tensor RowNormalize(const Tensor& x) {
   return y;
 }
 
-Tensor ToRows(const Tensor& ids, int64_t limit, const char* what, absl::Status* status) {
-  Tensor rows = Tensor::Empty({ids.defined() ? ids.numel() : 0}, DType::kInt32);
-  for (int64_t k = 0; k < rows.numel(); ++k) {
-    const int64_t v = ids.i64()[k];
-    if (v < 0 || v >= limit) {
-      *status = absl::InvalidArgumentError(
-          absl::StrCat(what, " split: node id ", v, " outside [0, ", limit, ")"));
-      return Tensor();
-    }
-    rows.i32()[k] = static_cast<int32_t>(v);
-  }
-  return rows;
-}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -77,13 +66,16 @@ absl::Status FromProto(const flexgraph::TensorProto& p, Tensor* t, const std::st
 Trainer::Trainer(TrainOptions options) : options_(std::move(options)) {}
 Trainer::~Trainer() = default;
 
-absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options,
+                                                         DistributedSetup dist) {
   FG_RETURN_IF_ERROR(ValidateOptions(options));
   if (options.device == "cuda" && !CudaAvailable()) {
     return absl::FailedPreconditionError(
-        "device: cuda requested but no usable CUDA device (or this build has no CUDA backend)");
+        absl::StrCat("device: cuda requested but unusable: ", CudaUnavailableReason()));
   }
   std::unique_ptr<Trainer> t(new Trainer(options));
+  t->dist_ = std::move(dist);
+  t->xctx_.comm = t->dist_.comm;
   FG_RETURN_IF_ERROR(t->Init());
   return t;
 }
@@ -103,7 +95,21 @@ absl::Status Trainer::Init() {
     FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(options_.dataset, load));
   }
   space_ = nau::VertexSpace(dataset_.graph);
-  std::string target = options_.target_type.empty() ? dataset_.LabeledType() : options_.target_type;
+  if (distributed() && static_cast<int64_t>(dist_.owners.size()) != space_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("partition plan covers ", dist_.owners.size(),
+                                                   " vertices, dataset has ", space_.size()));
+  }
+  // Node classification needs labels; datasets with only an edge split train link prediction.
+  std::string target;
+  if (dataset_.labels.empty() && !dataset_.edge_splits.empty()) {
+    if (distributed()) {
+      return absl::UnimplementedError("link prediction runs single-process only");
+    }
+    FG_ASSIGN_OR_RETURN(link_, LinkPredictionTask::Create(&dataset_, options_));
+    target = options_.target_type.empty() ? link_->dst_type() : options_.target_type;
+  } else {
+    target = options_.target_type.empty() ? dataset_.LabeledType() : options_.target_type;
+  }
   if (space_.TypeIndex(target) < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("target_type: node type '", target, "' not in dataset ", options_.dataset));
@@ -113,30 +119,7 @@ absl::Status Trainer::Init() {
       if (feat.defined()) feat = RowNormalize(feat);
     }
   }
-  // Labels and splits of the target type.
-  auto lab = dataset_.labels.find(target);
-  auto split = dataset_.splits.find(target);
-  if (lab == dataset_.labels.end() || !lab->second.defined()) {
-    return absl::InvalidArgumentError(absl::StrCat("dataset ", options_.dataset,
-                                                   " has no labels for node type '", target, "'"));
-  }
-  if (split == dataset_.splits.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("split: dataset ", options_.dataset,
-                                                   " has no split for node type '", target, "'"));
-  }
-  labels_ = lab->second;
   num_classes_ = dataset_.num_classes.count(target) ? dataset_.num_classes.at(target) : 0;
-  const int64_t n_target = space_.type_size(space_.TypeIndex(target));
-  absl::Status status;
-  train_rows_ = ToRows(split->second.train, n_target, "train", &status);
-  FG_RETURN_IF_ERROR(status);
-  valid_rows_ = ToRows(split->second.valid, n_target, "valid", &status);
-  FG_RETURN_IF_ERROR(status);
-  test_rows_ = ToRows(split->second.test, n_target, "test", &status);
-  FG_RETURN_IF_ERROR(status);
-  if (train_rows_.numel() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("split: empty training split in ", options_.dataset));
-  }
 
   spec_.dataset = &dataset_;
   spec_.vertices = &space_;
@@ -150,7 +133,11 @@ absl::Status Trainer::Init() {
   spec_.options = options_.model_options;
   model_ = info->factory();
   FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", options_.model)));
-
+  if (link_ && model_->task() != nau::Task::kLinkPrediction) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", options_.model, " does not predict links; dataset ", options_.dataset,
+        " has no node labels, only the edge split of ", link_->relation()));
+  }
   nn::OptimizerKind kind = options_.optimizer == "sgd"    ? nn::OptimizerKind::kSgd
                            : options_.optimizer == "adamw" ? nn::OptimizerKind::kAdamW
                                                            : nn::OptimizerKind::kAdam;
@@ -159,29 +146,91 @@ absl::Status Trainer::Init() {
       nn::OptimizerOptions{.lr = options_.lr, .weight_decay = options_.weight_decay});
   executor_.SetOverride(options_.exec_override);
 
-  all_vertices_ = Tensor::Empty({space_.size()}, DType::kInt64);
-  for (int64_t v = 0; v < space_.size(); ++v) all_vertices_.i64()[v] = v;
+  // This worker's rows: every vertex in a single process, the owned ones in a distributed run.
+  const int me = distributed() ? dist_.comm->rank() : 0;
+  auto mine = [&](int64_t v) { return !distributed() || dist_.owners[v] == me; };
+  std::vector<int64_t> table;
+  for (int64_t v = 0; v < space_.size(); ++v) {
+    if (mine(v)) table.push_back(v);
+  }
+  table_ids_ = Tensor::FromVector(table);
   layer_graphs_.resize(model_->num_layers());
   for (int i = 0; i < model_->num_layers(); ++i) {
-    std::vector<int32_t> roots = model_->Roots(i, spec_);
-    Tensor ids = Tensor::Empty({static_cast<int64_t>(roots.size())}, DType::kInt64);
-    for (size_t k = 0; k < roots.size(); ++k) ids.i64()[k] = roots[k];
-    layer_roots_.push_back(ids);
+    std::vector<int64_t> ids;
+    for (int32_t r : model_->Roots(i, spec_)) {
+      if (mine(r)) ids.push_back(r);
+    }
+    layer_roots_.push_back(Tensor::FromVector(ids));
   }
-  // Labels indexed by the last layer's root order.
-  const Tensor& last_roots = layer_roots_.back();
-  const int64_t base = space_.type_offset(space_.TypeIndex(target));
-  Tensor root_labels = Tensor::Empty({last_roots.numel()}, DType::kInt64);
-  for (int64_t k = 0; k < last_roots.numel(); ++k) {
-    root_labels.i64()[k] = labels_.i64()[last_roots.i64()[k] - base];
+  if (link_) {
+    FG_RETURN_IF_ERROR(link_->SetOutputRows(layer_roots_.back()));
+  } else {
+    FG_RETURN_IF_ERROR(InitNodeClassification(target));
   }
-  labels_ = root_labels;
+  // Homogeneous features: keep only this worker's rows (the default Model::Input uses them).
+  if (distributed() && space_.num_types() == 1) {
+    for (auto& [type, feat] : dataset_.features) {
+      if (feat.defined()) {
+        Tensor idx = Tensor::Empty({table_ids_.numel()}, DType::kInt32);
+        for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table[k]);
+        feat = ops::GatherRows(feat, idx);
+      }
+    }
+  }
   return EnsureHdgs(0);
+}
+
+absl::Status Trainer::InitNodeClassification(const std::string& target) {
+  auto lab = dataset_.labels.find(target);
+  auto split = dataset_.splits.find(target);
+  if (lab == dataset_.labels.end() || !lab->second.defined()) {
+    return absl::InvalidArgumentError(absl::StrCat("dataset ", options_.dataset,
+                                                   " has no labels for node type '", target, "'"));
+  }
+  if (split == dataset_.splits.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("split: dataset ", options_.dataset,
+                                                   " has no split for node type '", target, "'"));
+  }
+  const int64_t base = space_.type_offset(space_.TypeIndex(target));
+  const int64_t n_target = space_.type_size(space_.TypeIndex(target));
+  // Labels and split rows indexed by the last layer's (owned) roots.
+  const Tensor& roots = layer_roots_.back();
+  labels_ = Tensor::Empty({roots.numel()}, DType::kInt64);
+  for (int64_t k = 0; k < roots.numel(); ++k) {
+    labels_.i64()[k] = lab->second.i64()[roots.i64()[k] - base];
+  }
+  auto rows_of = [&](const Tensor& ids, const char* what, Tensor* out) -> absl::Status {
+    std::vector<int32_t> rows;
+    const int64_t n = ids.defined() ? ids.numel() : 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t v = ids.i64()[k];
+      if (v < 0 || v >= n_target) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " split: node id ", v, " outside [0, ", n_target, ")"));
+      }
+      const int64_t g = base + v;
+      const int64_t* it = std::lower_bound(roots.i64(), roots.i64() + roots.numel(), g);
+      if (it != roots.i64() + roots.numel() && *it == g) {
+        rows.push_back(static_cast<int32_t>(it - roots.i64()));
+      }
+    }
+    *out = Tensor::FromVector(rows);
+    return absl::OkStatus();
+  };
+  FG_RETURN_IF_ERROR(rows_of(split->second.train, "train", &train_rows_));
+  FG_RETURN_IF_ERROR(rows_of(split->second.valid, "valid", &valid_rows_));
+  FG_RETURN_IF_ERROR(rows_of(split->second.test, "test", &test_rows_));
+  global_train_ = split->second.train.defined() ? split->second.train.numel() : 0;
+  if (global_train_ == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("split: empty training split in ", options_.dataset));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::EnsureHdgs(int epoch) {
   ScopedTimer timer(&stats_.selection);
   std::map<std::string, int> by_key;
+  if (distributed()) exchanges_.resize(model_->num_layers());
   for (int i = 0; i < model_->num_layers(); ++i) {
     nau::Layer& layer = model_->layer(i);
     LayerGraph& lg = layer_graphs_[i];
@@ -207,10 +256,66 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
       lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
       if (!key.empty() && !sampled) by_key[key] = i;
     }
-    lg.plan = executor_.Plan(*lg.hdg, layer);
     lg.built_epoch = epoch;
+    if (!distributed()) {
+      lg.plan = executor_.Plan(*lg.hdg, layer);
+      continue;
+    }
+    // The layer's input rows: layer 0 reads the table, layer i > 0 the roots of layer i - 1.
+    const Tensor& input_ids = i == 0 ? table_ids_ : layer_roots_[i - 1];
+    FG_ASSIGN_OR_RETURN(exchanges_[i],
+                        BuildLayerExchange(*dist_.comm, *lg.hdg, layer.LevelAggregator(1),
+                                           dist_.owners, input_ids, i, epoch, dist_.exchange));
+    lg.plan = executor_.Plan(exchanges_[i].local_hdg ? *exchanges_[i].local_hdg : *lg.hdg, layer);
   }
   return absl::OkStatus();
+}
+
+ag::Var Trainer::DistributedLayer(int i, const ag::Var& h, nau::LayerContext& ctx) {
+  nau::Layer& layer = model_->layer(i);
+  const LayerExchange& ex = exchanges_[i];
+  const Tensor& input_ids = i == 0 ? table_ids_ : layer_roots_[i - 1];
+  ctx.table_global_ids = input_ids;
+  double* t_agg = ctx.stats ? &ctx.stats->aggregation : nullptr;
+  ag::Var m, self, agg;
+  {
+    ScopedTimer t(ctx.stats ? &ctx.stats->message : nullptr);
+    m = layer.Message(ctx, h);
+    // Roots are owned rows of the input: their positions in input_ids.
+    Tensor idx = Tensor::Empty({layer_roots_[i].numel()}, DType::kInt32);
+    bool identity = idx.numel() == h.rows();
+    for (int64_t k = 0; k < idx.numel(); ++k) {
+      const int64_t g = layer_roots_[i].i64()[k];
+      idx.i32()[k] = static_cast<int32_t>(
+          std::lower_bound(input_ids.i64(), input_ids.i64() + input_ids.numel(), g) - input_ids.i64());
+      identity = identity && idx.i32()[k] == k;
+    }
+    self = identity ? h : ag::GatherRows(h, idx);
+  }
+  ScopedTimer t(t_agg);
+  const int64_t d = m.row_width();
+  if (ex.partial_path) {
+    ag::Var rows_token = PostRows(xctx_, ex, m);
+    ag::Var part_token = PostPartials(xctx_, ex, m);
+    Stopwatch local;
+    agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
+    xctx_.compute_in_flight += local.Seconds();
+    ag::Var ghosts = ReceiveRows(xctx_, ex, rows_token, d);
+    agg = ag::Add(agg, ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum));
+    agg = ag::Add(agg, ReceivePartials(xctx_, ex, part_token, d));
+  } else {
+    ag::Var token = PostRows(xctx_, ex, m);
+    ag::Var ghosts = ReceiveRows(xctx_, ex, token, d);
+    ag::Var table = ConcatRows(m, ghosts);
+    Tensor ids = Tensor::Empty({input_ids.numel() + ex.ghost_ids.numel()}, DType::kInt64);
+    std::copy(input_ids.i64(), input_ids.i64() + input_ids.numel(), ids.i64());
+    std::copy(ex.ghost_ids.i64(), ex.ghost_ids.i64() + ex.ghost_ids.numel(),
+              ids.i64() + input_ids.numel());
+    ctx.table_global_ids = ids;
+    agg = executor_.Aggregate(*ex.local_hdg, layer_graphs_[i].plan, layer, table, self, ctx);
+  }
+  ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);
+  return layer.Update(ctx, self, agg);
 }
 
 ag::Var Trainer::Forward(int epoch, bool training) {
@@ -219,61 +324,154 @@ ag::Var Trainer::Forward(int epoch, bool training) {
   ctx.epoch = epoch;
   ctx.seed = options_.seed;
   ctx.stats = training ? &stats_ : nullptr;
+  xctx_.epoch = epoch;
+  xctx_.phase = training ? 0 : 1;
   ag::Var h = model_->Input(ctx, spec_);
-  Tensor table = all_vertices_;
+  if (h.rows() != table_ids_.numel()) {  // a model that lays out every vertex: keep our rows
+    Tensor idx = Tensor::Empty({table_ids_.numel()}, DType::kInt32);
+    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table_ids_.i64()[k]);
+    h = ag::GatherRows(h, idx);
+  }
   for (int i = 0; i < model_->num_layers(); ++i) {
     ctx.layer = i;
-    ctx.table_global_ids = table;
     ctx.root_global_ids = layer_roots_[i];
-    h = executor_.Run(*layer_graphs_[i].hdg, layer_graphs_[i].plan, model_->layer(i), h, ctx);
-    table = layer_roots_[i];
+    if (distributed()) {
+      h = DistributedLayer(i, h, ctx);
+    } else {
+      ctx.table_global_ids = i == 0 ? table_ids_ : layer_roots_[i - 1];
+      h = executor_.Run(*layer_graphs_[i].hdg, layer_graphs_[i].plan, model_->layer(i), h, ctx);
+    }
   }
   return h;
 }
 
+void Trainer::AllReduceGradients(int epoch) {
+  const auto& params = optimizer_->params();
+  int64_t total = 0;
+  for (const auto& p : params) total += p.var.value().numel();
+  std::vector<float> flat(total, 0.0f);
+  int64_t at = 0;
+  for (const auto& p : params) {
+    const Tensor& g = p.var.grad();
+    if (g.defined()) std::copy(g.f32(), g.f32() + g.numel(), flat.data() + at);
+    at += p.var.value().numel();
+  }
+  auto s = RingAllReduce(*dist_.comm, flat.data(), total, epoch, 2);
+  if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
+  at = 0;
+  for (const auto& p : params) {
+    Tensor& g = p.var.mutable_grad();
+    if (!g.defined()) g = Tensor::Zeros(p.var.shape());
+    std::copy(flat.data() + at, flat.data() + at + g.numel(), g.f32());
+    at += g.numel();
+  }
+}
+
 double Trainer::TrainStep(int epoch) {
-  FG_CHECK(EnsureHdgs(epoch).ok()) << "HDG rebuild failed";
+  if (auto s = EnsureHdgs(epoch); !s.ok()) {
+    if (xctx_.error->ok()) *xctx_.error = s;
+    return std::nan("");
+  }
   ag::Var logits = Forward(epoch, true);
   ag::Var loss;
   {
     ScopedTimer t(&stats_.loss);
-    loss = ag::NllLoss(ag::LogSoftmax(logits), labels_, train_rows_);
+    if (link_) {
+      loss = link_->Loss(logits, epoch);
+    } else if (train_rows_.numel() == 0) {
+      loss = ag::Scale(ag::Sum(logits), 0.0f);  // no local labels: still run the exchanges
+    } else {
+      loss = ag::NllLoss(ag::LogSoftmax(logits), labels_, train_rows_);
+      // Each worker's share of the global mean.
+      if (distributed()) loss = ag::Scale(loss, static_cast<float>(train_rows_.numel()) / global_train_);
+    }
   }
   {
     ScopedTimer t(&stats_.backward);
     loss.Backward();
+    if (distributed()) AllReduceGradients(epoch);
   }
+  double value = loss.value().Item();
+  if (distributed()) {
+    std::vector<double> v = {value};
+    auto s = AllReduceDoubles(*dist_.comm, &v, epoch, 1);
+    if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
+    value = v[0];
+  }
+  if (!xctx_.error->ok()) return std::nan("");
   ScopedTimer t(&stats_.optimizer);
   optimizer_->Step();
   optimizer_->ZeroGrad();
-  return loss.value().Item();
+  return value;
 }
 
 double Trainer::EvalLoss() {
   ag::NoGradGuard guard;
   ag::Var logits = Forward(0, false);
-  return ag::NllLoss(ag::LogSoftmax(logits), labels_, train_rows_).value().Item();
+  if (link_) return link_->Loss(logits, 0).value().Item();
+  double local = train_rows_.numel() == 0
+                     ? 0.0
+                     : ag::NllLoss(ag::LogSoftmax(logits), labels_, train_rows_).value().Item() *
+                           train_rows_.numel() / global_train_;
+  if (!distributed()) return local;
+  std::vector<double> v = {local};
+  auto s = AllReduceDoubles(*dist_.comm, &v, 0, 5);
+  if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
+  return v[0];
 }
 
-Trainer::Metrics Trainer::Evaluate() {
+Trainer::Metrics Trainer::Evaluate(int epoch) {
   ScopedTimer timer(&stats_.evaluation);
   ag::NoGradGuard guard;
-  Tensor logits = Forward(0, false).value();
-  auto truth = [&](const Tensor& rows) {
-    std::vector<int64_t> t(rows.numel());
-    for (int64_t k = 0; k < rows.numel(); ++k) t[k] = labels_.i64()[rows.i32()[k]];
-    return t;
+  Tensor logits = Forward(epoch, false).value();
+  if (link_) {  // model selection on the validation AUC
+    const LinkPredictionMetrics lm = link_->Evaluate(logits);
+    Metrics m{};
+    m.valid_acc = lm.valid_auc;
+    m.extra = {{"valid_auc", lm.valid_auc},
+               {"test_auc", lm.test_auc},
+               {"test_hits_at_10", lm.test_hits_at_10}};
+    return m;
+  }
+  // Counts (correct and total per split; per-class tp, fp, fn on test), summed across workers.
+  const int64_t C = num_classes_;
+  std::vector<double> counts(6 + 3 * C, 0.0);
+  auto tally = [&](const Tensor& rows, int slot, bool per_class) {
+    auto pred = nn::ArgmaxRows(logits, rows);
+    for (int64_t k = 0; k < rows.numel(); ++k) {
+      const int64_t truth = labels_.i64()[rows.i32()[k]];
+      counts[slot] += pred[k] == truth;
+      counts[slot + 1] += 1;
+      if (per_class && truth >= 0 && truth < C && pred[k] >= 0 && pred[k] < C) {
+        if (pred[k] == truth) {
+          counts[6 + 3 * truth] += 1;
+        } else {
+          counts[6 + 3 * pred[k] + 1] += 1;
+          counts[6 + 3 * truth + 2] += 1;
+        }
+      }
+    }
   };
+  tally(train_rows_, 0, false);
+  tally(valid_rows_, 2, false);
+  tally(test_rows_, 4, true);
+  if (distributed()) {
+    auto s = AllReduceDoubles(*dist_.comm, &counts, epoch, 3);
+    if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
+  }
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   Metrics m{};
-  m.train_acc = nn::Accuracy(nn::ArgmaxRows(logits, train_rows_), truth(train_rows_));
-  m.valid_acc = valid_rows_.numel()
-                    ? nn::Accuracy(nn::ArgmaxRows(logits, valid_rows_), truth(valid_rows_))
-                    : 0.0;
-  auto test_pred = nn::ArgmaxRows(logits, test_rows_);
-  auto test_truth = truth(test_rows_);
-  m.test_acc = nn::Accuracy(test_pred, test_truth);
-  m.test_macro_f1 = nn::MacroF1(test_pred, test_truth, num_classes_);
-  m.test_micro_f1 = nn::MicroF1(test_pred, test_truth, num_classes_);
+  m.train_acc = ratio(counts[0], counts[1]);
+  m.valid_acc = ratio(counts[2], counts[3]);
+  m.test_acc = ratio(counts[4], counts[5]);
+  m.test_micro_f1 = m.test_acc;
+  std::vector<int64_t> tp(C), fp(C), fn(C);
+  for (int64_t c = 0; c < C; ++c) {
+    tp[c] = static_cast<int64_t>(counts[6 + 3 * c]);
+    fp[c] = static_cast<int64_t>(counts[6 + 3 * c + 1]);
+    fn[c] = static_cast<int64_t>(counts[6 + 3 * c + 2]);
+  }
+  m.test_macro_f1 = nn::MacroF1FromCounts(tp, fp, fn);
   return m;
 }
 
@@ -319,13 +517,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     Stopwatch watch;
     const double loss = TrainStep(epoch);
     const double seconds = watch.Seconds();
+    FG_RETURN_IF_ERROR(status());
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat("training diverged: loss ", loss, " at epoch ",
                                               epoch + 1, " (try a smaller --lr)"));
     }
     r.losses.push_back(loss);
     r.epoch_seconds.push_back(seconds);
-    const Metrics m = Evaluate();
+    const Metrics m = Evaluate(epoch);
+    FG_RETURN_IF_ERROR(status());
     if (m.valid_acc > best_valid) {
       best_valid = m.valid_acc;
       r.best_epoch = epoch + 1;
@@ -333,18 +533,25 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       r.test_accuracy = m.test_acc;
       r.test_macro_f1 = m.test_macro_f1;
       r.test_micro_f1 = m.test_micro_f1;
+      for (const auto& [key, value] : m.extra) r.extra[key] = value;
       since_best = 0;
     } else {
       ++since_best;
     }
     r.train_accuracy = m.train_acc;
     r.epochs = epoch + 1;
-    if (!options_.quiet) {
+    if (!options_.quiet && link_) {
+      std::fprintf(stderr, "epoch %4d  loss %.4f  valid AUC %.4f  test AUC %.4f  hits@10 %.4f  %.3fs\n",
+                   epoch + 1, loss, m.extra.at("valid_auc"), m.extra.at("test_auc"),
+                   m.extra.at("test_hits_at_10"), seconds);
+    } else if (!options_.quiet) {
       std::fprintf(stderr,
                    "epoch %4d  loss %.4f  train %.4f  valid %.4f  test %.4f  %.3fs\n", epoch + 1,
                    loss, m.train_acc, m.valid_acc, m.test_acc, seconds);
     }
-    if (options_.checkpoint_every > 0 && (epoch + 1) % options_.checkpoint_every == 0) {
+    // Parameters are identical on every worker: rank 0 writes the checkpoint for all.
+    if (options_.checkpoint_every > 0 && (epoch + 1) % options_.checkpoint_every == 0 &&
+        (!distributed() || dist_.comm->rank() == 0)) {
       FG_RETURN_IF_ERROR(SaveCheckpoint(epoch + 1, r));
     }
     ++ran;
@@ -365,6 +572,18 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.hdg_bytes = HdgBytes();
   r.peak_rss_bytes = PeakRssBytes();
   r.stats = stats_;
+  if (distributed()) {
+    Communicator& c = *dist_.comm;
+    r.world_size = c.size();
+    r.bytes_features = c.bytes_sent(TrafficKind::kFeatures);
+    r.bytes_partials = c.bytes_sent(TrafficKind::kPartials);
+    r.bytes_gradients = c.bytes_sent(TrafficKind::kGradients);
+    r.bytes_allreduce = c.bytes_sent(TrafficKind::kAllReduce);
+    r.wait_seconds = c.wait_seconds();
+    r.compute_seconds = stats_.Total() - r.wait_seconds;
+    r.overlap = xctx_.compute_in_flight /
+                std::max(1e-12, xctx_.compute_in_flight + r.wait_seconds);
+  }
   if (!options_.quiet) {
     std::fprintf(stderr,
                  "summary: model %s  dataset %s  epochs %d  best epoch %d  valid %.4f  test %.4f  "
@@ -373,6 +592,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                  r.model.c_str(), r.dataset.c_str(), r.epochs, r.best_epoch, r.valid_accuracy,
                  r.test_accuracy, r.test_macro_f1, r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
                  r.peak_rss_bytes / 1048576.0, r.stats.Shares().c_str());
+    if (link_ && r.extra.count("test_auc")) {
+      std::fprintf(stderr, "link prediction (%s): test AUC %.4f  hits@10 %.4f  at best valid AUC %.4f\n",
+                   link_->relation().c_str(), r.extra.at("test_auc"), r.extra.at("test_hits_at_10"),
+                   r.extra.at("valid_auc"));
+    }
   }
   return r;
 }

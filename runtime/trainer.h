@@ -14,9 +14,13 @@
 #include "nau/executor.h"
 #include "nau/model.h"
 #include "flexgraph/nn/optim.h"
+#include "runtime/communicator.h"
 #include "runtime/config.h"
+#include "runtime/exchange.h"
 
 namespace fg::runtime {
+
+class LinkPredictionTask;
 
 struct TrainResult {
   std::string model, dataset;
@@ -34,11 +38,24 @@ struct TrainResult {
   int64_t num_vertices = 0, num_edges = 0;
   nau::ExecStats stats;
   std::map<std::string, double> extra;  // task-specific metrics (e.g. test_auc)
+  // Distributed runs: this worker's traffic and time split (zero in single-process runs).
+  int world_size = 1;
+  int64_t bytes_features = 0, bytes_partials = 0, bytes_gradients = 0, bytes_allreduce = 0;
+  double compute_seconds = 0, wait_seconds = 0, overlap = 0;
+};
+
+// A worker's place in a distributed run: its communicator and the partition plan (the owning
+// rank of every global vertex). Null communicator: single process.
+struct DistributedSetup {
+  Communicator* comm = nullptr;
+  std::vector<int32_t> owners;
+  ExchangeMode exchange = ExchangeMode::kAuto;
 };
 
 class Trainer {
  public:
-  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options);
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options,
+                                                          DistributedSetup dist = {});
   ~Trainer();
 
   // Trains for the configured epochs (continuing from a checkpoint with options.resume).
@@ -48,6 +65,8 @@ class Trainer {
   double TrainStep(int epoch);
   // Loss of the current parameters without dropout and without updating (epoch-0 agreement).
   double EvalLoss();
+  // The first communication error of a distributed run (OK otherwise).
+  absl::Status status() const { return *xctx_.error; }
   // The HybridExecutor's plan for every layer, one block per layer.
   std::string Explain() const;
 
@@ -59,12 +78,20 @@ class Trainer {
  private:
   explicit Trainer(TrainOptions options);
   absl::Status Init();
+  // Labels, splits and their rows in the last layer's output, for node classification.
+  absl::Status InitNodeClassification(const std::string& target);
   absl::Status EnsureHdgs(int epoch);
   ag::Var Forward(int epoch, bool training);
+  // One layer on this worker's rows: exchange with peers, aggregate, update.
+  ag::Var DistributedLayer(int i, const ag::Var& h, nau::LayerContext& ctx);
+  // Sums the parameter gradients across workers (one flattened buffer, ring all-reduce).
+  void AllReduceGradients(int epoch);
+  bool distributed() const { return dist_.comm != nullptr && dist_.comm->size() > 1; }
   struct Metrics {
     double train_acc, valid_acc, test_acc, test_macro_f1, test_micro_f1;
+    std::map<std::string, double> extra;  // task-specific (link prediction: AUC, hits@10)
   };
-  Metrics Evaluate();
+  Metrics Evaluate(int epoch);
   absl::Status SaveCheckpoint(int epochs_done, const TrainResult& state) const;
   absl::Status LoadCheckpoint(TrainResult* state, int* epochs_done);
 
@@ -81,12 +108,17 @@ class Trainer {
     int built_epoch = -1;
   };
   std::vector<LayerGraph> layer_graphs_;
-  std::vector<Tensor> layer_roots_;  // int64 global ids of each layer's roots
-  Tensor all_vertices_;              // int64 0..N-1
+  std::vector<Tensor> layer_roots_;  // int64 global ids of each layer's roots (owned ones)
+  Tensor table_ids_;                 // int64 global ids of layer 0's input rows (owned ones)
+  DistributedSetup dist_;
+  std::vector<LayerExchange> exchanges_;  // per layer, distributed runs
+  ExchangeContext xctx_;
+  int64_t global_train_ = 0;          // training rows across all workers
   Tensor labels_;                    // int64, per root of the last layer
   int64_t num_classes_ = 0;
   Tensor train_rows_, valid_rows_, test_rows_;  // int32 rows of the last layer's output
   nau::ExecStats stats_;
+  std::unique_ptr<LinkPredictionTask> link_;  // set when the model predicts links
 };
 
 // The summary as a JSON object (keys as in TrainResult; extra metrics at top level).

@@ -36,13 +36,17 @@ double MacroF1(const std::vector<int64_t>& pred, const std::vector<int64_t>& tru
       ++fn[truth[i]];
     }
   }
+  return MacroF1FromCounts(tp, fp, fn);
+}
+
+double MacroF1FromCounts(const std::vector<int64_t>& tp, const std::vector<int64_t>& fp,
+                         const std::vector<int64_t>& fn) {
   double sum = 0.0;
   int present = 0;
-  for (int64_t c = 0; c < num_classes; ++c) {
+  for (size_t c = 0; c < tp.size(); ++c) {
     if (tp[c] + fp[c] + fn[c] == 0) continue;
     ++present;
-    const double denom = 2.0 * tp[c] + fp[c] + fn[c];
-    sum += denom > 0 ? 2.0 * tp[c] / denom : 0.0;
+    sum += 2.0 * tp[c] / (2.0 * tp[c] + fp[c] + fn[c]);
   }
   return present ? sum / present : 0.0;
 }

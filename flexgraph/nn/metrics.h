@@ -14,6 +14,10 @@ double Accuracy(const std::vector<int64_t>& pred, const std::vector<int64_t>& tr
 // Unweighted mean of per-class F1 over classes that occur in truth or pred.
 double MacroF1(const std::vector<int64_t>& pred, const std::vector<int64_t>& truth,
                int64_t num_classes);
+// Macro-F1 from per-class true-positive, false-positive and false-negative counts (classes with
+// no occurrence are skipped), as MacroF1 computes.
+double MacroF1FromCounts(const std::vector<int64_t>& tp, const std::vector<int64_t>& fp,
+                         const std::vector<int64_t>& fn);
 // Micro-F1 (equals accuracy for single-label classification).
 double MicroF1(const std::vector<int64_t>& pred, const std::vector<int64_t>& truth,
                int64_t num_classes);

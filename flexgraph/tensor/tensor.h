@@ -77,7 +77,11 @@ class Tensor {
   size_t nbytes() const { return numel_ * DTypeSize(dtype_); }
   // Rows and row width when viewed as a matrix [dim(0), numel/dim(0)].
   int64_t rows() const { return rank() == 0 ? 1 : shape_[0]; }
-  int64_t row_width() const { return rows() == 0 ? 0 : numel_ / rows(); }
+  int64_t row_width() const {
+    int64_t w = 1;
+    for (size_t i = 1; i < shape_.size(); ++i) w *= shape_[i];
+    return w;
+  }
   std::string ShapeString() const { return ShapeToString(shape_); }
 
   template <typename T>

@@ -269,6 +269,26 @@ std::vector<float> SerialSpmm(const Csr& a, const Tensor& x, bool mean) {
   return out;
 }
 
+TEST(ParallelKernels, WeightedSpmmMatchesSerialReference) {
+  for (int64_t width : {1, 7, 16, 33, 64}) {
+    Csr a = RandomCsr(300, 200, 9, true, 70 + width);
+    std::vector<float> w(a.nnz());
+    for (int64_t e = 0; e < a.nnz(); ++e) w[e] = 0.25f + 0.01f * (e % 13);
+    a.values = Tensor::FromVector(w);
+    Tensor x = RandomTensor({200, width}, 71);
+    auto got = ops::Spmm(a, x, ops::SpmmReduce::kSum).ToVector<float>();
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) {
+        double ref = 0;
+        for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+          ref += w[e] * x.f32()[a.col()[e] * width + j];
+        }
+        ASSERT_NEAR(got[r * width + j], ref, 1e-4) << "width " << width << " row " << r;
+      }
+    }
+  }
+}
+
 TEST(ParallelKernels, MatchSerialReferenceForAnyThreadCount) {
   for (bool skewed : {false, true}) {
     for (int64_t rows : {1, 7, 500}) {

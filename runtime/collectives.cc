@@ -1,0 +1,74 @@
+#include "runtime/collectives.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/status.h"
+
+namespace fg::runtime {
+namespace {
+constexpr int kPhaseAllReduce = 14;
+constexpr int kPhaseSmall = 15;
+}  // namespace
+
+absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch, int step) {
+  const int p = comm.size(), r = comm.rank();
+  if (p == 1 || n == 0) return absl::OkStatus();
+  auto lo = [&](int c) { return n * c / p; };
+  auto len = [&](int c) { return lo(c + 1) - lo(c); };
+  const int right = (r + 1) % p, left = (r + p - 1) % p;
+  std::vector<float> incoming;
+  for (int s = 0; s < p - 1; ++s) {  // reduce-scatter
+    const int send_c = (r - s + p) % p, recv_c = (r - s - 1 + 2 * p) % p;
+    const uint64_t tag = MakeTag(epoch, 0, kPhaseAllReduce, TrafficKind::kAllReduce, step * 64 + s);
+    comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
+    FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
+    incoming.resize(len(recv_c));
+    FG_RETURN_IF_ERROR(BytesToFloats(bytes, incoming.data(), incoming.size(), left));
+    float* dst = data + lo(recv_c);
+    for (int64_t i = 0; i < len(recv_c); ++i) dst[i] += incoming[i];
+  }
+  for (int s = 0; s < p - 1; ++s) {  // all-gather
+    const int send_c = (r + 1 - s + p) % p, recv_c = (r - s + p) % p;
+    const uint64_t tag =
+        MakeTag(epoch, 0, kPhaseAllReduce, TrafficKind::kAllReduce, step * 64 + 32 + s);
+    comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
+    FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
+    FG_RETURN_IF_ERROR(BytesToFloats(bytes, data + lo(recv_c), len(recv_c), left));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceDoubles(Communicator& comm, std::vector<double>* values, int epoch,
+                              int step) {
+  const int p = comm.size(), r = comm.rank();
+  if (p == 1) return absl::OkStatus();
+  const uint64_t tag = MakeTag(epoch, 0, kPhaseSmall, TrafficKind::kControl, step);
+  const std::string mine(reinterpret_cast<const char*>(values->data()),
+                         values->size() * sizeof(double));
+  for (int q = 0; q < p; ++q) {
+    if (q != r) comm.Send(q, tag, mine);
+  }
+  std::vector<double> sum(values->size(), 0.0);
+  for (int q = 0; q < p; ++q) {
+    std::string bytes = mine;
+    if (q != r) {
+      FG_ASSIGN_OR_RETURN(bytes, comm.Recv(q, tag));
+    }
+    if (bytes.size() != mine.size()) {
+      return absl::DataLossError(absl::StrCat("all-reduce message from worker ", q, " has ",
+                                              bytes.size(), " bytes, expected ", mine.size()));
+    }
+    const double* v = reinterpret_cast<const double*>(bytes.data());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
+  }
+  *values = std::move(sum);
+  return absl::OkStatus();
+}
+
+absl::Status Barrier(Communicator& comm, int epoch, int step) {
+  std::vector<double> nothing = {0.0};
+  return AllReduceDoubles(comm, &nothing, epoch, step);
+}
+
+}  // namespace fg::runtime

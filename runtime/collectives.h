@@ -1,0 +1,23 @@
+// Collective operations over a Communicator: a ring all-reduce over one flattened float buffer
+// (gradients), a small all-reduce of doubles (metrics), and a barrier. Every worker must call the
+// same collectives in the same order with the same `tag_epoch`/`step`. Errors name the peer.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "runtime/communicator.h"
+
+namespace fg::runtime {
+
+// Sums `data` (n floats) across workers in place: reduce-scatter then all-gather around the ring,
+// 2(P-1) messages of about n/P floats per worker. Every worker ends with identical values.
+absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch, int step);
+
+// Sums a short vector of doubles across workers (each sends its vector to every peer; every
+// worker adds them in rank order, so all get bitwise identical sums).
+absl::Status AllReduceDoubles(Communicator& comm, std::vector<double>* values, int epoch, int step);
+
+absl::Status Barrier(Communicator& comm, int epoch, int step);
+
+}  // namespace fg::runtime

@@ -1,0 +1,418 @@
+#include "runtime/exchange.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+
+namespace fg::runtime {
+namespace {
+
+constexpr int kPhaseSetup = 8;
+// Forward/backward phases of the exchange ops; evaluation passes add 4.
+constexpr int kFwdRows = 0, kFwdPartials = 1, kBwdRows = 2, kBwdPartials = 3;
+
+int Phase(const ExchangeContext& ctx, int p) { return p + 4 * ctx.phase; }
+
+void RecordError(ExchangeContext& ctx, const absl::Status& s) {
+  if (!s.ok() && ctx.error->ok()) {
+    *ctx.error = s;
+    ctx.comm->Abort(s);
+  }
+}
+
+// A message of int64 words.
+std::string Words(const std::vector<int64_t>& w) {
+  return std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(int64_t));
+}
+
+SparseMatrixPtr MakeMatrix(int64_t rows, int64_t cols, std::vector<int64_t> off,
+                           std::vector<int32_t> idx, std::vector<float> w) {
+  Csr c = Csr::FromVectors(rows, cols, off, idx, w);
+  return std::make_shared<SparseMatrix>(std::move(c));
+}
+
+// Per-entry level-1 weights of a decomposable reduction (mean folded in as 1/degree).
+std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& agg) {
+  const Csr& c = l.csr();
+  std::vector<float> w(c.nnz(), 1.0f);
+  for (int64_t r = 0; r < c.num_rows; ++r) {
+    const int64_t lo = c.row_ptr()[r], hi = c.row_ptr()[r + 1];
+    double total = 0;
+    for (int64_t e = lo; e < hi; ++e) {
+      if (agg.reduction() == nau::Reduction::kWeightedSum) w[e] = l.weights.f32()[e];
+      total += w[e];
+    }
+    float scale = 1.0f;
+    if (agg.reduction() == nau::Reduction::kMean && hi > lo) scale = 1.0f / (hi - lo);
+    if (agg.reduction() == nau::Reduction::kWeightedSum && agg.normalize_weights()) {
+      scale = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
+    }
+    for (int64_t e = lo; e < hi; ++e) w[e] *= scale;
+  }
+  return w;
+}
+
+}  // namespace
+
+bool ParseExchangeMode(const std::string& s, ExchangeMode* out) {
+  if (s == "auto") *out = ExchangeMode::kAuto;
+  else if (s == "rows") *out = ExchangeMode::kRowFetch;
+  else if (s == "partial") *out = ExchangeMode::kPartial;
+  else return false;
+  return true;
+}
+
+absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::Hdg& hdg,
+                                                 const nau::Aggregator& level1,
+                                                 const std::vector<int32_t>& owners,
+                                                 const Tensor& table_ids, int layer, int epoch,
+                                                 ExchangeMode mode) {
+  const int me = comm.rank(), P = comm.size();
+  const hdg::HdgLevel& l1 = hdg.level(1);
+  const Csr& c = l1.csr();
+  const int64_t* tid = table_ids.i64();
+  const int64_t n_owned = table_ids.numel();
+  auto local_of = [&](int64_t g) -> int64_t {
+    const int64_t* it = std::lower_bound(tid, tid + n_owned, g);
+    return (it != tid + n_owned && *it == g) ? it - tid : -1;
+  };
+  LayerExchange ex;
+  ex.layer = layer;
+  ex.num_owned = n_owned;
+  ex.num_roots = hdg.num_roots();
+  const bool flat = hdg.num_levels() == 1 && level1.decomposable() &&
+                    level1.reduction() != nau::Reduction::kMax;
+  ex.partial_path = flat;
+  const std::vector<float> w = flat ? EntryWeights(l1, level1) : std::vector<float>();
+
+  // Remote entries per peer: (row, global child, entry).
+  struct Remote {
+    int64_t row, child, entry;
+  };
+  std::vector<std::vector<Remote>> remote(P);
+  for (int64_t r = 0; r < c.num_rows; ++r) {
+    for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
+      const int64_t u = c.col()[e];
+      if (u < 0 || u >= static_cast<int64_t>(owners.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": HDG leaf ", u,
+                                                       " outside the partition plan"));
+      }
+      const int o = owners[u];
+      if (o != me) remote[o].push_back({r, u, e});
+    }
+  }
+  // Per peer: partial or rows; ghost slots for rows.
+  std::vector<int64_t> ghost_ids;
+  std::vector<std::vector<int64_t>> requests(P);
+  std::vector<std::vector<int64_t>> peer_slot_child(P);  // sorted distinct children per row peer
+  ex.peers.resize(P);
+  for (int p = 0; p < P; ++p) {
+    PeerExchange& pe = ex.peers[p];
+    pe.peer = p;
+    if (p == me) continue;
+    std::vector<int64_t> children, targets;
+    for (const Remote& x : remote[p]) {
+      children.push_back(x.child);
+      targets.push_back(x.row);
+    }
+    std::sort(children.begin(), children.end());
+    children.erase(std::unique(children.begin(), children.end()), children.end());
+    std::sort(targets.begin(), targets.end());
+    targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+    pe.partial = flat && !remote[p].empty() &&
+                 (mode == ExchangeMode::kPartial ||
+                  (mode == ExchangeMode::kAuto && targets.size() < children.size()));
+    std::vector<int64_t>& req = requests[p];
+    if (pe.partial) {
+      // [1, n_targets, n_entries, (target, child, weight bits)...]; targets in sorted order.
+      req = {1, static_cast<int64_t>(targets.size()), static_cast<int64_t>(remote[p].size())};
+      for (const Remote& x : remote[p]) {
+        const int64_t t = std::lower_bound(targets.begin(), targets.end(), x.row) - targets.begin();
+        uint32_t bits;
+        std::memcpy(&bits, &w[x.entry], 4);
+        req.insert(req.end(), {t, x.child, static_cast<int64_t>(bits)});
+      }
+      pe.recv_targets = Tensor::Empty({static_cast<int64_t>(targets.size())}, DType::kInt32);
+      for (size_t k = 0; k < targets.size(); ++k) pe.recv_targets.i32()[k] = static_cast<int32_t>(targets[k]);
+    } else {
+      req = {0, static_cast<int64_t>(children.size())};
+      req.insert(req.end(), children.begin(), children.end());
+      pe.recv_slots = Tensor::Empty({static_cast<int64_t>(children.size())}, DType::kInt32);
+      for (size_t k = 0; k < children.size(); ++k) {
+        pe.recv_slots.i32()[k] = static_cast<int32_t>(ghost_ids.size());
+        ghost_ids.push_back(children[k]);
+      }
+      peer_slot_child[p] = std::move(children);
+    }
+  }
+  const uint64_t tag = MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl);
+  for (int p = 0; p < P; ++p) {
+    if (p != me) comm.Send(p, tag, Words(requests[p]));
+  }
+  // Serve the peers' requests.
+  for (int p = 0; p < P; ++p) {
+    if (p == me) continue;
+    FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(p, tag));
+    const int64_t* q = reinterpret_cast<const int64_t*>(bytes.data());
+    const int64_t words = static_cast<int64_t>(bytes.size() / 8);
+    auto bad = [&]() {
+      return absl::DataLossError(absl::StrCat("layer ", layer, ": malformed exchange request from worker ", p));
+    };
+    if (words < 2) return bad();
+    PeerExchange& pe = ex.peers[p];
+    if (q[0] == 0) {
+      if (words != 2 + q[1]) return bad();
+      pe.send_rows = Tensor::Empty({q[1]}, DType::kInt32);
+      for (int64_t k = 0; k < q[1]; ++k) {
+        const int64_t li = local_of(q[2 + k]);
+        if (li < 0) {
+          return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": worker ", p,
+                                                         " asked for vertex ", q[2 + k],
+                                                         " which worker ", me, " does not own"));
+        }
+        pe.send_rows.i32()[k] = static_cast<int32_t>(li);
+      }
+      ex.rows_sent += q[1];
+    } else {
+      if (words < 3 || words != 3 + 3 * q[2]) return bad();
+      const int64_t n_t = q[1], n_e = q[2];
+      std::vector<int64_t> count(n_t + 1, 0);
+      for (int64_t k = 0; k < n_e; ++k) {
+        if (q[3 + 3 * k] < 0 || q[3 + 3 * k] >= n_t) return bad();
+        ++count[q[3 + 3 * k] + 1];
+      }
+      for (int64_t t = 0; t < n_t; ++t) count[t + 1] += count[t];
+      std::vector<int64_t> cursor(count.begin(), count.end() - 1);
+      std::vector<int32_t> idx(n_e);
+      std::vector<float> wt(n_e);
+      for (int64_t k = 0; k < n_e; ++k) {
+        const int64_t t = q[3 + 3 * k], li = local_of(q[4 + 3 * k]);
+        if (li < 0) {
+          return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": worker ", p,
+                                                         " sent a partial entry for vertex ",
+                                                         q[4 + 3 * k], " not owned by worker ", me));
+        }
+        const uint32_t bits = static_cast<uint32_t>(q[5 + 3 * k]);
+        const int64_t at = cursor[t]++;
+        idx[at] = static_cast<int32_t>(li);
+        std::memcpy(&wt[at], &bits, 4);
+      }
+      pe.send_partial = MakeMatrix(n_t, n_owned, count, idx, wt);
+      ex.partials_sent += n_t;
+    }
+  }
+  ex.ghost_ids = Tensor::FromVector(ghost_ids);
+  const int64_t n_ghost = static_cast<int64_t>(ghost_ids.size());
+  // Slot of a row-fetched ghost: ghosts are grouped by peer, sorted within a peer.
+  std::vector<int64_t> peer_base(P, 0);
+  for (int p = 0, at = 0; p < P; ++p) {
+    peer_base[p] = at;
+    at += static_cast<int>(peer_slot_child[p].size());
+  }
+  auto ghost_slot = [&](int p, int64_t g) {
+    const auto& v = peer_slot_child[p];
+    return peer_base[p] + (std::lower_bound(v.begin(), v.end(), g) - v.begin());
+  };
+
+  if (flat) {
+    std::vector<int64_t> off_o = {0}, off_g = {0};
+    std::vector<int32_t> idx_o, idx_g;
+    std::vector<float> w_o, w_g;
+    for (int64_t r = 0; r < c.num_rows; ++r) {
+      for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
+        const int64_t u = c.col()[e];
+        const int o = owners[u];
+        if (o == me) {
+          idx_o.push_back(static_cast<int32_t>(local_of(u)));
+          w_o.push_back(w[e]);
+        } else if (!ex.peers[o].partial) {
+          idx_g.push_back(static_cast<int32_t>(ghost_slot(o, u)));
+          w_g.push_back(w[e]);
+        }
+      }
+      off_o.push_back(static_cast<int64_t>(idx_o.size()));
+      off_g.push_back(static_cast<int64_t>(idx_g.size()));
+    }
+    ex.local_owned = MakeMatrix(c.num_rows, n_owned, off_o, idx_o, w_o);
+    ex.local_ghost = MakeMatrix(c.num_rows, n_ghost, off_g, idx_g, w_g);
+  } else {
+    // Relabel level-1 children and the roots into the [owned | ghosts] table.
+    Tensor idx = Tensor::Empty({c.nnz()}, DType::kInt32);
+    for (int64_t e = 0; e < c.nnz(); ++e) {
+      const int64_t u = c.col()[e];
+      const int o = owners[u];
+      idx.i32()[e] = static_cast<int32_t>(o == me ? local_of(u) : n_owned + ghost_slot(o, u));
+    }
+    std::vector<hdg::HdgLevel> levels;
+    for (int k = 1; k <= hdg.num_levels(); ++k) levels.push_back(hdg.level(k));
+    Csr relabeled;
+    relabeled.num_rows = c.num_rows;
+    relabeled.num_cols = n_owned + n_ghost;
+    relabeled.offsets = c.offsets;
+    relabeled.indices = idx;
+    levels[0].matrix = std::make_shared<SparseMatrix>(std::move(relabeled));
+    Tensor roots = Tensor::Empty({hdg.num_roots()}, DType::kInt32);
+    for (int64_t r = 0; r < hdg.num_roots(); ++r) {
+      const int64_t li = local_of(hdg.roots().i32()[r]);
+      if (li < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": root ",
+                                                       hdg.roots().i32()[r],
+                                                       " is not in this worker's table"));
+      }
+      roots.i32()[r] = static_cast<int32_t>(li);
+    }
+    ex.local_hdg = std::make_shared<hdg::Hdg>(hdg.schema(), n_owned + n_ghost, roots, std::move(levels));
+  }
+  return ex;
+}
+
+ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
+  const int64_t d = m.row_width();
+  for (const PeerExchange& pe : ex.peers) {
+    if (!pe.send_rows.defined() || pe.send_rows.numel() == 0) continue;
+    Tensor rows = ops::GatherRows(m.value(), pe.send_rows);
+    ctx.comm->Send(pe.peer, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures),
+                   FloatsToBytes(rows.f32(), rows.numel()));
+  }
+  ExchangeContext* c = &ctx;
+  const LayerExchange* e = &ex;
+  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m, d](const Tensor&) {
+    Tensor g = Tensor::Zeros({m.rows(), d});
+    for (const PeerExchange& pe : e->peers) {
+      if (!pe.send_rows.defined() || pe.send_rows.numel() == 0) continue;
+      auto bytes = c->comm->Recv(pe.peer, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows),
+                                                  TrafficKind::kGradients));
+      if (!bytes.ok()) return RecordError(*c, bytes.status());
+      Tensor rg = Tensor::Empty({pe.send_rows.numel(), d});
+      auto s = BytesToFloats(*bytes, rg.f32(), rg.numel(), pe.peer);
+      if (!s.ok()) return RecordError(*c, s);
+      ops::AddInPlace(&g, ops::ScatterAddRows(rg, pe.send_rows, m.rows()));
+    }
+    ag::AccumulateGrad(m, g, "PostRows");
+  });
+}
+
+ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
+  const int64_t d = m.row_width();
+  for (const PeerExchange& pe : ex.peers) {
+    if (!pe.send_partial) continue;
+    Tensor part = ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum);
+    ctx.comm->Send(pe.peer,
+                   MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials),
+                   FloatsToBytes(part.f32(), part.numel()));
+  }
+  ExchangeContext* c = &ctx;
+  const LayerExchange* e = &ex;
+  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m, d](const Tensor&) {
+    Tensor g = Tensor::Zeros({m.rows(), d});
+    for (const PeerExchange& pe : e->peers) {
+      if (!pe.send_partial) continue;
+      auto bytes = c->comm->Recv(pe.peer, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials),
+                                                  TrafficKind::kGradients));
+      if (!bytes.ok()) return RecordError(*c, bytes.status());
+      Tensor pg = Tensor::Empty({pe.send_partial->csr().num_rows, d});
+      auto s = BytesToFloats(*bytes, pg.f32(), pg.numel(), pe.peer);
+      if (!s.ok()) return RecordError(*c, s);
+      ops::AddInPlace(&g, ops::Spmm(pe.send_partial->transpose(), pg, ops::SpmmReduce::kSum));
+    }
+    ag::AccumulateGrad(m, g, "PostPartials");
+  });
+}
+
+ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
+                    int64_t width) {
+  const int64_t n_ghost = ex.ghost_ids.numel();
+  Tensor ghosts = Tensor::Zeros({n_ghost, width});
+  for (const PeerExchange& pe : ex.peers) {
+    if (!pe.recv_slots.defined() || pe.recv_slots.numel() == 0) continue;
+    auto bytes = ctx.comm->Recv(pe.peer, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows),
+                                                 TrafficKind::kFeatures));
+    if (!bytes.ok()) {
+      RecordError(ctx, bytes.status());
+      break;
+    }
+    // Slots of one peer are contiguous and in order.
+    const int64_t first = pe.recv_slots.i32()[0];
+    auto s = BytesToFloats(*bytes, ghosts.f32() + first * width, pe.recv_slots.numel() * width,
+                           pe.peer);
+    if (!s.ok()) {
+      RecordError(ctx, s);
+      break;
+    }
+  }
+  ExchangeContext* c = &ctx;
+  const LayerExchange* e = &ex;
+  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token, width](const Tensor& g) {
+    for (const PeerExchange& pe : e->peers) {
+      if (!pe.recv_slots.defined() || pe.recv_slots.numel() == 0) continue;
+      const int64_t first = pe.recv_slots.i32()[0];
+      c->comm->Send(pe.peer, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients),
+                    FloatsToBytes(g.f32() + first * width, pe.recv_slots.numel() * width));
+    }
+    ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceiveRows");
+  });
+}
+
+ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
+                        int64_t width) {
+  Tensor sum = Tensor::Zeros({ex.num_roots, width});
+  for (const PeerExchange& pe : ex.peers) {
+    if (!pe.recv_targets.defined()) continue;
+    auto bytes = ctx.comm->Recv(pe.peer, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials),
+                                                 TrafficKind::kPartials));
+    if (!bytes.ok()) {
+      RecordError(ctx, bytes.status());
+      break;
+    }
+    Tensor part = Tensor::Empty({pe.recv_targets.numel(), width});
+    auto s = BytesToFloats(*bytes, part.f32(), part.numel(), pe.peer);
+    if (!s.ok()) {
+      RecordError(ctx, s);
+      break;
+    }
+    for (int64_t k = 0; k < part.rows(); ++k) {
+      float* dst = sum.f32() + static_cast<int64_t>(pe.recv_targets.i32()[k]) * width;
+      const float* src = part.f32() + k * width;
+      for (int64_t j = 0; j < width; ++j) dst[j] += src[j];
+    }
+  }
+  ExchangeContext* c = &ctx;
+  const LayerExchange* e = &ex;
+  return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token](const Tensor& g) {
+    for (const PeerExchange& pe : e->peers) {
+      if (!pe.recv_targets.defined()) continue;
+      Tensor rows = ops::GatherRows(g, pe.recv_targets);
+      c->comm->Send(pe.peer,
+                    MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients),
+                    FloatsToBytes(rows.f32(), rows.numel()));
+    }
+    ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceivePartials");
+  });
+}
+
+ag::Var ConcatRows(const ag::Var& a, const ag::Var& b) {
+  const int64_t d = a.row_width();
+  FG_CHECK(b.rows() == 0 || b.row_width() == d)
+      << "ConcatRows: widths differ " << a.value().ShapeString() << " vs " << b.value().ShapeString();
+  Tensor y = Tensor::Empty({a.rows() + b.rows(), d});
+  std::memcpy(y.f32(), a.value().f32(), a.value().nbytes());
+  if (b.rows() > 0) std::memcpy(y.f32() + a.rows() * d, b.value().f32(), b.value().nbytes());
+  return ag::MakeResult(y, "ConcatRows", {a, b}, [a, b, d](const Tensor& g) {
+    Tensor ga = Tensor::Empty({a.rows(), d});
+    std::memcpy(ga.f32(), g.f32(), ga.nbytes());
+    ag::AccumulateGrad(a, ga, "ConcatRows");
+    if (b.requires_grad() && b.rows() > 0) {
+      Tensor gb = Tensor::Empty({b.rows(), d});
+      std::memcpy(gb.f32(), g.f32() + a.rows() * d, gb.nbytes());
+      ag::AccumulateGrad(b, gb, "ConcatRows");
+    }
+  });
+}
+
+}  // namespace fg::runtime

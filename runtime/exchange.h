@@ -1,0 +1,83 @@
+// ExchangePlan: how one worker's HDG leaves for one layer map onto its vertex table
+// [owned | ghosts] and onto its peers, plus the differentiable exchange operations the distributed
+// forward and backward use.
+//
+// Per peer pair the receiver chooses, from the HDG, partial aggregation (the owner aggregates its
+// leaves for each of my roots and sends one vector per root; decomposable flat reductions only) or
+// row fetch (the owner sends each needed row once), whichever sends fewer vectors. Index lists are
+// exchanged once, when the HDG is built. Every exchange is one batched message per peer, layer and
+// direction. Thread-compatible; all workers must build and run exchanges in the same order.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/autograd/var.h"
+#include "hdg/hdg.h"
+#include "nau/aggregator.h"
+#include "runtime/communicator.h"
+
+namespace fg::runtime {
+
+enum class ExchangeMode { kAuto, kRowFetch, kPartial };
+// Parses "auto", "rows" or "partial".
+bool ParseExchangeMode(const std::string& s, ExchangeMode* out);
+
+struct PeerExchange {
+  int peer = -1;
+  bool partial = false;           // this worker receives partials (not rows) from `peer`
+  Tensor send_rows;               // int32: my owned rows `peer` fetches, in its slot order
+  Tensor recv_slots;              // int32: my ghost slots filled by `peer`'s rows, in order
+  SparseMatrixPtr send_partial;   // `peer`'s targets x my owned rows (null: none)
+  Tensor recv_targets;            // int32: my roots receiving `peer`'s partial rows, in order
+};
+
+struct LayerExchange {
+  int layer = 0;
+  int64_t num_owned = 0;
+  int64_t num_roots = 0;
+  Tensor ghost_ids;  // int64 global ids of ghost rows
+  // Flat decomposable layers: level-1 weights already folded in (mean as 1/degree).
+  bool partial_path = false;
+  SparseMatrixPtr local_owned;  // roots x owned rows
+  SparseMatrixPtr local_ghost;  // roots x ghost rows
+  // Other layers: the HDG with level-1 children relabelled into [owned | ghosts].
+  std::shared_ptr<const hdg::Hdg> local_hdg;
+  std::vector<PeerExchange> peers;  // every other rank, in rank order
+  // Vectors this worker sends per forward pass, by kind.
+  int64_t rows_sent = 0, partials_sent = 0;
+};
+
+// Builds the exchange for an HDG whose level-1 children are global vertex ids. `table_ids` are
+// the (sorted) global ids of this worker's input rows for the layer; `owners` maps every global
+// vertex to its rank. Collective: every worker calls it for the same layer at the same time.
+absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::Hdg& hdg,
+                                                 const nau::Aggregator& level1,
+                                                 const std::vector<int32_t>& owners,
+                                                 const Tensor& table_ids, int layer, int epoch,
+                                                 ExchangeMode mode);
+
+// Where the exchange ops of one pass record the first communication error (checked by the caller
+// after forward and backward, since autograd closures cannot return a Status).
+struct ExchangeContext {
+  Communicator* comm = nullptr;
+  int epoch = 0;
+  int phase = 0;  // 0: training pass, 1: evaluation pass (distinct tags)
+  std::shared_ptr<absl::Status> error = std::make_shared<absl::Status>();
+  double compute_in_flight = 0;  // seconds of local work between posting sends and receiving
+};
+
+// Sends rows / partials of `m` (my owned messages [num_owned, d]) to the peers. Returns a token
+// that the matching Receive op takes, so the backward exchange runs in the mirrored order.
+ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m);
+ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m);
+// Ghost rows [ghosts, d] / partial sums scattered onto my roots [num_roots, d].
+ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
+                    int64_t width);
+ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
+                        int64_t width);
+// Rows of a then rows of b.
+ag::Var ConcatRows(const ag::Var& a, const ag::Var& b);
+
+}  // namespace fg::runtime

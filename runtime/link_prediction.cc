@@ -1,0 +1,310 @@
+#include "runtime/link_prediction.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/graph/builder.h"
+#include "flexgraph/nn/metrics.h"
+
+namespace fg::runtime {
+namespace {
+
+// Stream tags of the task's random draws.
+constexpr uint64_t kTrainNegatives = 0x7EA1;
+constexpr uint64_t kEvalNegatives = 0xE7A1;
+
+absl::StatusOr<int64_t> IntOption(const TrainOptions& o, const std::string& name, int64_t def) {
+  auto it = o.model_options.find(name);
+  if (it == o.model_options.end()) return def;
+  int64_t v;
+  if (!absl::SimpleAtoi(it->second, &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link prediction option '", name, "' expects an integer, got '", it->second, "'"));
+  }
+  return v;
+}
+
+std::string StringOption(const TrainOptions& o, const std::string& name, const std::string& def) {
+  auto it = o.model_options.find(name);
+  return it == o.model_options.end() ? def : it->second;
+}
+
+// Appends the (src, dst) pairs of an int64 [k, 2] tensor, checking their range.
+absl::Status AppendPairs(const Tensor& pairs, const std::string& what, int64_t num_src,
+                         int64_t num_dst, std::vector<int32_t>* src, std::vector<int32_t>* dst) {
+  if (!pairs.defined() || pairs.numel() == 0) return absl::OkStatus();
+  if (pairs.rank() != 2 || pairs.dim(1) != 2 || pairs.dtype() != DType::kInt64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected int64 (src, dst) pairs, got ", ShapeToString(pairs.shape())));
+  }
+  for (int64_t k = 0; k < pairs.dim(0); ++k) {
+    const int64_t s = pairs.i64()[2 * k], d = pairs.i64()[2 * k + 1];
+    if (s < 0 || s >= num_src || d < 0 || d >= num_dst) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": pair ", k, " (", s, ", ", d,
+                                                     ") outside [0, ", num_src, ") x [0, ",
+                                                     num_dst, ")"));
+    }
+    src->push_back(static_cast<int32_t>(s));
+    dst->push_back(static_cast<int32_t>(d));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::vector<int32_t>> SortedLists(int64_t num_src,
+                                              const std::vector<const std::vector<int32_t>*>& srcs,
+                                              const std::vector<const std::vector<int32_t>*>& dsts) {
+  std::vector<std::vector<int32_t>> lists(num_src);
+  for (size_t p = 0; p < srcs.size(); ++p) {
+    for (size_t k = 0; k < srcs[p]->size(); ++k) lists[(*srcs[p])[k]].push_back((*dsts[p])[k]);
+  }
+  for (auto& l : lists) {
+    std::sort(l.begin(), l.end());
+    l.erase(std::unique(l.begin(), l.end()), l.end());
+  }
+  return lists;
+}
+
+Tensor Int32Tensor(const std::vector<int32_t>& v) { return Tensor::FromVector(v); }
+
+// Dot products of embedding rows a[i] and b[i]: [n, 1].
+ag::Var RowDot(const ag::Var& emb, const Tensor& a, const Tensor& b) {
+  ag::Var prod = ag::Mul(ag::GatherRows(emb, a), ag::GatherRows(emb, b));
+  return ag::MatMul(prod, ag::Var(Tensor::Full({emb.row_width(), 1}, 1.0f)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
+    graph::Dataset* dataset, const TrainOptions& options) {
+  std::unique_ptr<LinkPredictionTask> t(new LinkPredictionTask());
+  std::string key = StringOption(options, "relation", "");
+  if (key.empty()) {
+    if (dataset->edge_splits.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset ", options.dataset, " has ", dataset->edge_splits.size(),
+          " edge splits: choose the predicted relation with --model_opt relation=<src___name___dst>"));
+    }
+    key = dataset->edge_splits.begin()->first;
+  }
+  graph::HeteroGraph& g = dataset->graph;
+  const graph::Relation* found = g.FindRelation(key);
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("relation: '", key, "' is not a relation of dataset ", options.dataset));
+  }
+  key = found->Key();
+  auto split = dataset->edge_splits.find(key);
+  if (split == dataset->edge_splits.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("split: dataset ", options.dataset, " has no edge split for relation ", key));
+  }
+  const int rel_index = static_cast<int>(found - g.relations.data());
+  graph::Relation& rel = g.relations[rel_index];
+  t->relation_ = key;
+  t->src_type_ = rel.src_type;
+  t->dst_type_ = rel.dst_type;
+  t->num_src_ = g.NumNodes(rel.src_type);
+  t->num_dst_ = g.NumNodes(rel.dst_type);
+  const nau::VertexSpace space(g);
+  t->src_offset_ = space.type_offset(space.TypeIndex(rel.src_type));
+  t->dst_offset_ = space.type_offset(space.TypeIndex(rel.dst_type));
+  t->seed_ = options.seed;
+
+  const std::string loss = StringOption(options, "loss", "bce");
+  if (loss == "bce") {
+    t->loss_ = LossKind::kBce;
+  } else if (loss == "margin") {
+    t->loss_ = LossKind::kMargin;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link prediction option 'loss' expects bce or margin, got '", loss, "'"));
+  }
+  double margin = 0.1;
+  if (auto it = options.model_options.find("margin"); it != options.model_options.end()) {
+    if (!absl::SimpleAtod(it->second, &margin) || !(margin >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "link prediction option 'margin' expects a non-negative number, got '", it->second, "'"));
+    }
+  }
+  t->margin_ = static_cast<float>(margin);
+  FG_ASSIGN_OR_RETURN(int64_t negatives, IntOption(options, "negatives", 1));
+  FG_ASSIGN_OR_RETURN(int64_t eval_negatives, IntOption(options, "eval_negatives", 100));
+  if (negatives < 1 || negatives > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link prediction option 'negatives' must lie in [1, 1000], got ", negatives));
+  }
+  if (eval_negatives < 1 || eval_negatives > 10000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "link prediction option 'eval_negatives' must lie in [1, 10000], got ", eval_negatives));
+  }
+  t->negatives_ = static_cast<int>(negatives);
+  t->eval_negatives_ = static_cast<int>(eval_negatives);
+
+  const graph::EdgeSplit& es = split->second;
+  const std::string where = absl::StrCat("split of ", key);
+  FG_RETURN_IF_ERROR(AppendPairs(es.train, where + " (train)", t->num_src_, t->num_dst_,
+                                 &t->train_src_, &t->train_dst_));
+  FG_RETURN_IF_ERROR(AppendPairs(es.valid, where + " (valid)", t->num_src_, t->num_dst_,
+                                 &t->valid_.src, &t->valid_.dst));
+  FG_RETURN_IF_ERROR(AppendPairs(es.test, where + " (test)", t->num_src_, t->num_dst_,
+                                 &t->test_.src, &t->test_.dst));
+  if (t->train_src_.empty() || t->test_.src.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": needs training and test pairs (has ", t->train_src_.size(), " and ",
+                     t->test_.src.size(), ")"));
+  }
+  // Interactions known in training, and in any split or the stored graph (for true negatives).
+  std::vector<int32_t> graph_src, graph_dst;
+  for (int64_t s = 0; s < rel.by_src.num_rows; ++s) {
+    for (int64_t e = rel.by_src.row_ptr()[s]; e < rel.by_src.row_ptr()[s + 1]; ++e) {
+      graph_src.push_back(static_cast<int32_t>(s));
+      graph_dst.push_back(rel.by_src.col()[e]);
+    }
+  }
+  t->train_seen_ = SortedLists(t->num_src_, {&t->train_src_}, {&t->train_dst_});
+  t->all_seen_ = SortedLists(t->num_src_, {&t->train_src_, &t->valid_.src, &t->test_.src, &graph_src},
+                             {&t->train_dst_, &t->valid_.dst, &t->test_.dst, &graph_dst});
+
+  // Message passing sees the training links only.
+  std::vector<int64_t> src64(t->train_src_.begin(), t->train_src_.end());
+  std::vector<int64_t> dst64(t->train_dst_.begin(), t->train_dst_.end());
+  graph::CsrBuildOptions build;
+  build.deduplicate = true;
+  build.add_reverse_edges = rel.symmetric;
+  FG_ASSIGN_OR_RETURN(graph::Relation rebuilt,
+                      graph::BuildRelation(rel.src_type, rel.name, rel.dst_type, t->num_src_,
+                                           t->num_dst_, src64.data(), dst64.data(),
+                                           static_cast<int64_t>(src64.size()), nullptr, Tensor(),
+                                           build));
+  rel = std::move(rebuilt);
+
+  // Fixed evaluation negatives.
+  int split_id = 0;
+  for (EvalSet* set : {&t->valid_, &t->test_}) {
+    const int64_t n = static_cast<int64_t>(set->src.size());
+    const int q = t->eval_negatives_;
+    set->neg.assign(n * q, 0);
+    ParallelFor(0, n, [&](int64_t i) {
+      RandomStream rng(t->seed_, MixKey(kEvalNegatives, split_id, static_cast<uint64_t>(i)));
+      for (int j = 0; j < q; ++j) set->neg[i * q + j] = t->SampleNegative(t->all_seen_[set->src[i]], rng);
+    });
+    ++split_id;
+  }
+  return t;
+}
+
+int32_t LinkPredictionTask::SampleNegative(const std::vector<int32_t>& exclude,
+                                           RandomStream& rng) const {
+  int32_t d = 0;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    d = static_cast<int32_t>(rng.Below(static_cast<uint64_t>(num_dst_)));
+    if (!std::binary_search(exclude.begin(), exclude.end(), d)) break;
+  }
+  return d;
+}
+
+absl::Status LinkPredictionTask::SetOutputRows(const Tensor& roots) {
+  const int64_t lo = std::min(src_offset_, dst_offset_);
+  const int64_t hi = std::max(src_offset_ + num_src_, dst_offset_ + num_dst_);
+  std::vector<int32_t> row_of(hi - lo, -1);
+  for (int64_t r = 0; r < roots.numel(); ++r) {
+    const int64_t v = roots.i64()[r];
+    if (v >= lo && v < hi) row_of[v - lo] = static_cast<int32_t>(r);
+  }
+  auto fill = [&](int64_t offset, int64_t n, const std::string& type,
+                  std::vector<int32_t>* rows) -> absl::Status {
+    rows->assign(n, -1);
+    for (int64_t i = 0; i < n; ++i) {
+      (*rows)[i] = row_of[offset + i - lo];
+      if ((*rows)[i] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "link prediction: the model outputs no embedding for ", type, " ", i,
+            " (its last layer must have every vertex of ", src_type_, " and ", dst_type_, " as a root)"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  FG_RETURN_IF_ERROR(fill(src_offset_, num_src_, src_type_, &src_row_));
+  return fill(dst_offset_, num_dst_, dst_type_, &dst_row_);
+}
+
+ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
+  const int64_t n = num_train();
+  const int q = negatives_;
+  // Positive i is scored once per negative (pos_src/pos_dst repeat it q times).
+  std::vector<int32_t> pos_src(n * q), pos_dst(n * q), neg_src(n * q), neg_dst(n * q);
+  ParallelFor(0, n, [&](int64_t i) {
+    RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)));
+    for (int j = 0; j < q; ++j) {
+      const int64_t k = i * q + j;
+      pos_src[k] = neg_src[k] = src_row_[train_src_[i]];
+      pos_dst[k] = dst_row_[train_dst_[i]];
+      neg_dst[k] = dst_row_[SampleNegative(train_seen_[train_src_[i]], rng)];
+    }
+  });
+  ag::Var s_pos = RowDot(embeddings, Int32Tensor(pos_src), Int32Tensor(pos_dst));
+  ag::Var s_neg = RowDot(embeddings, Int32Tensor(neg_src), Int32Tensor(neg_dst));
+  if (loss_ == LossKind::kMargin) {
+    ag::Var gap = ag::AddBias(ag::Sub(s_neg, s_pos), ag::Var(Tensor::Full({1}, margin_)));
+    return ag::Mean(ag::Relu(gap));
+  }
+  ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n * q}, 1.0f));
+  ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}));
+  return ag::Scale(ag::Add(l_pos, l_neg), 0.5f);
+}
+
+std::vector<float> LinkPredictionTask::Scores(const Tensor& emb, const std::vector<int32_t>& src,
+                                              const std::vector<int32_t>& dst) const {
+  std::vector<float> s(src.size());
+  const int64_t d = emb.row_width();
+  ParallelFor(0, static_cast<int64_t>(src.size()), [&](int64_t i) {
+    const float* a = emb.f32() + static_cast<int64_t>(src_row_[src[i]]) * d;
+    const float* b = emb.f32() + static_cast<int64_t>(dst_row_[dst[i]]) * d;
+    // 16 independent partial sums: the inner loop vectorizes without reassociating a reduction.
+    float acc[16] = {};
+    int64_t j = 0;
+    for (; j + 16 <= d; j += 16) {
+      for (int l = 0; l < 16; ++l) acc[l] += a[j + l] * b[j + l];
+    }
+    for (; j < d; ++j) acc[j % 16] += a[j] * b[j];
+    float total = 0.0f;
+    for (int l = 0; l < 16; ++l) total += acc[l];
+    s[i] = total;
+  });
+  return s;
+}
+
+LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) const {
+  const int q = eval_negatives_;
+  auto auc = [&](const EvalSet& set, std::vector<float>* pos) {
+    *pos = Scores(embeddings, set.src, set.dst);
+    std::vector<int32_t> first(set.src.size());
+    for (size_t i = 0; i < first.size(); ++i) first[i] = set.neg[i * q];
+    std::vector<float> neg = Scores(embeddings, set.src, first);
+    std::vector<float> scores = *pos;
+    scores.insert(scores.end(), neg.begin(), neg.end());
+    std::vector<int> labels(pos->size(), 1);
+    labels.resize(scores.size(), 0);
+    return nn::RocAuc(scores, labels);
+  };
+  LinkPredictionMetrics m;
+  std::vector<float> pos;
+  if (!valid_.src.empty()) m.valid_auc = auc(valid_, &pos);
+  m.test_auc = auc(test_, &pos);
+  // hits@10: each test positive against all of its negatives.
+  const int64_t n = static_cast<int64_t>(test_.src.size());
+  std::vector<int32_t> rep_src(n * q);
+  for (int64_t i = 0; i < n; ++i) std::fill_n(rep_src.begin() + i * q, q, test_.src[i]);
+  const std::vector<float> neg = Scores(embeddings, rep_src, test_.neg);
+  std::vector<std::vector<float>> per_query(n);
+  for (int64_t i = 0; i < n; ++i) per_query[i].assign(neg.begin() + i * q, neg.begin() + (i + 1) * q);
+  m.test_hits_at_10 = nn::HitsAtK(pos, per_query, 10);
+  return m;
+}
+
+}  // namespace fg::runtime

@@ -1,0 +1,85 @@
+// LinkPredictionTask: the link-prediction objective and evaluation for the trainer, for models
+// whose task() is nau::Task::kLinkPrediction. A dataset's edge split of one relation (src, dst)
+// gives the positive pairs; the score of a pair is the dot product of the two endpoints' final
+// embeddings (rows of the last layer's output).
+//   - Message passing sees training edges only: Create() rebuilds the relation from its training
+//     pairs, so validation and test links are never walked or aggregated over.
+//   - Training: every epoch each training positive gets `negatives` destination vertices the source
+//     never interacted with in training, drawn from a counter-based stream keyed by (seed, epoch,
+//     pair), so the draws never depend on threads; loss "bce" (binary cross-entropy on the scores)
+//     or "margin" (mean max(0, margin - s_pos + s_neg), as in PinSage).
+//   - Evaluation: each validation/test positive gets a fixed set of `eval_negatives` destinations
+//     the source never interacted with in any split (drawn once). ROC-AUC compares every positive
+//     with its first negative (as many negatives as positives, as MAGNN evaluates); hits@10 ranks
+//     each positive against all of its negatives.
+// Options (TrainOptions::model_options): relation (the only edge split), loss (bce), margin (0.1),
+// negatives (1), eval_negatives (100). Errors name the option or the split.
+// Thread-compatible; evaluation runs parallel loops inside.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/autograd/var.h"
+#include "flexgraph/graph/dataset.h"
+#include "nau/context.h"
+#include "runtime/config.h"
+
+namespace fg::runtime {
+
+struct LinkPredictionMetrics {
+  double valid_auc = 0, test_auc = 0, test_hits_at_10 = 0;
+};
+
+class LinkPredictionTask {
+ public:
+  enum class LossKind { kBce, kMargin };
+
+  // Picks the relation, checks its split, removes the relation's non-training edges from
+  // dataset->graph and draws the evaluation negatives. `dataset` must outlive the task.
+  static absl::StatusOr<std::unique_ptr<LinkPredictionTask>> Create(graph::Dataset* dataset,
+                                                                    const TrainOptions& options);
+
+  // "src___name___dst" of the predicted relation, and its destination type.
+  const std::string& relation() const { return relation_; }
+  const std::string& dst_type() const { return dst_type_; }
+
+  // Rows of the final embeddings: `roots` holds the global vertex id (int64) of each output row.
+  // Every endpoint of the relation must have a row; the error names the first one missing.
+  absl::Status SetOutputRows(const Tensor& roots);
+
+  // Training loss of `embeddings` [rows, d] at `epoch` (fresh negatives each epoch).
+  ag::Var Loss(const ag::Var& embeddings, int epoch) const;
+  LinkPredictionMetrics Evaluate(const Tensor& embeddings) const;
+
+  int64_t num_train() const { return static_cast<int64_t>(train_src_.size()); }
+
+ private:
+  LinkPredictionTask() = default;
+  struct EvalSet {
+    std::vector<int32_t> src, dst;  // positive pairs (local ids)
+    std::vector<int32_t> neg;       // [pairs * eval_negatives] destinations (local ids)
+  };
+  int32_t SampleNegative(const std::vector<int32_t>& exclude, RandomStream& rng) const;
+  // Scores of (src, dst) local-id pairs from the embeddings (plain tensors).
+  std::vector<float> Scores(const Tensor& emb, const std::vector<int32_t>& src,
+                            const std::vector<int32_t>& dst) const;
+
+  std::string relation_, src_type_, dst_type_;
+  int64_t num_src_ = 0, num_dst_ = 0;
+  int64_t src_offset_ = 0, dst_offset_ = 0;  // global id offsets
+  uint64_t seed_ = 0;
+  LossKind loss_ = LossKind::kBce;
+  float margin_ = 0.1f;
+  int negatives_ = 1, eval_negatives_ = 100;
+  std::vector<int32_t> train_src_, train_dst_;
+  // Sorted destinations of each source: seen in training, and seen in any split.
+  std::vector<std::vector<int32_t>> train_seen_, all_seen_;
+  EvalSet valid_, test_;
+  std::vector<int32_t> src_row_, dst_row_;  // local id -> output row
+};
+
+}  // namespace fg::runtime
