@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/graph/io/file.h"
+#include "flexgraph/graph/io/npy.h"
 #include "flexgraph/nn/metrics.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "proto/checkpoint.pb.h"
@@ -137,6 +142,10 @@ absl::Status Trainer::Init() {
     return absl::InvalidArgumentError(absl::StrCat(
         "model ", options_.model, " does not predict links; dataset ", options_.dataset,
         " has no node labels, only the edge split of ", link_->relation()));
+  }
+  if (!options_.init_weights.empty()) {
+    FG_RETURN_IF_ERROR(
+        LoadInitialParameters(options_.init_weights, options_.model, model_->parameters()));
   }
   nn::OptimizerKind kind = options_.optimizer == "sgd"    ? nn::OptimizerKind::kSgd
                            : options_.optimizer == "adamw" ? nn::OptimizerKind::kAdamW
@@ -506,12 +515,24 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int start = 0;
   double best_valid = -1;
   int since_best = 0;
-  if (options_.resume) {
+  const bool have_checkpoint =
+      options_.resume &&
+      std::filesystem::exists(absl::StrCat(options_.checkpoint_dir, "/checkpoint.pb"));
+  if (options_.resume && !have_checkpoint && !options_.quiet) {
+    std::fprintf(stderr, "resume: no checkpoint in %s yet; starting at epoch 1\n",
+                 options_.checkpoint_dir.c_str());
+  }
+  if (have_checkpoint) {
     FG_RETURN_IF_ERROR(LoadCheckpoint(&r, &start));
     best_valid = r.valid_accuracy;
     since_best = start - r.best_epoch;
   }
   if (options_.explain) std::fprintf(stderr, "%s", Explain().c_str());
+  if (options_.epoch0_loss && start == 0) {
+    r.epoch0_loss = EvalLoss();
+    FG_RETURN_IF_ERROR(status());
+    if (!options_.quiet) std::fprintf(stderr, "epoch0_loss %.9g\n", r.epoch0_loss);
+  }
   int ran = 0;
   for (int epoch = start; epoch < options_.epochs; ++epoch) {
     Stopwatch watch;
@@ -688,6 +709,54 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   return absl::OkStatus();
 }
 
+std::string BaselineWeightFile(const std::string& model, const std::string& param) {
+  // "layer<l>.<rest>" -> "<model>_l<l>_<suffix>.npy" per the baselines' weights/ layout.
+  static const struct {
+    const char* model;
+    const char* rest;
+    const char* suffix;
+  } kNames[] = {{"gcn", "linear.weight", "weight"}, {"gcn", "bias", "bias"},
+                {"sage", "self.weight", "self"},    {"sage", "neigh.weight", "neigh"},
+                {"sage", "self.bias", "bias"}};
+  if (param.rfind("layer", 0) != 0) return "";
+  const size_t dot = param.find('.');
+  int layer = 0;
+  if (dot == std::string::npos || !absl::SimpleAtoi(param.substr(5, dot - 5), &layer)) return "";
+  const std::string rest = param.substr(dot + 1);
+  for (const auto& n : kNames) {
+    if (model == n.model && rest == n.rest) return absl::StrCat(model, "_l", layer, "_", n.suffix, ".npy");
+  }
+  return "";
+}
+
+absl::Status LoadInitialParameters(const std::string& dir, const std::string& model,
+                                   const std::vector<nn::NamedParameter>& params) {
+  for (const nn::NamedParameter& p : params) {
+    std::string path = graph::io::JoinPath(dir, p.name + ".npy");
+    const std::string alias = BaselineWeightFile(model, p.name);
+    if (!graph::io::PathExists(path) && !alias.empty()) path = graph::io::JoinPath(dir, alias);
+    if (!graph::io::PathExists(path)) {
+      return absl::NotFoundError(absl::StrCat(
+          "init_weights: no file for parameter ", p.name, " of model ", model, " (looked for ",
+          graph::io::JoinPath(dir, p.name + ".npy"),
+          alias.empty() ? "" : absl::StrCat(" and ", graph::io::JoinPath(dir, alias)), ")"));
+    }
+    FG_ASSIGN_OR_RETURN(Tensor t, graph::io::ReadNpy(path));
+    Tensor& value = p.var.mutable_value();
+    if (t.dtype() != DType::kFloat32 || t.shape() != value.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": shape [", absl::StrJoin(t.shape(), ","), "]", t.dtype() != DType::kFloat32 ? " (not float32)" : "",
+          " does not match parameter ", p.name, " of shape [", absl::StrJoin(value.shape(), ","), "]"));
+    }
+    if (value.device() == Device::kCpu) {
+      std::memcpy(value.f32(), t.f32(), value.nbytes());
+    } else {
+      value = t.To(value.device());
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string SummaryJson(const TrainResult& r) {
   auto num = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.10g", v) : std::string("null"); };
   auto list = [&](const std::vector<double>& v) {
@@ -710,6 +779,7 @@ std::string SummaryJson(const TrainResult& r) {
   absl::StrAppend(&j, "  \"seed\": ", r.seed, ",\n");
   absl::StrAppend(&j, "  \"best_epoch\": ", r.best_epoch, ",\n");
   absl::StrAppend(&j, "  \"final_loss\": ", num(r.final_loss), ",\n");
+  absl::StrAppend(&j, "  \"epoch0_loss\": ", num(r.epoch0_loss), ",\n");
   absl::StrAppend(&j, "  \"train_accuracy\": ", num(r.train_accuracy), ",\n");
   absl::StrAppend(&j, "  \"valid_accuracy\": ", num(r.valid_accuracy), ",\n");
   absl::StrAppend(&j, "  \"test_accuracy\": ", num(r.test_accuracy), ",\n");

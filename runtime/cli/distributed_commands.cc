@@ -1,0 +1,191 @@
+// `flexgraph launch`, `flexgraph coordinator` and `flexgraph worker`: distributed training.
+// The train flags follow `--` (an optional leading `train` is accepted).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/cli/commands.h"
+#include "runtime/cli/flags.h"
+#include "runtime/cli/train_flags.h"
+#include "runtime/coordinator.h"
+#include "runtime/launcher.h"
+#include "runtime/worker.h"
+
+namespace fg::cli {
+namespace {
+
+int UsageError(const FlagSet& flags, const std::string& message) {
+  std::fprintf(stderr, "flexgraph %s\n\n%s", message.c_str(), flags.Usage().c_str());
+  return 2;
+}
+
+// Parses the train flags after `--`.
+absl::StatusOr<runtime::TrainOptions> PassthroughTrainOptions(const FlagSet& flags) {
+  std::vector<std::string> args = flags.passthrough();
+  if (!args.empty() && args[0] == "train") args.erase(args.begin());
+  FlagSet train("train", "");
+  AddTrainFlags(&train);
+  if (auto s = train.Parse(args); !s.ok()) return s;
+  return TrainOptionsFromFlags(train);
+}
+
+std::string TokenFrom(const FlagSet& flags) {
+  if (flags.IsSet("token")) return flags.Get("token");
+  const char* env = std::getenv("FG_RUN_TOKEN");
+  return env ? env : "";
+}
+
+int Launch(const std::vector<std::string>& args) {
+  FlagSet flags("launch", "Starts a distributed run: a coordinator and --workers workers, as local "
+                          "processes or over ssh on the hosts of --hosts. Train flags follow '--'.");
+  flags.AddString("workers", "2", "number of worker processes");
+  flags.AddString("hosts", "", "file with one host per line (workers start there over ssh)");
+  flags.AddString("log_dir", "", "directory for one log per process (default: a new temp dir)");
+  flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
+  flags.AddString("partition", "metis", "hash, range, metis or balanced");
+  flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
+  flags.AddBool("restart_on_failure", false, "restart a failed run from its last checkpoint");
+  flags.AddString("max_restarts", "3", "restarts allowed with --restart_on_failure");
+  flags.AddBool("quiet", false, "do not echo worker 0's log");
+  if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("launch: ", s.message()));
+  if (flags.help_requested()) {
+    std::printf("%s\nexample: flexgraph launch --workers 2 -- train --model gcn\n", flags.Usage().c_str());
+    return 0;
+  }
+  runtime::LaunchOptions o;
+  auto workers = flags.GetInt("workers");
+  auto restarts = flags.GetInt("max_restarts");
+  auto timeout = flags.GetDouble("heartbeat_timeout");
+  if (!workers.ok()) return UsageError(flags, absl::StrCat("launch: ", workers.status().message()));
+  if (!restarts.ok()) return UsageError(flags, absl::StrCat("launch: ", restarts.status().message()));
+  if (!timeout.ok()) return UsageError(flags, absl::StrCat("launch: ", timeout.status().message()));
+  if (*workers < 1) return UsageError(flags, "launch: --workers must be positive");
+  // Validate the train flags here, before starting anything.
+  if (auto t = PassthroughTrainOptions(flags); !t.ok()) {
+    std::fprintf(stderr, "flexgraph launch: %s\n", std::string(t.status().message()).c_str());
+    return 2;
+  }
+  o.workers = static_cast<int>(*workers);
+  o.max_restarts = static_cast<int>(*restarts);
+  o.heartbeat_timeout_seconds = *timeout;
+  o.hosts_file = flags.Get("hosts");
+  o.log_dir = flags.Get("log_dir");
+  o.partition = flags.Get("partition");
+  o.exchange = flags.Get("exchange");
+  o.restart_on_failure = flags.GetBool("restart_on_failure");
+  o.quiet = flags.GetBool("quiet");
+  o.train_args = flags.passthrough();
+  if (!o.train_args.empty() && o.train_args[0] == "train") o.train_args.erase(o.train_args.begin());
+  return runtime::Launch(o);
+}
+
+int Coordinator(const std::vector<std::string>& args) {
+  FlagSet flags("coordinator", "Runs the coordinator of a distributed run (started by 'launch'). "
+                               "Train flags follow '--'.");
+  flags.AddString("workers", "1", "number of workers");
+  flags.AddString("host", "127.0.0.1", "interface to listen on");
+  flags.AddString("port", "0", "port (0: ephemeral)");
+  flags.AddString("port_file", "", "write the port here once listening");
+  flags.AddString("token", "", "run token (default: $FG_RUN_TOKEN)");
+  flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
+  flags.AddString("partition", "metis", "hash, range, metis or balanced");
+  flags.AddString("plan", "", "a saved partition plan (flexgraph partition) instead of --partition");
+  if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("coordinator: ", s.message()));
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
+  auto train = PassthroughTrainOptions(flags);
+  if (!train.ok()) {
+    std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(train.status().message()).c_str());
+    return 2;
+  }
+  runtime::CoordinatorOptions o;
+  auto workers = flags.GetInt("workers");
+  auto port = flags.GetInt("port");
+  auto timeout = flags.GetDouble("heartbeat_timeout");
+  if (!workers.ok() || !port.ok() || !timeout.ok()) {
+    return UsageError(flags, "coordinator: --workers, --port and --heartbeat_timeout take numbers");
+  }
+  o.workers = static_cast<int>(*workers);
+  o.port = static_cast<int>(*port);
+  o.host = flags.Get("host");
+  o.heartbeat_timeout_seconds = *timeout;
+  o.partition_method = flags.Get("partition");
+  o.plan_file = flags.Get("plan");
+  o.token = TokenFrom(flags);
+  if (o.token.empty()) return UsageError(flags, "coordinator: no run token (--token or $FG_RUN_TOKEN)");
+  auto c = runtime::Coordinator::Start(o, *train);
+  if (!c.ok()) {
+    std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(c.status().message()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "coordinator: listening on %s:%d for %d workers\n", o.host.c_str(),
+               (*c)->port(), o.workers);
+  if (flags.IsSet("port_file")) {
+    const std::string tmp = flags.Get("port_file") + ".tmp";
+    { std::ofstream(tmp) << (*c)->port() << "\n"; }
+    std::rename(tmp.c_str(), flags.Get("port_file").c_str());
+  }
+  absl::Status s = (*c)->Wait();
+  if (!s.ok()) {
+    std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "coordinator: run finished\n");
+  return 0;
+}
+
+int Worker(const std::vector<std::string>& args) {
+  FlagSet flags("worker", "Runs one worker of a distributed run (started by 'launch', or by a "
+                          "scheduler: the rank comes from SLURM_PROCID or OMPI_COMM_WORLD_RANK). "
+                          "Train flags follow '--'.");
+  flags.AddString("coordinator", "", "coordinator address host:port");
+  flags.AddString("token", "", "run token (default: $FG_RUN_TOKEN)");
+  flags.AddString("host", "127.0.0.1", "interface the worker listens on");
+  flags.AddString("advertise", "", "host name peers use to reach this worker");
+  flags.AddString("rank", "-1", "requested rank (-1: from the environment or any)");
+  flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
+  flags.AddString("register_timeout", "300", "seconds to wait for the coordinator and the other workers");
+  if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("worker: ", s.message()));
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
+  auto train = PassthroughTrainOptions(flags);
+  if (!train.ok()) {
+    std::fprintf(stderr, "flexgraph worker: %s\n", std::string(train.status().message()).c_str());
+    return 2;
+  }
+  runtime::WorkerOptions o;
+  o.coordinator = flags.Get("coordinator");
+  o.token = TokenFrom(flags);
+  o.host = flags.Get("host");
+  o.advertise_host = flags.Get("advertise");
+  auto rank = flags.GetInt("rank");
+  if (!rank.ok()) return UsageError(flags, "worker: --rank takes an integer");
+  o.rank_hint = static_cast<int>(*rank);
+  auto reg = flags.GetDouble("register_timeout");
+  if (!reg.ok() || *reg <= 0) return UsageError(flags, "worker: --register_timeout takes a positive number");
+  o.register_timeout_seconds = *reg;
+  if (!runtime::ParseExchangeMode(flags.Get("exchange"), &o.exchange)) {
+    return UsageError(flags, "worker: --exchange takes auto, rows or partial");
+  }
+  if (o.coordinator.empty()) return UsageError(flags, "worker: --coordinator is required");
+  if (o.token.empty()) return UsageError(flags, "worker: no run token (--token or $FG_RUN_TOKEN)");
+  auto r = runtime::RunWorker(o, *train);
+  if (!r.ok()) {
+    std::fprintf(stderr, "flexgraph worker: %s\n", std::string(r.status().message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+CommandRegistrar launch_command("launch", "run distributed training (coordinator + workers)", Launch);
+CommandRegistrar coordinator_command("coordinator", "run the coordinator of a distributed run",
+                                     Coordinator);
+CommandRegistrar worker_command("worker", "run one worker of a distributed run", Worker);
+
+}  // namespace
+}  // namespace fg::cli

@@ -1,0 +1,289 @@
+#include "runtime/coordinator.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+#include "partition/plan.h"
+#include "proto/flexgraph.grpc.pb.h"
+#include "runtime/grpc_communicator.h"
+#include "runtime/trainer.h"
+
+namespace fg::runtime {
+
+class Coordinator::Impl final : public flexgraph::Coordinator::Service {
+ public:
+  Impl(CoordinatorOptions options, TrainOptions train)
+      : options_(std::move(options)), train_(std::move(train)) {}
+
+  absl::Status Init() {
+    FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset, {.split = train_.split}));
+    partition::PartitionPlan plan;
+    if (!options_.plan_file.empty()) {
+      FG_ASSIGN_OR_RETURN(plan, partition::LoadPlan(options_.plan_file));
+      FG_RETURN_IF_ERROR(partition::CheckPlanMatches(plan, ds));
+      if (plan.num_parts != options_.workers) {
+        return absl::InvalidArgumentError(absl::StrCat(options_.plan_file, ": plan has ",
+                                                       plan.num_parts, " parts for ",
+                                                       options_.workers, " workers"));
+      }
+    } else {
+      FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
+      partition::WorkloadOptions wl{.model = train_.model, .hidden = train_.hidden,
+                                    .layers = train_.layers, .heads = train_.heads,
+                                    .seed = train_.seed, .target_type = train_.target_type,
+                                    .options = train_.model_options};
+      auto cost = partition::CostModel::Create(ds, wl, partition::CostCoefficients{});
+      if (!cost.ok()) {  // a model without a cost description: partition as for GCN
+        wl = partition::WorkloadOptions{};
+        FG_ASSIGN_OR_RETURN(cost, partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
+      }
+      FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, *cost,
+                                                     {.num_parts = options_.workers,
+                                                      .method = method,
+                                                      .seed = train_.seed}));
+    }
+    owners_ = plan.owners;
+    summary_ = plan.stats.ToTable();
+    std::fprintf(stderr, "coordinator: %s partition into %d parts, imbalance %.3f, edge cut %lld\n",
+                 partition::MethodName(plan.method), plan.num_parts, plan.stats.imbalance,
+                 static_cast<long long>(plan.stats.edge_cut));
+    peers_.assign(options_.workers, "");
+    last_beat_.assign(options_.workers, 0.0);
+    finals_.assign(options_.workers, false);
+    worker_metrics_.assign(options_.workers, flexgraph::MetricsRequest());
+
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(absl::StrCat(options_.host, ":", options_.port),
+                             grpc::InsecureServerCredentials(), &port_);
+    builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+    builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("coordinator: cannot listen on ", options_.host, ":", options_.port));
+    }
+    monitor_ = std::thread([this] { Monitor(); });
+    return absl::OkStatus();
+  }
+
+  ~Impl() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (monitor_.joinable()) monitor_.join();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+
+  int port() const { return port_; }
+
+  absl::Status Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !failure_.ok() || AllFinal(); });
+    if (!failure_.ok()) return failure_;
+    if (!train_.summary_json.empty()) {
+      // Rank 0's summary plus every worker's traffic and time split.
+      std::string json = worker_metrics_[0].summary_json();
+      const size_t close = json.rfind('}');
+      if (close == std::string::npos) {
+        return absl::DataLossError("worker 0 reported no summary");
+      }
+      std::string workers = ",\n  \"world_size\": " + std::to_string(options_.workers) +
+                            ",\n  \"workers\": [";
+      double bytes_total = 0;
+      for (int r = 0; r < options_.workers; ++r) {
+        const auto& m = worker_metrics_[r];
+        const int epochs = std::max(1, m.epochs());
+        bytes_total += m.bytes_features() + m.bytes_partials() + m.bytes_gradients() + m.bytes_allreduce();
+        absl::StrAppend(&workers, r ? ",\n    " : "\n    ", "{\"rank\": ", r,
+                        ", \"bytes_features_per_epoch\": ", m.bytes_features() / epochs,
+                        ", \"bytes_partials_per_epoch\": ", m.bytes_partials() / epochs,
+                        ", \"bytes_gradients_per_epoch\": ", m.bytes_gradients() / epochs,
+                        ", \"bytes_allreduce_per_epoch\": ", m.bytes_allreduce() / epochs,
+                        ", \"compute_seconds\": ", m.compute_seconds(),
+                        ", \"wait_seconds\": ", m.wait_seconds(), ", \"overlap\": ", m.overlap(), "}");
+      }
+      absl::StrAppend(&workers, "\n  ],\n  \"bytes_total\": ", bytes_total, "\n");
+      json = json.substr(0, close);
+      while (!json.empty() && (json.back() == '\n' || json.back() == ' ')) json.pop_back();
+      json += workers + "}\n";
+      FG_RETURN_IF_ERROR(WriteFileAtomically(train_.summary_json, json));
+    }
+    return absl::OkStatus();
+  }
+
+  // --- service ---------------------------------------------------------------------------------
+  grpc::Status Register(grpc::ServerContext* ctx, const flexgraph::RegisterRequest* req,
+                        flexgraph::RegisterReply* reply) override {
+    if (!Authorized(*ctx)) return Unauthorized();
+    std::unique_lock<std::mutex> lock(mu_);
+    int rank = req->rank_hint();
+    if (rank < 0 || rank >= options_.workers || !peers_[rank].empty()) {
+      rank = -1;
+      for (int r = 0; r < options_.workers && rank < 0; ++r) {
+        if (peers_[r].empty()) rank = r;
+      }
+    }
+    if (rank < 0) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("all ", options_.workers, " worker slots are taken"));
+    }
+    peers_[rank] = req->address();
+    last_beat_[rank] = clock_.Seconds();
+    ++registered_;
+    std::fprintf(stderr, "coordinator: worker %d registered from %s (pid %lld)\n", rank,
+                 req->address().c_str(), static_cast<long long>(req->pid()));
+    cv_.notify_all();
+    const bool all = cv_.wait_for(
+        lock, std::chrono::duration<double>(options_.register_timeout_seconds),
+        [&] { return registered_ == options_.workers || !failure_.ok(); });
+    if (!all || !failure_.ok()) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          absl::StrCat("only ", registered_, " of ", options_.workers,
+                                       " workers registered"));
+    }
+    reply->set_rank(rank);
+    reply->set_world_size(options_.workers);
+    for (const auto& p : peers_) reply->add_peers(p);
+    for (int32_t o : owners_) reply->add_owners(o);
+    reply->set_partition_summary(summary_);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const flexgraph::HeartbeatRequest* req,
+                         flexgraph::HeartbeatReply* reply) override {
+    if (!Authorized(*ctx)) return Unauthorized();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (req->rank() >= 0 && req->rank() < options_.workers) last_beat_[req->rank()] = clock_.Seconds();
+    if (!failure_.ok()) {
+      reply->set_stop(true);
+      reply->set_reason(std::string(failure_.message()));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Barrier(grpc::ServerContext* ctx, const flexgraph::BarrierRequest*,
+                       flexgraph::BarrierReply*) override {
+    if (!Authorized(*ctx)) return Unauthorized();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReportMetrics(grpc::ServerContext* ctx, const flexgraph::MetricsRequest* req,
+                             flexgraph::MetricsReply*) override {
+    if (!Authorized(*ctx)) return Unauthorized();
+    std::lock_guard<std::mutex> lock(mu_);
+    const int r = req->rank();
+    if (r < 0 || r >= options_.workers) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank out of range");
+    }
+    if (!req->error().empty()) {
+      Fail(absl::AbortedError(absl::StrCat("worker ", r, " (", peers_[r], ") failed: ", req->error())));
+    } else if (req->final()) {
+      worker_metrics_[r] = *req;
+      finals_[r] = true;
+      last_beat_[r] = 1e300;  // finished: no more heartbeats expected
+    }
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext* ctx, const flexgraph::ShutdownRequest* req,
+                        flexgraph::ShutdownReply*) override {
+    if (!Authorized(*ctx)) return Unauthorized();
+    std::lock_guard<std::mutex> lock(mu_);
+    Fail(absl::CancelledError(absl::StrCat("shutdown requested: ", req->reason())));
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+ private:
+  bool Authorized(const grpc::ServerContext& ctx) const {
+    auto it = ctx.client_metadata().find(kTokenMetadata);
+    return it != ctx.client_metadata().end() &&
+           std::string(it->second.data(), it->second.size()) == options_.token;
+  }
+  static grpc::Status Unauthorized() {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
+  }
+  bool AllFinal() const {
+    for (bool f : finals_) {
+      if (!f) return false;
+    }
+    return true;
+  }
+  void Fail(const absl::Status& s) {  // mu_ held
+    if (failure_.ok()) {
+      failure_ = s;
+      std::fprintf(stderr, "coordinator: %s\n", std::string(s.message()).c_str());
+    }
+  }
+
+  // Stops the run when a registered worker misses its heartbeats.
+  void Monitor() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+      const double now = clock_.Seconds();
+      for (int r = 0; r < options_.workers; ++r) {
+        if (peers_[r].empty() || finals_[r]) continue;
+        if (now - last_beat_[r] > options_.heartbeat_timeout_seconds) {
+          Fail(absl::UnavailableError(absl::StrCat(
+              "worker ", r, " (", peers_[r], ") missed heartbeats for ",
+              static_cast<int>(now - last_beat_[r]), " s: presumed dead")));
+          cv_.notify_all();
+        }
+      }
+      if (registered_ < options_.workers && now > options_.register_timeout_seconds) {
+        Fail(absl::DeadlineExceededError(absl::StrCat("only ", registered_, " of ",
+                                                      options_.workers, " workers registered within ",
+                                                      options_.register_timeout_seconds, " s")));
+        cv_.notify_all();
+      }
+    }
+  }
+
+  CoordinatorOptions options_;
+  TrainOptions train_;
+  std::vector<int32_t> owners_;
+  std::string summary_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  Stopwatch clock_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> peers_;
+  std::vector<double> last_beat_;
+  std::vector<bool> finals_;
+  std::vector<flexgraph::MetricsRequest> worker_metrics_;
+  int registered_ = 0;
+  absl::Status failure_;
+  bool done_ = false;
+  std::thread monitor_;
+};
+
+Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Coordinator::~Coordinator() = default;
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options,
+                                                                const TrainOptions& train) {
+  if (options.workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("workers must be positive, got ", options.workers));
+  }
+  auto impl = std::make_unique<Impl>(options, train);
+  FG_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
+}
+
+int Coordinator::port() const { return impl_->port(); }
+absl::Status Coordinator::Wait() { return impl_->Wait(); }
+
+}  // namespace fg::runtime

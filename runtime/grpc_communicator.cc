@@ -1,0 +1,222 @@
+#include "runtime/grpc_communicator.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/timer.h"
+#include "proto/flexgraph.grpc.pb.h"
+
+namespace fg::runtime {
+
+// Assembles chunked messages into the mailbox; rejects calls without the token.
+class WorkerServer::Service final : public flexgraph::Worker::Service {
+ public:
+  Service(std::string token, std::shared_ptr<Mailbox> mailbox)
+      : token_(std::move(token)), mailbox_(std::move(mailbox)) {}
+
+  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<flexgraph::Chunk>* reader,
+                    flexgraph::PushReply*) override {
+    if (!Authorized(*context)) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
+    }
+    flexgraph::Chunk chunk;
+    std::map<std::pair<int, uint64_t>, std::string> partial;
+    while (reader->Read(&chunk)) {
+      const auto key = std::make_pair(chunk.src(), chunk.tag());
+      std::string& buf = partial[key];
+      buf.append(chunk.payload());
+      if (chunk.index() + 1 == chunk.count()) {
+        mailbox_->Put(chunk.src(), chunk.tag(), std::move(buf));
+        partial.erase(key);
+      }
+    }
+    if (!partial.empty()) {
+      return grpc::Status(grpc::StatusCode::DATA_LOSS, "stream ended inside a message");
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext* context, const flexgraph::ShutdownRequest* request,
+                        flexgraph::ShutdownReply*) override {
+    if (!Authorized(*context)) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
+    }
+    mailbox_->Abort(absl::CancelledError(absl::StrCat("shutdown: ", request->reason())));
+    return grpc::Status::OK;
+  }
+
+ private:
+  bool Authorized(const grpc::ServerContext& context) const {
+    auto it = context.client_metadata().find(kTokenMetadata);
+    return it != context.client_metadata().end() &&
+           std::string(it->second.data(), it->second.size()) == token_;
+  }
+  std::string token_;
+  std::shared_ptr<Mailbox> mailbox_;
+};
+
+absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const std::string& host,
+                                                                  int port,
+                                                                  const std::string& token) {
+  std::unique_ptr<WorkerServer> s(new WorkerServer());
+  s->mailbox_ = std::make_shared<Mailbox>();
+  s->service_ = std::make_unique<Service>(token, s->mailbox_);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(),
+                           &s->port_);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  builder.RegisterService(s->service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
+  }
+  return s;
+}
+
+WorkerServer::~WorkerServer() { Shutdown(); }
+
+void WorkerServer::Shutdown() {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_.reset();
+  }
+}
+
+namespace {
+
+class GrpcCommunicator : public Communicator {
+ public:
+  GrpcCommunicator(int rank, std::vector<std::string> peers, std::string token,
+                   WorkerServer* server)
+      : rank_(rank), peers_(std::move(peers)), token_(std::move(token)), server_(server) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+    args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+    senders_.resize(peers_.size());
+    for (size_t p = 0; p < peers_.size(); ++p) {
+      if (static_cast<int>(p) == rank_) continue;
+      auto channel =
+          grpc::CreateCustomChannel(peers_[p], grpc::InsecureChannelCredentials(), args);
+      senders_[p] = std::make_unique<Sender>();
+      senders_[p]->stub = flexgraph::Worker::NewStub(channel);
+      senders_[p]->thread = std::thread([this, p] { SendLoop(static_cast<int>(p)); });
+    }
+  }
+
+  ~GrpcCommunicator() override {
+    for (auto& s : senders_) {
+      if (!s) continue;
+      {
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->closing = true;
+      }
+      s->cv.notify_all();
+    }
+    for (auto& s : senders_) {
+      if (s && s->thread.joinable()) s->thread.join();
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(peers_.size()); }
+
+  void Send(int peer, uint64_t tag, std::string payload) override {
+    CountSent(tag, payload.size());
+    Sender& s = *senders_[peer];
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.queue.push_back({tag, std::move(payload)});
+    }
+    s.cv.notify_all();
+  }
+
+  absl::StatusOr<std::string> Recv(int peer, uint64_t tag) override {
+    Stopwatch w;
+    auto r = server_->mailbox().Take(peer, tag, timeout());
+    CountWait(w.Seconds());
+    if (!r.ok() && r.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      return absl::DeadlineExceededError(absl::StrCat(r.status().message(), " (worker ", peer,
+                                                      " at ", peers_[peer], ")"));
+    }
+    return r;
+  }
+
+  void Abort(const absl::Status& status) override { server_->mailbox().Abort(status); }
+
+ private:
+  struct Sender {
+    std::unique_ptr<flexgraph::Worker::Stub> stub;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::pair<uint64_t, std::string>> queue;
+    bool closing = false;
+    std::thread thread;
+  };
+
+  // Drains the queue for `peer`: all queued messages go out on one Push call.
+  void SendLoop(int peer) {
+    Sender& s = *senders_[peer];
+    while (true) {
+      std::deque<std::pair<uint64_t, std::string>> batch;
+      {
+        std::unique_lock<std::mutex> lock(s.mu);
+        s.cv.wait(lock, [&] { return s.closing || !s.queue.empty(); });
+        if (s.queue.empty() && s.closing) return;
+        batch.swap(s.queue);
+      }
+      grpc::ClientContext context;
+      context.AddMetadata(kTokenMetadata, token_);
+      context.set_deadline(std::chrono::system_clock::now() + timeout());
+      flexgraph::PushReply reply;
+      auto writer = s.stub->Push(&context, &reply);
+      bool ok = true;
+      for (auto& [tag, payload] : batch) {
+        const size_t n = payload.size();
+        const int count = static_cast<int>(std::max<size_t>(1, (n + kMaxChunkBytes - 1) / kMaxChunkBytes));
+        for (int i = 0; i < count && ok; ++i) {
+          flexgraph::Chunk chunk;
+          chunk.set_src(rank_);
+          chunk.set_tag(tag);
+          chunk.set_index(i);
+          chunk.set_count(count);
+          const size_t lo = static_cast<size_t>(i) * kMaxChunkBytes;
+          chunk.set_payload(payload.substr(lo, std::min(kMaxChunkBytes, n - std::min(n, lo))));
+          ok = writer->Write(chunk);
+        }
+        if (!ok) break;
+      }
+      writer->WritesDone();
+      grpc::Status status = writer->Finish();
+      if (!status.ok()) {
+        Abort(absl::UnavailableError(absl::StrCat("cannot send to worker ", peer, " at ",
+                                                  peers_[peer], ": ", status.error_message())));
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.queue.clear();
+        if (s.closing) return;
+      }
+    }
+  }
+
+  int rank_;
+  std::vector<std::string> peers_;
+  std::string token_;
+  WorkerServer* server_;
+  std::vector<std::unique_ptr<Sender>> senders_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
+                                                   const std::string& token,
+                                                   WorkerServer* server) {
+  return std::make_unique<GrpcCommunicator>(rank, std::move(peers), token, server);
+}
+
+}  // namespace fg::runtime

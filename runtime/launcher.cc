@@ -1,0 +1,309 @@
+#include "runtime/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace fg::runtime {
+namespace {
+
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal = sig; }
+
+struct Child {
+  std::string name;  // "coordinator" or "worker 3"
+  pid_t pid = -1;
+  std::string log;
+  bool exited = false;
+  int status = 0;
+};
+
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "flexgraph";
+  buf[n] = '\0';
+  return buf;
+}
+
+// Starts argv with stdout and stderr appended to `log`; the child dies with the launcher.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log,
+            const std::vector<std::string>& env) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  setpgid(0, 0);  // terminal signals go to the launcher, which forwards them
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  for (const std::string& kv : env) putenv(strdup(kv.c_str()));
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  std::fprintf(stderr, "cannot execute %s: %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+
+std::string Describe(const Child& c) {
+  std::string how = WIFSIGNALED(c.status)
+                        ? absl::StrCat("was killed by signal ", WTERMSIG(c.status))
+                        : absl::StrCat("exited with status ", WEXITSTATUS(c.status));
+  return absl::StrCat(c.name, " (pid ", c.pid, ") ", how, "; log: ", c.log);
+}
+
+std::string Tail(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string l; std::getline(in, l);) all.push_back(l);
+  std::string out;
+  for (size_t i = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += "  | " + all[i] + "\n";
+  }
+  return out;
+}
+
+void StopAll(std::vector<Child>& children) {
+  for (Child& c : children) {
+    if (!c.exited && c.pid > 0) kill(c.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all = true;
+    for (Child& c : children) {
+      if (c.exited) continue;
+      if (waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.exited = true;
+      } else {
+        all = false;
+      }
+    }
+    if (all) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (Child& c : children) {
+    if (!c.exited) {
+      kill(c.pid, SIGKILL);
+      waitpid(c.pid, &c.status, 0);
+      c.exited = true;
+    }
+  }
+}
+
+// Copies new lines of `path` to stderr until `stop`.
+void Follow(const std::string& path, const std::atomic<bool>& stop) {
+  std::ifstream in;
+  std::string line;
+  while (!stop.load()) {
+    if (!in.is_open()) in.open(path);
+    if (in.is_open()) {
+      while (std::getline(in, line)) std::fprintf(stderr, "%s\n", line.c_str());
+      in.clear();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (in.is_open()) {
+    while (std::getline(in, line)) std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+bool HasFlag(const std::vector<std::string>& args, const std::string& flag) {
+  for (const std::string& a : args) {
+    if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
+// One attempt: 0 on success, 1 on failure, 128 + signal when interrupted.
+int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
+            const std::string& log_dir, int attempt) {
+  const std::string exe = SelfExe();
+  const std::string token = NewToken();
+  const std::vector<std::string> env = {"FG_RUN_TOKEN=" + token};
+  std::vector<std::string> hosts;
+  if (!o.hosts_file.empty()) {
+    std::ifstream in(o.hosts_file);
+    for (std::string h; std::getline(in, h);) {
+      h.erase(0, h.find_first_not_of(" \t"));
+      if (!h.empty() && h[0] != '#') hosts.push_back(h.substr(0, h.find_first_of(" \t")));
+    }
+    if (hosts.empty()) {
+      std::fprintf(stderr, "flexgraph launch: %s: no hosts listed\n", o.hosts_file.c_str());
+      return 1;
+    }
+  }
+  const std::string suffix = attempt > 0 ? absl::StrCat(".restart", attempt) : "";
+  const std::string port_file = absl::StrCat(log_dir, "/coordinator.port", suffix);
+  std::filesystem::remove(port_file);
+  std::vector<Child> children;
+  std::vector<std::string> coord = {exe, "coordinator", "--workers", std::to_string(o.workers),
+                                    "--port", "0", "--port_file", port_file,
+                                    "--heartbeat_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
+                                    "--partition", o.partition,
+                                    "--host", hosts.empty() ? "127.0.0.1" : "0.0.0.0", "--"};
+  coord.insert(coord.end(), train_args.begin(), train_args.end());
+  Child c{"coordinator", -1, absl::StrCat(log_dir, "/coordinator", suffix, ".log")};
+  c.pid = Spawn(coord, c.log, env);
+  children.push_back(c);
+  // Wait for the coordinator's port.
+  int port = 0;
+  for (int i = 0; i < 6000 && port == 0; ++i) {
+    std::ifstream pf(port_file);
+    if (pf >> port) break;
+    port = 0;
+    int st;
+    if (waitpid(children[0].pid, &st, WNOHANG) == children[0].pid) {
+      children[0].exited = true;
+      children[0].status = st;
+      std::fprintf(stderr, "flexgraph launch: %s\n%s", Describe(children[0]).c_str(),
+                   Tail(children[0].log, 20).c_str());
+      return 1;
+    }
+    if (g_signal.load()) {
+      StopAll(children);
+      return 128 + g_signal.load();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (port == 0) {
+    StopAll(children);
+    std::fprintf(stderr, "flexgraph launch: the coordinator did not start; log: %s\n", children[0].log.c_str());
+    return 1;
+  }
+  char host[256] = "127.0.0.1";
+  if (!hosts.empty()) gethostname(host, sizeof(host));
+  for (int r = 0; r < o.workers; ++r) {
+    std::vector<std::string> w = {exe, "worker", "--coordinator", absl::StrCat(host, ":", port),
+                                  "--rank", std::to_string(r), "--exchange", o.exchange, "--"};
+    w.insert(w.end(), train_args.begin(), train_args.end());
+    Child wc{absl::StrCat("worker ", r), -1, absl::StrCat(log_dir, "/worker-", r, suffix, ".log")};
+    if (!hosts.empty()) {
+      const std::string& h = hosts[r % hosts.size()];
+      w[0] = exe;
+      std::vector<std::string> quoted;
+      for (const std::string& a : w) quoted.push_back("'" + a + "'");
+      const std::string remote =
+          absl::StrCat("cd '", std::filesystem::current_path().string(), "' && FG_RUN_TOKEN=", token,
+                       " ", absl::StrJoin(quoted, " "), " --host 0.0.0.0 --advertise ", h);
+      wc.pid = Spawn({"/usr/bin/ssh", "-o", "BatchMode=yes", h, remote}, wc.log, {});
+    } else {
+      wc.pid = Spawn(w, wc.log, env);
+    }
+    children.push_back(wc);
+  }
+  std::fprintf(stderr, "flexgraph launch: coordinator on port %d, %d workers; logs in %s\n", port,
+               o.workers, log_dir.c_str());
+  std::atomic<bool> stop_follow{false};
+  std::thread follow;
+  if (!o.quiet) follow = std::thread([&] { Follow(children[1].log, stop_follow); });
+  int rc = 0;
+  while (true) {
+    if (g_signal.load()) {
+      std::fprintf(stderr, "flexgraph launch: signal %d: stopping all processes\n", g_signal.load());
+      StopAll(children);
+      rc = 128 + g_signal.load();
+      break;
+    }
+    bool all_done = true;
+    const Child* failed = nullptr;
+    for (Child& ch : children) {
+      if (!ch.exited && waitpid(ch.pid, &ch.status, WNOHANG) == ch.pid) ch.exited = true;
+      if (!ch.exited) all_done = false;
+      if (ch.exited && !(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0) && failed == nullptr) {
+        failed = &ch;
+      }
+    }
+    if (failed != nullptr) {
+      const std::string what = Describe(*failed);
+      StopAll(children);
+      std::fprintf(stderr, "flexgraph launch: %s\n%s", what.c_str(), Tail(failed->log, 15).c_str());
+      rc = 1;
+      break;
+    }
+    if (all_done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  stop_follow = true;
+  if (follow.joinable()) follow.join();
+  return rc;
+}
+
+}  // namespace
+
+std::string NewToken() {
+  unsigned char bytes[16] = {};
+  std::ifstream rnd("/dev/urandom", std::ios::binary);
+  rnd.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  std::string hex;
+  for (unsigned char b : bytes) absl::StrAppend(&hex, absl::Hex(b, absl::kZeroPad2));
+  return hex;
+}
+
+int Launch(const LaunchOptions& o) {
+  if (o.workers < 1) {
+    std::fprintf(stderr, "flexgraph launch: --workers must be positive, got %d\n", o.workers);
+    return 2;
+  }
+  std::string log_dir = o.log_dir;
+  if (log_dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = absl::StrCat(tmp ? tmp : "/tmp", "/flexgraph-run-XXXXXX");
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) {
+      std::fprintf(stderr, "flexgraph launch: cannot create a log directory under %s\n", tmp ? tmp : "/tmp");
+      return 1;
+    }
+    log_dir = buf.data();
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(log_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "flexgraph launch: %s: %s\n", log_dir.c_str(), ec.message().c_str());
+      return 1;
+    }
+  }
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::vector<std::string> args = o.train_args;
+  for (int attempt = 0;; ++attempt) {
+    const int rc = RunOnce(o, args, log_dir, attempt);
+    if (rc == 0 || rc > 128 || !o.restart_on_failure || attempt >= o.max_restarts) {
+      if (rc == 0) std::fprintf(stderr, "flexgraph launch: all %d workers finished; logs in %s\n", o.workers, log_dir.c_str());
+      return rc;
+    }
+    if (!HasFlag(args, "--checkpoint_dir")) {
+      std::fprintf(stderr, "flexgraph launch: --restart_on_failure needs --checkpoint_dir and "
+                           "--checkpoint_every in the train flags\n");
+      return rc;
+    }
+    if (!HasFlag(args, "--resume")) args.push_back("--resume");
+    std::fprintf(stderr, "flexgraph launch: restarting from the last checkpoint (attempt %d of %d)\n",
+                 attempt + 1, o.max_restarts);
+  }
+}
+
+}  // namespace fg::runtime

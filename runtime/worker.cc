@@ -1,0 +1,133 @@
+#include "runtime/worker.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+#include "proto/flexgraph.grpc.pb.h"
+#include "runtime/grpc_communicator.h"
+
+namespace fg::runtime {
+namespace {
+
+void WithToken(grpc::ClientContext* ctx, const std::string& token, double deadline_seconds) {
+  ctx->AddMetadata(kTokenMetadata, token);
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(static_cast<int64_t>(deadline_seconds * 1000)));
+}
+
+}  // namespace
+
+int RankFromEnvironment() {
+  for (const char* var : {"FG_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(var);
+    int r;
+    if (v != nullptr && absl::SimpleAtoi(v, &r) && r >= 0) return r;
+  }
+  return -1;
+}
+
+absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options, const TrainOptions& train) {
+  FG_ASSIGN_OR_RETURN(auto server, WorkerServer::Start(options.host, 0, options.token));
+  const std::string advertise =
+      absl::StrCat(options.advertise_host.empty() ? options.host : options.advertise_host, ":",
+                   server->port());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  auto stub = flexgraph::Coordinator::NewStub(
+      grpc::CreateCustomChannel(options.coordinator, grpc::InsecureChannelCredentials(), args));
+
+  flexgraph::RegisterRequest req;
+  req.set_address(advertise);
+  req.set_rank_hint(options.rank_hint >= 0 ? options.rank_hint : RankFromEnvironment());
+  req.set_pid(getpid());
+  flexgraph::RegisterReply reply;
+  {
+    grpc::ClientContext ctx;
+    WithToken(&ctx, options.token, options.register_timeout_seconds);
+    ctx.set_wait_for_ready(true);
+    grpc::Status s = stub->Register(&ctx, req, &reply);
+    if (!s.ok()) {
+      return absl::UnavailableError(absl::StrCat("cannot register with the coordinator at ",
+                                                 options.coordinator, ": ", s.error_message()));
+    }
+  }
+  const int rank = reply.rank();
+  std::vector<std::string> peers(reply.peers().begin(), reply.peers().end());
+  std::vector<int32_t> owners(reply.owners().begin(), reply.owners().end());
+  std::fprintf(stderr, "worker %d of %d at %s\n", rank, reply.world_size(), advertise.c_str());
+  auto comm = MakeGrpcCommunicator(rank, peers, options.token, server.get());
+  comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>(options.recv_timeout_seconds * 1000)));
+
+  // Heartbeats; a stop from the coordinator or its silence aborts the communicator.
+  std::atomic<bool> stop{false};
+  std::thread heartbeat([&] {
+    Stopwatch since_ok;
+    while (!stop.load()) {
+      flexgraph::HeartbeatRequest hb;
+      hb.set_rank(rank);
+      flexgraph::HeartbeatReply hr;
+      grpc::ClientContext ctx;
+      WithToken(&ctx, options.token, 5);
+      grpc::Status s = stub->Heartbeat(&ctx, hb, &hr);
+      if (s.ok()) {
+        since_ok.Reset();
+        if (hr.stop()) {
+          comm->Abort(absl::AbortedError(absl::StrCat("run stopped by the coordinator: ", hr.reason())));
+        }
+      } else if (since_ok.Seconds() > options.coordinator_timeout_seconds) {
+        comm->Abort(absl::UnavailableError(absl::StrCat(
+            "coordinator at ", options.coordinator, " unreachable for ",
+            static_cast<int>(since_ok.Seconds()), " s: ", s.error_message())));
+      }
+      for (int i = 0; i < 10 && !stop.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(options.heartbeat_interval_seconds / 10));
+      }
+    }
+  });
+
+  absl::StatusOr<TrainResult> result = [&]() -> absl::StatusOr<TrainResult> {
+    TrainOptions t = train;
+    if (rank != 0) t.quiet = true;
+    FG_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(t, {comm.get(), owners, options.exchange}));
+    return trainer->Run();
+  }();
+
+  flexgraph::MetricsRequest metrics;
+  metrics.set_rank(rank);
+  if (result.ok()) {
+    metrics.set_final(true);
+    if (rank == 0) metrics.set_summary_json(SummaryJson(*result));
+    metrics.set_compute_seconds(result->compute_seconds);
+    metrics.set_wait_seconds(result->wait_seconds);
+    metrics.set_bytes_features(result->bytes_features);
+    metrics.set_bytes_partials(result->bytes_partials);
+    metrics.set_bytes_gradients(result->bytes_gradients);
+    metrics.set_bytes_allreduce(result->bytes_allreduce);
+    metrics.set_overlap(result->overlap);
+    metrics.set_epochs(result->epochs);
+  } else {
+    metrics.set_error(std::string(result.status().message()));
+  }
+  {
+    flexgraph::MetricsReply mr;
+    grpc::ClientContext ctx;
+    WithToken(&ctx, options.token, 10);
+    (void)stub->ReportMetrics(&ctx, metrics, &mr);
+  }
+  stop = true;
+  heartbeat.join();
+  comm.reset();
+  server->Shutdown();
+  return result;
+}
+
+}  // namespace fg::runtime

@@ -1,0 +1,225 @@
+// Multi-process tests: the real `flexgraph` binary started by `flexgraph launch` on loopback with
+// ephemeral ports. Distributed runs match single-process training; a killed worker stops the run
+// within seconds naming it, leaving no processes or ports behind; --restart_on_failure finishes
+// with the uninterrupted result; a wrong token and an unreachable coordinator are clear errors.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+const std::string kFlexgraph = std::string(FG_BINARY_DIR) + "/runtime/flexgraph";
+const std::string kCora = std::string(FG_SHARED_DATA_DIR) + "/cora";
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a shell command with a time bound; returns its exit status and output.
+int Shell(const std::string& cmd, std::string* output = nullptr) {
+  const std::string out = ::testing::TempDir() + "/fg_cmd_out.txt";
+  const int rc = std::system(("timeout -k 5 240 " + cmd + " > " + out + " 2>&1").c_str());
+  if (output) *output = Read(out);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::vector<double> Losses(const std::string& json) {
+  std::smatch m;
+  std::vector<double> v;
+  if (!std::regex_search(json, m, std::regex("\"losses\": \\[([^\\]]*)\\]"))) return v;
+  std::stringstream ss(m[1].str());
+  for (std::string item; std::getline(ss, item, ',');) v.push_back(std::stod(item));
+  return v;
+}
+
+double Field(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": ([-0-9.eE+]+)"))) return -1;
+  return std::stod(m[1].str());
+}
+
+std::string Dir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+const std::string kTrain = " -- train --dataset " + kCora + " --epochs 8 --threads 1 --quiet";
+
+TEST(Launch, TwoAndThreeWorkersMatchSingleProcess) {
+  const std::string d = Dir("fg_launch_match");
+  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora +
+                " --epochs 8 --threads 1 --quiet --summary_json " + d + "/single.json"), 0);
+  const auto base = Losses(Read(d + "/single.json"));
+  ASSERT_EQ(base.size(), 8u);
+  for (int p : {2, 3}) {
+    const std::string json = d + "/p" + std::to_string(p) + ".json";
+    std::string out;
+    ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers " + std::to_string(p) + " --log_dir " + d +
+                  "/logs" + std::to_string(p) + kTrain + " --summary_json " + json, &out), 0) << out;
+    const std::string summary = Read(json);
+    const auto losses = Losses(summary);
+    ASSERT_EQ(losses.size(), base.size()) << summary;
+    for (size_t e = 0; e < base.size(); ++e) {
+      EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]) << "P=" << p << " epoch " << e + 1;
+    }
+    EXPECT_EQ(Field(summary, "test_accuracy"), Field(Read(d + "/single.json"), "test_accuracy"));
+    // Same keys as `train`, plus per-worker traffic.
+    for (const char* key : {"final_loss", "test_macro_f1", "epoch_seconds_median", "peak_rss_bytes"}) {
+      EXPECT_NE(summary.find(std::string("\"") + key + "\""), std::string::npos) << key;
+    }
+    EXPECT_NE(summary.find("\"bytes_gradients_per_epoch\""), std::string::npos);
+    EXPECT_EQ(Field(summary, "world_size"), p);
+  }
+}
+
+// Pids of the processes of a run, from the coordinator log.
+std::vector<pid_t> WorkerPids(const std::string& coordinator_log) {
+  std::vector<pid_t> pids;
+  std::string log = Read(coordinator_log);
+  std::regex re("worker ([0-9]+) registered from [^ ]+ \\(pid ([0-9]+)\\)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) {
+    pids.push_back(std::stoi((*it)[2].str()));
+  }
+  return pids;
+}
+
+pid_t PidOfWorker(const std::string& coordinator_log, int rank) {
+  std::string log = Read(coordinator_log);
+  std::smatch m;
+  std::regex re("worker " + std::to_string(rank) + " registered from [^ ]+ \\(pid ([0-9]+)\\)");
+  return std::regex_search(log, m, re) ? std::stoi(m[1].str()) : -1;
+}
+
+// Starts `flexgraph launch` in the background; kills worker 1 once epoch `at_epoch` is logged.
+struct KilledRun {
+  int exit_status = -1;
+  double seconds_after_kill = 0;
+  std::vector<pid_t> pids;
+  std::string output;
+};
+
+KilledRun LaunchAndKill(const std::string& d, const std::string& extra_launch,
+                        const std::string& extra_train, int at_epoch) {
+  KilledRun k;
+  const std::string out = d + "/launch.out";
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    const std::string cmd = kFlexgraph + " launch --workers 2 --heartbeat_timeout 3 --log_dir " + d +
+                            "/logs " + extra_launch + " -- train --dataset " + kCora +
+                            " --epochs 12 --threads 1 " + extra_train + " > " + out + " 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  const std::string needle = "epoch " + std::string(at_epoch < 10 ? "   " : "  ") + std::to_string(at_epoch);
+  pid_t victim = -1;
+  for (int i = 0; i < 1200 && victim < 0; ++i) {
+    if (Read(out).find(needle) != std::string::npos) victim = PidOfWorker(d + "/logs/coordinator.log", 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GT(victim, 0) << Read(out);
+  k.pids = WorkerPids(d + "/logs/coordinator.log");
+  if (victim > 0) kill(victim, SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  k.seconds_after_kill = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  k.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  k.output = Read(out);
+  return k;
+}
+
+TEST(Launch, KilledWorkerStopsTheRunNamingItAndCleansUp) {
+  const std::string d = Dir("fg_launch_kill");
+  KilledRun k = LaunchAndKill(d, "", "", 3);
+  EXPECT_NE(k.exit_status, 0);
+  EXPECT_LT(k.seconds_after_kill, 30.0);
+  EXPECT_NE(k.output.find("worker 1"), std::string::npos) << k.output;
+  EXPECT_NE(k.output.find("killed by signal 9"), std::string::npos) << k.output;
+  // No process of the run survives.
+  ASSERT_EQ(k.pids.size(), 2u);
+  for (pid_t p : k.pids) EXPECT_NE(kill(p, 0), 0) << "process " << p << " still alive";
+  // The coordinator's port is free again.
+  const int port = std::stoi(Read(d + "/logs/coordinator.port"));
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << "port " << port;
+  close(fd);
+}
+
+TEST(Launch, RestartOnFailureFinishesWithTheUninterruptedResult) {
+  const std::string d = Dir("fg_launch_restart");
+  const std::string ckpt = " --checkpoint_every 2 --checkpoint_dir " + d + "/ckpt";
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/ref -- train --dataset " +
+                kCora + " --epochs 12 --threads 1 --quiet --summary_json " + d + "/ref.json"), 0);
+  KilledRun k = LaunchAndKill(d, "--restart_on_failure",
+                              ckpt + " --summary_json " + d + "/restarted.json", 5);
+  EXPECT_EQ(k.exit_status, 0) << k.output;
+  EXPECT_NE(k.output.find("restarting from the last checkpoint"), std::string::npos) << k.output;
+  const auto ref = Losses(Read(d + "/ref.json"));
+  const auto got = Losses(Read(d + "/restarted.json"));
+  ASSERT_EQ(ref.size(), 12u);
+  EXPECT_EQ(got, ref);
+  EXPECT_EQ(Field(Read(d + "/restarted.json"), "test_accuracy"), Field(Read(d + "/ref.json"), "test_accuracy"));
+}
+
+TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
+  const std::string d = Dir("fg_launch_token");
+  // A coordinator expecting one worker, and a worker with the wrong token.
+  const pid_t coord = fork();
+  if (coord == 0) {
+    const std::string cmd = "FG_RUN_TOKEN=right exec " + kFlexgraph +
+                            " coordinator --workers 1 --port 0 --port_file " + d +
+                            "/port -- train --dataset " + kCora + " > " + d + "/coord.log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 600 && port.empty(); ++i) {
+    port = Read(d + "/port");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  port.erase(port.find_last_not_of("\n") + 1);
+  std::string out;
+  EXPECT_EQ(Shell("env FG_RUN_TOKEN=wrong " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port +
+                kTrain, &out), 1);
+  EXPECT_NE(out.find("wrong run token"), std::string::npos) << out;
+  kill(coord, SIGTERM);
+  waitpid(coord, nullptr, 0);
+  // Nothing listens on this port any more: registration fails with a clear message.
+  EXPECT_EQ(Shell("env FG_RUN_TOKEN=x " + kFlexgraph + " worker --coordinator 127.0.0.1:" +
+                port + " --register_timeout 3" + kTrain, &out), 1);
+  EXPECT_NE(out.find("cannot register with the coordinator at 127.0.0.1:" + port), std::string::npos)
+      << out;
+}
+
+TEST(Launch, UsageErrors) {
+  std::string out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch --workers 0 -- train", &out), 2);
+  EXPECT_EQ(Shell(kFlexgraph + " launch --bogus 1", &out), 2);
+  EXPECT_NE(out.find("unknown flag '--bogus'"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch -- train --model nosuchmodel", &out), 2);
+  EXPECT_NE(out.find("unknown model 'nosuchmodel'"), std::string::npos) << out;
+}
+
+}  // namespace
