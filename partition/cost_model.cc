@@ -145,7 +145,17 @@ absl::StatusOr<CostCoefficients> Calibrate(const CalibrationOptions& options) {
     return absl::InvalidArgumentError("calibration: size scale and bandwidth must be positive");
   }
   auto scaled = [&](int64_t n) { return std::max<int64_t>(64, static_cast<int64_t>(n * options.size_scale)); };
-  std::vector<std::vector<double>> features;  // [entry floats, row floats, gemm flops]
+  // One-coefficient relative least squares in closed form: argmin_c sum ((c f - t) / t)^2.
+  auto fit_one = [](const std::vector<std::pair<double, double>>& ft) {
+    double num = 0, den = 0;
+    for (auto [f, t] : ft) {
+      num += f / t;
+      den += f * f / (t * t);
+    }
+    return den > 0 ? num / den : 0.0;
+  };
+  // SpMM: time = a * entries x width + b * rows x width (non-negative least squares).
+  std::vector<std::vector<double>> features;
   std::vector<double> seconds;
   uint64_t key = 11;
   for (int64_t n : {scaled(16384), scaled(65536)}) {
@@ -154,25 +164,26 @@ absl::StatusOr<CostCoefficients> Calibrate(const CalibrationOptions& options) {
       for (int64_t width : {16, 64}) {
         const Tensor x = RandomMatrix(n, width, ++key);
         seconds.push_back(TimeKernel(options.repeats, [&] { ops::Spmm(a, x, ops::SpmmReduce::kSum); }));
-        features.push_back({static_cast<double>(a.nnz() * width), static_cast<double>(n * width), 0.0});
+        features.push_back({static_cast<double>(a.nnz() * width), static_cast<double>(n * width)});
       }
-    }
-  }
-  for (int64_t m : {scaled(8192), scaled(32768)}) {
-    for (auto [k, n] : {std::pair<int64_t, int64_t>{16, 16}, {64, 16}, {256, 64}}) {
-      const Tensor a = RandomMatrix(m, k, ++key), b = RandomMatrix(k, n, ++key);
-      seconds.push_back(TimeKernel(options.repeats, [&] { ops::Matmul(a, b); }));
-      // Rows stream in (k floats) and out (n floats) besides the flops.
-      features.push_back({0.0, static_cast<double>(m * (k + n)), 2.0 * static_cast<double>(m * k * n)});
     }
   }
   CostCoefficients c;
   const std::vector<double> fit = FitNonNegative(features, seconds, &c.fit_relative_rms);
   c.entry_float_seconds = fit[0];
   c.row_float_seconds = fit[1];
-  c.gemm_flop_seconds = fit[2];
-  // Gather: one coefficient, relative least squares in closed form.
-  double num = 0, den = 0;
+  // GEMM: time = c * flops (fitted alone, so dense work never comes out free).
+  std::vector<std::pair<double, double>> gemm;
+  for (int64_t m : {scaled(8192), scaled(32768)}) {
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{16, 16}, {64, 16}, {256, 64}}) {
+      const Tensor a = RandomMatrix(m, k, ++key), b = RandomMatrix(k, n, ++key);
+      gemm.push_back({2.0 * static_cast<double>(m * k * n),
+                      TimeKernel(options.repeats, [&] { ops::Matmul(a, b); })});
+    }
+  }
+  c.gemm_flop_seconds = fit_one(gemm);
+  // Gather: time = g * rows x width.
+  std::vector<std::pair<double, double>> gather;
   for (int64_t rows : {scaled(32768), scaled(131072)}) {
     for (int64_t width : {16, 64}) {
       const Tensor x = RandomMatrix(rows, width, ++key);
@@ -180,13 +191,11 @@ absl::StatusOr<CostCoefficients> Calibrate(const CalibrationOptions& options) {
       RandomStream rng(++key, 2);
       for (int32_t& i : idx) i = static_cast<int32_t>(rng.Below(rows));
       const Tensor t = Tensor::FromVector(idx);
-      const double s = TimeKernel(options.repeats, [&] { ops::GatherRows(x, t); });
-      const double f = static_cast<double>(rows * width);
-      num += f / s;
-      den += f * f / (s * s);
+      gather.push_back({static_cast<double>(rows * width),
+                        TimeKernel(options.repeats, [&] { ops::GatherRows(x, t); })});
     }
   }
-  c.gather_float_seconds = num / den;
+  c.gather_float_seconds = fit_one(gather);
   c.network_bytes_per_second = options.network_bytes_per_second;
   c.host = HostName();
   c.threads = NumThreads();

@@ -7,8 +7,8 @@
 //     forward and a mirrored backward exchange on a full-duplex link, where per peer pair and layer
 //     the exchange sends min(row fetch, partial aggregation) vectors (DESIGN.md, step 4).
 //
-// The coefficients a, b, c, g are fitted on this machine by Calibrate(): a least-squares fit over
-// measured SpMM, GEMM and row-gather kernel times (ops/ops.h). LoadOrCalibrate() stores them in a
+// The coefficients a, b, c, g are fitted on this machine by Calibrate(): least-squares fits (on
+// relative error) over measured SpMM (a, b), GEMM (c) and row-gather (g) kernel times (ops/ops.h). LoadOrCalibrate() stores them in a
 // small text file and reuses them. The network bandwidth cannot be measured on one machine; it is a
 // setting (default 10 Gbit/s). Thread-safety: CostModel is immutable after Create(), safe to share.
 //
@@ -49,7 +49,7 @@ struct CalibrationOptions {
 };
 
 // Times SpMM, GEMM and GatherRows kernels for a few sizes on the current thread count and fits
-// the coefficients by non-negative least squares on relative error. Takes about a second.
+// the coefficients by (non-negative) least squares on relative error. Takes a second or two.
 absl::StatusOr<CostCoefficients> Calibrate(const CalibrationOptions& options);
 
 // Non-negative least squares on relative error: coefficients c >= 0 minimising

@@ -118,8 +118,11 @@ class LocalModel {
   double total_ = 0;
 };
 
-// One round: up to `budget` moves off the currently most expensive part. Returns the new owners
-// and the number of moves.
+// One round: up to `budget` moves, each off the part that is currently the most expensive.
+// Candidate lists are built once per part and round (a scan of its vertices) and consumed in
+// order of modelled gain, each move re-evaluated against the current state, so a round costs
+// O(edges) scans however often the most expensive part changes. Returns the new owners and the
+// number of moves.
 std::pair<std::vector<int32_t>, int64_t> RunRound(const CostModel& cost,
                                                   const std::vector<int32_t>& edge_weights,
                                                   const std::vector<int32_t>& owners,
@@ -127,39 +130,53 @@ std::pair<std::vector<int32_t>, int64_t> RunRound(const CostModel& cost,
   LocalModel model(cost, edge_weights, owners, stats);
   const Csr& g = cost.union_graph();
   const int64_t n = g.num_rows;
-  std::vector<std::vector<int32_t>> members(stats.num_parts);
+  const int P = stats.num_parts;
+  std::vector<std::vector<int32_t>> members(P);
   for (int64_t v = 0; v < n; ++v) members[owners[v]].push_back(static_cast<int32_t>(v));
-  std::vector<char> moved(n, 0);
+  using Candidate = std::tuple<double, int32_t, int>;  // (-gain, v, q)
+  std::vector<std::vector<Candidate>> lists(P);
+  std::vector<size_t> next(P, 0);
+  std::vector<char> built(P, 0), moved(n, 0);
   int64_t moves = 0;
   while (moves < budget) {
     const int p = model.ArgMax();
-    const int cheapest = model.ArgMin();
-    const double current = model.Cost(p);
-    // Candidates: vertices of p with each neighbouring part, and with the cheapest part (which
-    // may have no edges to p, e.g. a part of isolated vertices), by modelled gain.
-    std::vector<std::tuple<double, int32_t, int>> cands;  // (-gain, v, q)
-    auto consider = [&](int32_t v, int q) {
-      const auto [new_p, new_q] = model.CostsAfterMove(v, p, q);
-      const double after = std::max(new_p, new_q);
-      if (after < current) cands.emplace_back(after - current, v, q);
-    };
-    for (int32_t v : members[p]) {
-      if (moved[v] || model.owners()[v] != p) continue;
-      const std::vector<int>& parts = model.Scan(v);
-      for (int q : parts) {
-        if (q != p) consider(v, q);
+    bool fresh = false;
+    if (!built[p]) {
+      // Vertices of p with each neighbouring part, and with the cheapest part (which may have
+      // no edges to p, e.g. a part of isolated vertices), by modelled gain.
+      const int cheapest = model.ArgMin();
+      const double current = model.Cost(p);
+      std::vector<Candidate>& cands = lists[p];
+      cands.clear();
+      auto consider = [&](int32_t v, int q) {
+        const auto [new_p, new_q] = model.CostsAfterMove(v, p, q);
+        const double after = std::max(new_p, new_q);
+        if (after < current) cands.emplace_back(after - current, v, q);
+      };
+      for (int32_t v : members[p]) {
+        if (moved[v] || model.owners()[v] != p) continue;
+        for (int q : model.Scan(v)) {
+          if (q != p) consider(v, q);
+        }
+        if (cheapest != p && !model.Touches(cheapest)) consider(v, cheapest);
       }
-      if (cheapest != p && !model.Touches(cheapest)) consider(v, cheapest);
+      std::sort(cands.begin(), cands.end());
+      next[p] = 0;
+      built[p] = 1;
+      fresh = true;
     }
-    if (cands.empty()) break;
-    std::sort(cands.begin(), cands.end());
     int64_t applied = 0;
-    for (const auto& [neg_gain, v, q] : cands) {
-      if (moves >= budget) break;
-      if (moved[v]) continue;
+    bool still_max = true;
+    std::vector<Candidate>& cands = lists[p];
+    for (; next[p] < cands.size() && moves < budget; ++next[p]) {
+      const auto& [neg_gain, v, q] = cands[next[p]];
+      if (moved[v] || model.owners()[v] != p) continue;
       // Re-evaluate against the current state; stop when p is no longer the most expensive.
       const double now = model.Cost(p);
-      if (model.MaxOthers(p) >= now) break;
+      if (model.MaxOthers(p) >= now) {
+        still_max = false;
+        break;
+      }
       model.Scan(v);
       const auto [new_p, new_q] = model.CostsAfterMove(v, p, q);
       if (std::max(new_p, new_q) >= now) continue;
@@ -169,7 +186,13 @@ std::pair<std::vector<int32_t>, int64_t> RunRound(const CostModel& cost,
       ++moves;
       ++applied;
     }
-    if (applied == 0) break;
+    if (!still_max && applied == 0) break;  // tied for the maximum: moving off p cannot lower it
+    if (still_max && moves < budget) {
+      // p's list is used up while p is still the most expensive: rebuild it once; stop when a
+      // fresh list brings nothing.
+      if (fresh && applied == 0) break;
+      built[p] = 0;
+    }
   }
   return {model.owners(), moves};
 }

@@ -25,7 +25,8 @@ namespace fg::partition {
 struct RebalanceOptions {
   int max_rounds = 40;            // exact evaluations
   int64_t max_moves = 0;          // total vertex moves (0: a quarter of the vertices)
-  double target_imbalance = 1.0;  // stop once the estimated imbalance is at most this
+  // Stop once the estimated imbalance is at most this (saves rounds that gain under 0.5%).
+  double target_imbalance = 1.005;
 };
 
 struct RebalanceResult {
