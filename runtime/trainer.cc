@@ -120,8 +120,17 @@ absl::Status Trainer::Init() {
         absl::StrCat("target_type: node type '", target, "' not in dataset ", options_.dataset));
   }
   if (options_.normalize_features) {
+    // Row normalisation (Kipf & Welling) is for non-negative features such as bag-of-words.
     for (auto& [type, feat] : dataset_.features) {
-      if (feat.defined()) feat = RowNormalize(feat);
+      if (!feat.defined()) continue;
+      const float* f = feat.f32();
+      const bool non_negative = std::all_of(f, f + feat.numel(), [](float v) { return v >= 0; });
+      if (non_negative) {
+        feat = RowNormalize(feat);
+      } else if (!options_.quiet) {
+        std::fprintf(stderr, "features of '%s' have negative values: not row-normalised\n",
+                     type.c_str());
+      }
     }
   }
   num_classes_ = dataset_.num_classes.count(target) ? dataset_.num_classes.at(target) : 0;
