@@ -223,3 +223,46 @@ TEST(Launch, UsageErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, UdfLibraryRegistersAnOutOfTreeModel) {
+  const std::string lib = std::string(FG_BINARY_DIR) + "/udf_examples/external_model/libsgc_model.so";
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --udf_library " + lib + " --model sgc --dataset " + kCora +
+                  " --threads 1", &out), 0) << out;
+  // SGC reports 81.0% on Cora (Wu et al., 2019).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("test accuracy ([0-9.]+)"))) << out;
+  EXPECT_GE(std::stod(m[1].str()), 0.79);
+  EXPECT_EQ(Shell(kFlexgraph + " train --udf_library /nonexistent.so --model sgc", &out), 2);
+  EXPECT_NE(out.find("cannot load /nonexistent.so"), std::string::npos) << out;
+}
+
+TEST(Cli, CommandsAndFlagsAreChecked) {
+  std::string out;
+  EXPECT_EQ(Shell(kFlexgraph + " version", &out), 0);
+  EXPECT_NE(out.find("flexgraph "), std::string::npos);
+  EXPECT_EQ(Shell(kFlexgraph + " nosuchcommand", &out), 2);
+  EXPECT_NE(out.find("unknown command 'nosuchcommand'"), std::string::npos) << out;
+  for (const char* cmd : {"train", "launch", "worker", "coordinator", "info", "generate", "convert",
+                          "partition", "version"}) {
+    EXPECT_EQ(Shell(kFlexgraph + " " + cmd + " --help", &out), 0) << cmd << ": " << out;
+    EXPECT_NE(out.find("usage: flexgraph " + std::string(cmd)), std::string::npos) << out;
+  }
+  EXPECT_EQ(Shell(kFlexgraph + " train --epochs 0 --dataset " + kCora, &out), 2);
+  EXPECT_NE(out.find("epochs: must be positive"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --hidden abc", &out), 2);
+  EXPECT_NE(out.find("--hidden"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --dataset /nonexistent/dir --epochs 1", &out), 1);
+  EXPECT_NE(out.find("/nonexistent/dir"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --split nosuchsplit --epochs 1", &out), 1);
+  EXPECT_NE(out.find("nosuchsplit"), std::string::npos) << out;
+  const std::string cfg = ::testing::TempDir() + "/bad_config.txt";
+  std::ofstream(cfg) << "model { name: \"gcn\" }\ntrain { epochz: 3 }\n";
+  EXPECT_EQ(Shell(kFlexgraph + " train --config " + cfg, &out), 2);
+  EXPECT_NE(out.find("bad_config.txt:2"), std::string::npos) << out;
+  EXPECT_NE(out.find("epochz"), std::string::npos) << out;
+}
+
+}  // namespace
