@@ -5,6 +5,7 @@
 // Thread-compatible: one Trainer per thread; kernels inside use all configured threads.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +31,7 @@ struct TrainResult {
   double final_loss = 0;
   double train_accuracy = 0, valid_accuracy = 0;
   double test_accuracy = 0, test_macro_f1 = 0, test_micro_f1 = 0;
+  double epoch0_loss = std::nan("");  // loss of the initial parameters (options.epoch0_loss)
   std::vector<double> losses;         // training loss per epoch
   std::vector<double> epoch_seconds;  // training step time per epoch
   double epoch_seconds_median = 0;
@@ -120,6 +122,15 @@ class Trainer {
   nau::ExecStats stats_;
   std::unique_ptr<LinkPredictionTask> link_;  // set when the model predicts links
 };
+
+// The file holding parameter `param` of `model` in the DGL/PyG baselines' weights/ layout
+// (bench/baselines/README.md), e.g. ("gcn", "layer1.linear.weight") -> "gcn_l1_weight.npy";
+// "" when the baselines have no such parameter.
+std::string BaselineWeightFile(const std::string& model, const std::string& param);
+// Sets every parameter from <dir>/<name>.npy or, failing that, <dir>/BaselineWeightFile(...).
+// Errors name the parameter and the file (missing file, wrong dtype or shape).
+absl::Status LoadInitialParameters(const std::string& dir, const std::string& model,
+                                   const std::vector<nn::NamedParameter>& params);
 
 // The summary as a JSON object (keys as in TrainResult; extra metrics at top level).
 std::string SummaryJson(const TrainResult& r);

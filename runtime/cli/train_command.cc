@@ -44,6 +44,10 @@ void AddTrainFlags(FlagSet* f) {
   f->AddString("exec", "", "force built-in aggregations to dense, sparse or graph");
   f->AddString("udf_library", "", "shared library registering additional models");
   f->AddString("summary_json", "", "write the run summary as JSON to this file");
+  f->AddString("init_weights", "",
+               "directory of initial parameter values: <parameter>.npy or the DGL/PyG baselines' "
+               "names (gcn_l0_weight.npy, ...)");
+  f->AddBool("epoch0_loss", false, "report the loss of the initial parameters (no dropout) first");
   f->AddBool("quiet", false, "no progress output");
 }
 
@@ -116,6 +120,8 @@ absl::StatusOr<runtime::TrainOptions> TrainOptionsFromFlags(const FlagSet& f) {
   o.explain = f.GetBool("explain");
   o.quiet = f.GetBool("quiet");
   o.summary_json = f.Get("summary_json");
+  o.init_weights = f.Get("init_weights");
+  o.epoch0_loss = f.GetBool("epoch0_loss");
   if (f.IsSet("stop_after")) {
     FG_ASSIGN_OR_RETURN(int64_t v, f.GetInt("stop_after"));
     o.stop_after = static_cast<int>(v);

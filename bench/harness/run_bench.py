@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""FlexGraph vs DGL (and optionally PyG): the same workloads, weights and settings; one table.
+
+  bench/run.sh [--large] [--pyg] [--only gcn:cora,sage:rmat17] [--epochs_scale 1.0]
+
+Steps (see bench/README.md, section "FlexGraph vs DGL"):
+  1. bench/baselines/setup_venv.sh (a quick check when bench/.venv already works);
+  2. workloads as .npy directories written by FlexGraph (`flexgraph convert` / `flexgraph generate`)
+     under --work_dir, plus initial weights (weights/*.npy) that both systems load;
+  3. per workload: `flexgraph train` and bench/baselines/run_baseline.py with the same model, layer
+     sizes, dropout placement, optimizer, epochs and 2 threads;
+  4. epoch-0 loss agreement (initial weights, no dropout) within --tolerance relative, else exit 1;
+  5. one table on stdout, and bench/results/bench-<date>.{csv,json} (+ latest.{csv,json}).
+
+Run with bench/.venv/bin/python (needs numpy). Timing medians use the same warm-up on both sides.
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
+BASELINES = os.path.join(BENCH, "baselines")
+sys.path.insert(0, BASELINES)
+
+# Machine ceilings (../shared/DESIGN.md, "Machine ceilings"): 2 threads.
+GEMM_FLOPS = 180e9
+STREAM_BYTES = 40e9
+
+# name -> how to make it. "cora" from the shared data, RMAT graphs from FlexGraph's generator.
+WORKLOADS = {
+    "cora": {"source": os.path.join(os.path.dirname(ROOT), "shared", "data", "cora"),
+             "normalize_features": True, "epochs": 200},
+    # 2^17 vertices, 16 * 2^17 = 2.1M generated edges (about 3.9M directed after symmetrising)
+    "rmat17": {"spec": "rmat:scale=17,edge_factor=16,features=128,classes=8,seed=1",
+               "normalize_features": False, "epochs": 12},
+    # 2^22 vertices, 12 * 2^22 = 50M generated edges (about 100M directed after symmetrising)
+    "rmat22": {"spec": "rmat:scale=22,edge_factor=12,features=128,classes=8,seed=1",
+               "normalize_features": False, "epochs": 7, "large": True},
+    # heterogeneous (movie, director, actor); FlexGraph reads the OGB raw layout directly
+    "imdb": {"source": os.path.join(os.path.dirname(ROOT), "shared", "data", "imdb"),
+             "normalize_features": True, "epochs": 7, "hetero": True},
+}
+
+# The model settings both sides run. Dropout: FlexGraph's GCN and SAGE drop the input of every
+# layer including layer 0 (GCN: model option input_dropout=1, Kipf's setup); the baseline does the
+# same with --input_dropout.
+MODELS = {
+    "gcn": {"hidden": 256, "layers": 2, "dropout": 0.5, "input_dropout": True, "lr": 0.01,
+            "weight_decay": 5e-4, "fg_opts": "input_dropout=1"},
+    "sage": {"hidden": 256, "layers": 2, "dropout": 0.5, "input_dropout": True, "lr": 0.01,
+             "weight_decay": 5e-4, "fg_opts": ""},
+    # FlexGraph's defaults for walks (10 traces of 3 hops, top 10), drawn once; dropout on every
+    # layer's input. The DGL side selects with RandomWalkNeighborSampler (PinSAGESampler's
+    # homogeneous form): the same walk count, length and top-k, but its own random numbers.
+    "pinsage": {"hidden": 256, "layers": 2, "dropout": 0.5, "input_dropout": True, "lr": 0.01,
+                "weight_decay": 5e-4, "fg_opts": "num_traces=10,n_hops=3,top_k=10",
+                "walks": (10, 3, 10)},
+    # MAGNN with its IMDB defaults (metapaths M-D-M, M-A-M, ..., RotatE encoder, 8 heads): FlexGraph only.
+    "magnn": {"hidden": 64, "layers": 2, "dropout": 0.5, "input_dropout": True, "lr": 0.005,
+              "weight_decay": 1e-3, "fg_opts": "", "heads": 8, "fg_only": True},
+}
+
+# model -> workloads it runs on (MAGNN needs typed metapaths: IMDB; the others are homogeneous).
+JOBS = {"gcn": ["cora", "rmat17", "rmat22"], "sage": ["cora", "rmat17", "rmat22"],
+        "pinsage": ["cora", "rmat17", "rmat22"], "magnn": ["imdb"]}
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, env=None, log_path=None):
+    log(" ".join(cmd))
+    t0 = time.perf_counter()
+    with open(log_path, "w") if log_path else open(os.devnull, "w") as out:
+        p = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        tail = ""
+        if log_path:
+            with open(log_path) as f:
+                tail = "".join(f.readlines()[-20:])
+        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}\n{tail}")
+    return time.perf_counter() - t0
+
+
+def thread_env(threads):
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["MKL_NUM_THREADS"] = str(threads)
+    env["OPENBLAS_NUM_THREADS"] = str(threads)
+    return env
+
+
+# ----------------------------------------------------------------------------- workloads
+
+def prepare(a, name):
+    """Writes <work_dir>/<name>/ (the .npy workload) once; returns its path."""
+    import numpy as np
+    w = WORKLOADS[name]
+    if w.get("hetero"):
+        return w["source"]
+    d = os.path.join(a.work_dir, name)
+    if os.path.exists(os.path.join(d, "meta.json")):
+        return d
+    os.makedirs(a.work_dir, exist_ok=True)
+    norm = ["--normalize_features"] if w["normalize_features"] else []
+    logp = os.path.join(a.work_dir, f"prepare-{name}.log")
+    if "source" in w:
+        run([a.flexgraph, "convert", w["source"], "--npy_dir", d, *norm], log_path=logp)
+    else:
+        run([a.flexgraph, "generate", w["spec"], "--format", "npy", "--out", d, *norm], log_path=logp)
+    # the baselines read the fields they need; keep the FlexGraph-side meta.json as written
+    assert np.load(os.path.join(d, "indptr.npy"), mmap_mode="r").dtype == np.int64
+    return d
+
+
+def write_weights(d, model, hidden, layers, seed):
+    """Initial weights both systems load: GCN and SAGE as weights/<model>_l{l}_*.npy
+    (bench/baselines/README.md); PinSage under FlexGraph's parameter names
+    (layer{l}.pool.weight.npy, ...; see run_pinsage.py). Returns the directory (None: FlexGraph only)."""
+    import numpy as np
+    from make_toy_workload import glorot, write_weights as ww
+    if model not in ("gcn", "sage", "pinsage"):
+        return None
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    f = np.load(os.path.join(d, "feat.npy"), mmap_mode="r").shape[1]
+    c = int(meta["num_classes"])
+    wdir = os.path.join(d, f"weights-h{hidden}-l{layers}")
+    if model in ("gcn", "sage"):
+        if not os.path.exists(os.path.join(wdir, "weights", f"{model}_l{layers - 1}_bias.npy")):
+            ww(wdir, f, hidden, c, layers, seed=seed, bias_scale=0.1)
+        return os.path.join(wdir, "weights")
+    out = os.path.join(wdir, "pinsage")
+    if not os.path.exists(os.path.join(out, f"layer{layers - 1}.update.bias.npy")):
+        os.makedirs(out, exist_ok=True)
+        rng = np.random.default_rng(seed)
+        dims = [f] + [hidden] * (layers - 1) + [c]
+        for l in range(layers):
+            i, o = dims[l], dims[l + 1]
+            np.save(os.path.join(out, f"layer{l}.pool.weight.npy"), glorot(rng, i, hidden))
+            np.save(os.path.join(out, f"layer{l}.pool.bias.npy"), (0.1 * rng.standard_normal(hidden)).astype(np.float32))
+            np.save(os.path.join(out, f"layer{l}.update.weight.npy"), glorot(rng, i + hidden, o))
+            np.save(os.path.join(out, f"layer{l}.update.bias.npy"), (0.1 * rng.standard_normal(o)).astype(np.float32))
+    return out
+
+
+def graph_sizes(d):
+    import numpy as np
+    if not os.path.exists(os.path.join(d, "indptr.npy")):
+        return None, None, None, None
+    indptr = np.load(os.path.join(d, "indptr.npy"), mmap_mode="r")
+    feat = np.load(os.path.join(d, "feat.npy"), mmap_mode="r")
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    return int(indptr.shape[0] - 1), int(indptr[-1]), int(feat.shape[1]), int(meta["num_classes"])
+
+
+# ----------------------------------------------------------------------------- roofline
+
+def roofline_floor(model, n, nnz, f, c, hidden, layers):
+    """Seconds: GEMM flops / 180e9 + bytes SpMM must move / 40e9, for one training epoch
+    (forward, backward, no optimizer). Each layer aggregates at min(in, out) width (the cheaper
+    order); SpMM bytes = CSR (offsets 8 B/row, indices 4 B and GCN weights 4 B per entry) + input
+    rows + output rows, each once. Layer 0 needs no input gradient (the features are constant)."""
+    if n is None or model not in ("gcn", "sage", "pinsage"):
+        return float("nan"), float("nan"), float("nan")
+    dims = [f] + [hidden] * (layers - 1) + [c]
+    flops = spmm_bytes = 0.0
+    if model == "pinsage":
+        # messages ReLU(h Q + q) [n, hidden] and update [h || n] W; every layer's SpMM (n * top_k
+        # weighted entries at width hidden) needs its backward, since Q needs the messages' gradient
+        k = nnz  # the caller passes the selected entries (n * top_k at most)
+        for l in range(layers):
+            i, o = dims[l], dims[l + 1]
+            flops += 2.0 * n * i * hidden * (3 if l > 0 else 2) + 2.0 * n * (i + hidden) * o * 3
+            spmm_bytes += 2 * (8.0 * (n + 1) + 8.0 * k + 2 * 4.0 * n * hidden)
+        return flops / GEMM_FLOPS + spmm_bytes / STREAM_BYTES, flops, spmm_bytes
+    for l in range(layers):
+        i, o = dims[l], dims[l + 1]
+        gemms = 2 if model == "sage" else 1  # SAGE: self and neighbour projections
+        fwd = gemms * 2.0 * n * i * o
+        flops += fwd * (3 if l > 0 else 2)  # forward, weight gradient, input gradient (l > 0)
+        w = min(i, o)
+        csr = 8.0 * (n + 1) + nnz * (8.0 if model == "gcn" else 4.0)
+        one = csr + 2 * 4.0 * n * w
+        spmm_bytes += one * (2 if l > 0 else 1)  # backward SpMM only where the input needs a gradient
+    # layer 0 with project-first (o < i) aggregates the projection, whose gradient is needed
+    if dims[1] < dims[0]:
+        csr = 8.0 * (n + 1) + nnz * (8.0 if model == "gcn" else 4.0)
+        spmm_bytes += csr + 2 * 4.0 * n * dims[1]
+    return flops / GEMM_FLOPS + spmm_bytes / STREAM_BYTES, flops, spmm_bytes
+
+
+# ----------------------------------------------------------------------------- runs
+
+def median_after(times, warmup):
+    t = times[warmup:] if len(times) > warmup else times
+    return statistics.median(t) if t else float("nan")
+
+
+def run_flexgraph(a, model, name, d, wdir, epochs, out_dir):
+    m = MODELS[model]
+    out = os.path.join(out_dir, f"fg-{model}-{name}.json")
+    cmd = [a.flexgraph, "train", "--dataset", d, "--model", model,
+           "--hidden", str(m["hidden"]), "--layers", str(m["layers"]), "--dropout", str(m["dropout"]),
+           "--lr", str(m["lr"]), "--weight_decay", str(m["weight_decay"]), "--optimizer", "adam",
+           "--epochs", str(epochs), "--threads", str(a.threads), "--seed", "0",
+           "--normalize_features", "true" if WORKLOADS[name]["normalize_features"] else "false",
+           "--epoch0_loss", "--summary_json", out]
+    if wdir:
+        cmd += ["--init_weights", wdir]
+    if "heads" in m:
+        cmd += ["--heads", str(m["heads"])]
+    if m["fg_opts"]:
+        cmd += ["--model_opt", m["fg_opts"]]
+    wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
+    r = json.load(open(out))
+    r["wall_seconds"] = wall
+    return r
+
+
+def run_baseline(a, framework, model, name, d, wdir, epochs, out_dir):
+    m = MODELS[model]
+    out = os.path.join(out_dir, f"{framework}-{model}-{name}.json")
+    if model == "pinsage":
+        traces, hops, top_k = m["walks"]
+        cmd = [a.python, os.path.join(BASELINES, "run_pinsage.py"), "--data", d, "--weights", wdir,
+               "--epochs", str(epochs), "--warmup", str(a.warmup), "--hidden", str(m["hidden"]),
+               "--layers", str(m["layers"]), "--dropout", str(m["dropout"]), "--lr", str(m["lr"]),
+               "--weight_decay", str(m["weight_decay"]), "--threads", str(a.threads), "--seed", "0",
+               "--num_traces", str(traces), "--n_hops", str(hops), "--top_k", str(top_k), "--out", out]
+        wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
+        r = json.load(open(out))
+        r["wall_seconds"] = wall
+        return r
+    cmd = [a.python, os.path.join(BASELINES, "run_baseline.py"), "--framework", framework,
+           "--model", model, "--data", d, "--weights", wdir, "--epochs", str(epochs),
+           "--warmup", str(a.warmup), "--hidden", str(m["hidden"]), "--layers", str(m["layers"]),
+           "--dropout", str(m["dropout"]), "--lr", str(m["lr"]), "--weight_decay", str(m["weight_decay"]),
+           "--threads", str(a.threads), "--seed", "0", "--model_selection", "best_valid", "--out", out]
+    if m["input_dropout"]:
+        cmd.append("--input_dropout")
+    wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
+    r = json.load(open(out))
+    r["wall_seconds"] = wall
+    return r
+
+
+def rel(x, y):
+    return abs(x - y) / max(abs(y), 1e-30)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--flexgraph", default=os.path.join(ROOT, "build", "bench", "runtime", "flexgraph"))
+    p.add_argument("--python", default=os.path.join(BENCH, ".venv", "bin", "python"))
+    p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"),
+                   help="workload .npy directories and logs (large: rmat22 needs ~10 GB of disk)")
+    p.add_argument("--results_dir", default=os.path.join(BENCH, "results"))
+    p.add_argument("--large", action="store_true", help="also the ~100M-edge RMAT (scale 22)")
+    p.add_argument("--pyg", action="store_true", help="also run PyG")
+    p.add_argument("--only", default="", help="comma list of model:workload, e.g. gcn:cora")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=2, help="epochs excluded from both medians")
+    p.add_argument("--epochs_scale", type=float, default=1.0, help="scale every workload's epochs")
+    p.add_argument("--tolerance", type=float, default=1e-4, help="epoch-0 loss, relative")
+    p.add_argument("--skip_setup", action="store_true", help="do not run setup_venv.sh")
+    a = p.parse_args()
+
+    if not os.path.exists(a.flexgraph):
+        sys.exit(f"{a.flexgraph}: not built (bench/run.sh builds it, or pass --flexgraph)")
+    if not a.skip_setup:
+        run(["bash", os.path.join(BASELINES, "setup_venv.sh")])
+    frameworks = ["dgl"] + (["pyg"] if a.pyg else [])
+
+    jobs = [(m, w) for m in MODELS for w in JOBS[m] if a.large or not WORKLOADS[w].get("large")]
+    if a.only:
+        want = {tuple(x.split(":")) for x in a.only.split(",") if x}
+        jobs = [j for j in jobs if j in want]
+        if not jobs:
+            sys.exit(f"--only {a.only}: no such model:workload (have {list(MODELS)} x {list(WORKLOADS)})")
+
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H%M")
+    run_dir = os.path.join(a.work_dir, "runs", stamp)
+    os.makedirs(run_dir, exist_ok=True)
+    load_before = os.getloadavg()
+    rows, failures = [], []
+    for model, name in jobs:
+        d = prepare(a, name)
+        m = MODELS[model]
+        wdir = write_weights(d, model, m["hidden"], m["layers"], seed=1)
+        n, nnz, f, c = graph_sizes(d)
+        epochs = max(a.warmup + 5, int(round(WORKLOADS[name]["epochs"] * a.epochs_scale)))
+        fg = run_flexgraph(a, model, name, d, wdir, epochs, run_dir)
+        if m.get("fg_only"):
+            fws = []
+        elif model == "pinsage":
+            fws = ["dgl"]  # no PyG PinSage baseline
+        else:
+            fws = frameworks
+        base = {fw: run_baseline(a, fw, model, name, d, wdir, epochs, run_dir) for fw in fws}
+        spmm_nnz = nnz
+        if model == "pinsage" and "dgl" in base:
+            spmm_nnz = base["dgl"]["selected_edges"]
+        floor, flops, sbytes = roofline_floor(model, n, spmm_nnz, f, c, m["hidden"], m["layers"])
+        fg_s = median_after(fg["epoch_seconds"], a.warmup)
+        if n is None:
+            n, nnz = fg.get("num_vertices"), fg.get("num_edges")
+        row = {
+            "workload": name, "model": model, "vertices": n, "edges": nnz, "features": f,
+            "classes": c, "hidden": m["hidden"], "layers": m["layers"], "dropout": m["dropout"],
+            "input_dropout": m["input_dropout"], "epochs": epochs, "warmup": a.warmup,
+            "threads": a.threads,
+            "fg_epoch_s": fg_s,
+            "fg_test_acc": fg.get("test_accuracy"),
+            "fg_peak_rss_mib": fg["peak_rss_bytes"] / 2**20,
+            "fg_epoch0_loss": fg.get("epoch0_loss"),
+            "fg_hdg_mib": fg.get("hdg_bytes", 0) / 2**20,
+            "fg_stage_seconds": json.dumps(fg.get("stage_seconds", {})),
+            "roofline_floor_s": floor, "gemm_gflop": flops / 1e9, "spmm_gbytes": sbytes / 1e9,
+            "fg_fraction_of_floor": floor / fg_s if fg_s > 0 else float("nan"),
+            "epoch0_check": "exact" if model in ("gcn", "sage") else
+                            ("n/a: FlexGraph only" if m.get("fg_only") else "n/a: random walks differ"),
+        }
+        for fw in frameworks:
+            for k in ("epoch_s", "over_fg", "test_acc", "peak_rss_mib", "epoch0_loss", "epoch0_rel_diff"):
+                row[f"{fw}_{k}"] = None
+        for fw, r in base.items():
+            s = median_after(r["epoch_seconds"], a.warmup)
+            row[f"{fw}_epoch_s"] = s
+            row[f"{fw}_over_fg"] = s / fg_s if fg_s > 0 else float("nan")
+            row[f"{fw}_test_acc"] = r.get("test_accuracy")
+            row[f"{fw}_peak_rss_mib"] = r["peak_rss_bytes"] / 2**20
+            row[f"{fw}_epoch0_loss"] = r["epoch0_loss"]
+            e = rel(fg["epoch0_loss"], r["epoch0_loss"]) if fg.get("epoch0_loss") is not None else float("inf")
+            row[f"{fw}_epoch0_rel_diff"] = e
+            if row["epoch0_check"] == "exact" and not e <= a.tolerance:
+                failures.append(f"{model} on {name}: epoch-0 loss FlexGraph {fg.get('epoch0_loss')!r} vs "
+                                f"{fw} {r['epoch0_loss']!r} (relative {e:.3g} > {a.tolerance:g})")
+        rows.append(row)
+        log(f"{model} {name}: FlexGraph {fg_s:.4f}s  DGL {row['dgl_epoch_s']}s  "
+            f"epoch0 {fg.get('epoch0_loss')} vs {row['dgl_epoch0_loss']}")
+
+    load_after = os.getloadavg()
+    info = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "host": platform.node(), "cpus": os.cpu_count(),
+        "load_average_before": load_before, "load_average_after": load_after,
+        "ceilings": {"gemm_flops": GEMM_FLOPS, "stream_bytes_per_s": STREAM_BYTES},
+        "tolerance": a.tolerance, "frameworks": frameworks,
+    }
+    print_table(rows, frameworks, info)
+    os.makedirs(a.results_dir, exist_ok=True)
+    for base_name in (f"bench-{stamp}", "latest"):
+        with open(os.path.join(a.results_dir, base_name + ".json"), "w") as fjs:
+            json.dump({"info": info, "rows": rows, "epoch0_failures": failures}, fjs, indent=1)
+        if rows:
+            with open(os.path.join(a.results_dir, base_name + ".csv"), "w", newline="") as fcsv:
+                wr = csv.DictWriter(fcsv, fieldnames=list(rows[0].keys()))
+                wr.writeheader()
+                wr.writerows(rows)
+    log(f"wrote {a.results_dir}/bench-{stamp}.{{csv,json}} (and latest.*); runs and logs in {run_dir}")
+    if failures:
+        print("\nEPOCH-0 LOSS DISAGREEMENT — the two systems do not compute the same thing:", file=sys.stderr)
+        for f_ in failures:
+            print("  " + f_, file=sys.stderr)
+        sys.exit(1)
+
+
+def fmt(v, spec, suffix=""):
+    return "—" if v is None or (isinstance(v, float) and v != v) else format(v, spec) + suffix
+
+
+def print_table(rows, frameworks, info):
+    hdr = ["model", "workload", "|V|", "|E|", "FG s/epoch", "DGL s/epoch", "DGL/FG",
+           "FG acc", "DGL acc", "FG MiB", "DGL MiB", "floor s", "FG % floor", "epoch0 rel"]
+    if "pyg" in frameworks:
+        hdr[7:7] = ["PyG s/epoch", "PyG/FG"]
+    lines = []
+    for r in rows:
+        cells = [r["model"], r["workload"], fmt(r["vertices"], ","), fmt(r["edges"], ","),
+                 fmt(r["fg_epoch_s"], ".4f"), fmt(r["dgl_epoch_s"], ".4f"), fmt(r["dgl_over_fg"], ".2f", "x"),
+                 fmt(r["fg_test_acc"], ".3f"), fmt(r["dgl_test_acc"], ".3f"),
+                 fmt(r["fg_peak_rss_mib"], ".0f"), fmt(r["dgl_peak_rss_mib"], ".0f"),
+                 fmt(r["roofline_floor_s"], ".4f"), fmt(100 * r["fg_fraction_of_floor"], ".1f", "%"),
+                 fmt(r["dgl_epoch0_rel_diff"], ".1e") + ("" if r["epoch0_check"] == "exact" else " (" + r["epoch0_check"] + ")")]
+        if "pyg" in frameworks:
+            cells[7:7] = [fmt(r["pyg_epoch_s"], ".4f"), fmt(r["pyg_over_fg"], ".2f", "x")]
+        lines.append(cells)
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(hdr)]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(hdr, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += ["| " + " | ".join(c.ljust(w) for c, w in zip(l, widths)) + " |" for l in lines]
+    la, lb = info["load_average_before"], info["load_average_after"]
+    print(f"\nFlexGraph vs {', '.join(x.upper() if x == 'dgl' else 'PyG' for x in frameworks)} — "
+          f"{info['date']} on {info['host']} ({info['cpus']} cores), load average {la[0]:.1f} before, "
+          f"{lb[0]:.1f} after")
+    print("\n".join(out))
+    print("s/epoch: median training-step seconds after warm-up; acc: test accuracy at the best validation "
+          "epoch; MiB: peak RSS; floor: GEMM flops/180e9 + SpMM bytes/40e9; epoch0 rel: |FG - DGL| / |DGL| "
+          "of the loss of the shared initial weights.")
+
+
+if __name__ == "__main__":
+    main()

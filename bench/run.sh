@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# FlexGraph vs DGL (and PyG) in one command: builds `flexgraph` (Release, CPU) in build/bench,
+# installs or checks the baseline venv (bench/baselines/setup_venv.sh), prepares the workloads,
+# runs both systems with the same model, weights and 2 threads, checks the epoch-0 loss and prints
+# the table (also bench/results/latest.{csv,json}). Arguments go to bench/harness/run_bench.py:
+#   bench/run.sh                  # GCN and GraphSAGE-mean on Cora and RMAT scale 17 (~2M edges)
+#   bench/run.sh --large          # also RMAT scale 22 (~100M edges; ~20 GB RAM, an hour here)
+#   bench/run.sh --pyg --only gcn:cora
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${FLEXGRAPH_BUILD:-$ROOT/build/bench}"
+if [[ ! -f "$BUILD/build.ninja" ]]; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXGRAPH_CUDA=OFF >/dev/null
+fi
+cmake --build "$BUILD" --target flexgraph
+bash "$ROOT/bench/baselines/setup_venv.sh"
+exec "$ROOT/bench/.venv/bin/python" "$ROOT/bench/harness/run_bench.py" \
+  --flexgraph "$BUILD/runtime/flexgraph" --skip_setup "$@"
