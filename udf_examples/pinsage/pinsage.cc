@@ -49,6 +49,12 @@ absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& sp
   o.reselect_every = narrow(reselect);
   o.embedding_dim = narrow(emb);
   o.walk_types = spec.StringOption("walk", "");
+  const std::string count = spec.StringOption("count", "root_type");
+  if (count != "root_type" && count != "all") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pinsage: count must be root_type or all, got '", count, "'"));
+  }
+  o.walk.count_all_types = count == "all";
   FG_RETURN_IF_ERROR(o.walk.Validate());
   if (o.reselect_every < 0) {
     return absl::InvalidArgumentError(
@@ -85,7 +91,8 @@ std::string PinSageLayer::SelectionKey() const {
   if (SampledSelection()) return "";
   const WalkOptions& w = options_.walk;
   return absl::StrCat("pinsage:", plan_->ToString(), ":traces=", w.num_traces, ":hops=", w.n_hops,
-                      ":top_k=", w.top_k, ":restart=", w.restart_prob);
+                      ":top_k=", w.top_k, ":restart=", w.restart_prob,
+                      w.count_all_types ? ":all" : "");
 }
 
 ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {

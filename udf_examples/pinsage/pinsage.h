@@ -14,7 +14,8 @@
 //   num_traces (10), n_hops (3), top_k (10), restart_prob (0), reselect_every (0: select once),
 //   walk ("": in-edges of a homogeneous graph; a typed walk such as artist-user-artist on a
 //   heterogeneous one — for link prediction it defaults to dst-src-dst of the predicted relation),
-//   embedding_dim (hidden): width of learned input embeddings.
+//   count (root_type: typed walks count their hop ends only, as PinSage counts items; all: every
+//   vertex a step reaches), embedding_dim (hidden): width of learned input embeddings.
 // Thread-compatible; SelectNeighbors is safe to call concurrently.
 #pragma once
 

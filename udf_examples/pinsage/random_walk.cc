@@ -119,6 +119,7 @@ std::vector<VisitCount> WalkPlan::TopVisited(int32_t root, const WalkOptions& op
         }
         const int64_t e = step.adj.row_ptr()[local] + static_cast<int64_t>(rng.Below(deg));
         cur = step.to_offset + step.adj.col()[e];
+        if (options.count_all_types && s + 1 < len && cur != root) visits.push_back(static_cast<int32_t>(cur));
       }
       if (dead_end) break;  // the trace ends at a vertex without a way on
       if (cur != root) visits.push_back(static_cast<int32_t>(cur));

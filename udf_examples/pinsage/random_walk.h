@@ -6,7 +6,8 @@
 //
 // On a homogeneous graph one hop follows one in-edge. On a heterogeneous graph a typed walk such as
 // "artist-user-artist" is a cycle of node types: one hop walks the whole cycle (artist -> user ->
-// artist), and only the hop ends — vertices of the root's type — are counted. A root of another
+// artist), and only the hop ends — vertices of the root's type — are counted (or, with
+// count_all_types, every vertex a step reaches). A root of another
 // type on the cycle walks the rotated cycle (a user root walks user -> artist -> user); roots of
 // types off the cycle get no neighbours. Steps between consecutive types follow the relation that
 // connects them (by_src or by_dst, whichever starts at the current type).
@@ -35,6 +36,9 @@ struct WalkOptions {
   int n_hops = 3;
   int top_k = 10;
   double restart_prob = 0.0;
+  // Typed walks: count only hop ends, the vertices of the root's type (PinSage), or every vertex
+  // a step reaches (then a user's neighbours include the artists it listens to).
+  bool count_all_types = false;
 
   // Errors name the offending option: num_traces, n_hops and top_k must be >= 1, restart_prob in
   // [0, 1].
