@@ -110,7 +110,11 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                         ", \"bytes_gradients_per_epoch\": ", m.bytes_gradients() / epochs,
                         ", \"bytes_allreduce_per_epoch\": ", m.bytes_allreduce() / epochs,
                         ", \"compute_seconds\": ", m.compute_seconds(),
-                        ", \"wait_seconds\": ", m.wait_seconds(), ", \"overlap\": ", m.overlap(), "}");
+                        ", \"wait_seconds\": ", m.wait_seconds(), ", \"overlap\": ", m.overlap(),
+                        ", \"vectors_per_pass\": {\"chosen\": ", m.vectors_chosen(),
+                        ", \"rows_only\": ", m.vectors_rows_only(),
+                        ", \"partial_only\": ", m.vectors_partial_only(),
+                        ", \"naive\": ", m.vectors_naive(), "}}");
       }
       absl::StrAppend(&workers, "\n  ],\n  \"bytes_total\": ", bytes_total, "\n");
       json = json.substr(0, close);

@@ -125,9 +125,13 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     children.erase(std::unique(children.begin(), children.end()), children.end());
     std::sort(targets.begin(), targets.end());
     targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+    ex.recv_naive += static_cast<int64_t>(remote[p].size());
+    ex.recv_rows_only += static_cast<int64_t>(children.size());
+    ex.recv_partial_only += static_cast<int64_t>(flat ? targets.size() : children.size());
     pe.partial = flat && !remote[p].empty() &&
                  (mode == ExchangeMode::kPartial ||
                   (mode == ExchangeMode::kAuto && targets.size() < children.size()));
+    ex.recv_chosen += static_cast<int64_t>(pe.partial ? targets.size() : children.size());
     std::vector<int64_t>& req = requests[p];
     if (pe.partial) {
       // [1, n_targets, n_entries, (target, child, weight bits)...]; targets in sorted order.

@@ -47,6 +47,10 @@ struct LayerExchange {
   std::vector<PeerExchange> peers;  // every other rank, in rank order
   // Vectors this worker sends per forward pass, by kind.
   int64_t rows_sent = 0, partials_sent = 0;
+  // Vectors this worker receives per forward pass: as chosen, and under the alternatives (every
+  // peer by row fetch, every peer by partial aggregation where decomposable, every neighbour row
+  // without deduplication).
+  int64_t recv_chosen = 0, recv_rows_only = 0, recv_partial_only = 0, recv_naive = 0;
 };
 
 // Builds the exchange for an HDG whose level-1 children are global vertex ids. `table_ids` are
@@ -66,6 +70,7 @@ struct ExchangeContext {
   int phase = 0;  // 0: training pass, 1: evaluation pass (distinct tags)
   std::shared_ptr<absl::Status> error = std::make_shared<absl::Status>();
   double compute_in_flight = 0;  // seconds of local work between posting sends and receiving
+  bool pipeline = true;          // false: receive before the local aggregation (for benchmarks)
 };
 
 // Sends rows / partials of `m` (my owned messages [num_owned, d]) to the peers. Returns a token

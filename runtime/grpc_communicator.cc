@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -99,6 +100,7 @@ class GrpcCommunicator : public Communicator {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
     args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+    if (const char* rate = std::getenv("FG_LINK_BYTES_PER_SECOND")) link_bytes_per_second_ = std::atof(rate);
     senders_.resize(peers_.size());
     for (size_t p = 0; p < peers_.size(); ++p) {
       if (static_cast<int>(p) == rank_) continue;
@@ -194,6 +196,11 @@ class GrpcCommunicator : public Communicator {
       }
       writer->WritesDone();
       grpc::Status status = writer->Finish();
+      if (link_bytes_per_second_ > 0) {  // benchmark shaping: emulate a slower link
+        size_t bytes = 0;
+        for (const auto& m : batch) bytes += m.second.size();
+        std::this_thread::sleep_for(std::chrono::duration<double>(bytes / link_bytes_per_second_));
+      }
       if (!status.ok()) {
         Abort(absl::UnavailableError(absl::StrCat("cannot send to worker ", peer, " at ",
                                                   peers_[peer], ": ", status.error_message())));
@@ -209,6 +216,8 @@ class GrpcCommunicator : public Communicator {
   std::string token_;
   WorkerServer* server_;
   std::vector<std::unique_ptr<Sender>> senders_;
+  // Benchmarks only: FG_LINK_BYTES_PER_SECOND limits each peer link to this rate (0: unlimited).
+  double link_bytes_per_second_ = 0;
 };
 
 }  // namespace

@@ -195,7 +195,8 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   if (!hosts.empty()) gethostname(host, sizeof(host));
   for (int r = 0; r < o.workers; ++r) {
     std::vector<std::string> w = {exe, "worker", "--coordinator", absl::StrCat(host, ":", port),
-                                  "--rank", std::to_string(r), "--exchange", o.exchange, "--"};
+                                  "--rank", std::to_string(r), "--exchange", o.exchange,
+                                  o.pipeline ? "--pipeline" : "--nopipeline", "--"};
     w.insert(w.end(), train_args.begin(), train_args.end());
     Child wc{absl::StrCat("worker ", r), -1, absl::StrCat(log_dir, "/worker-", r, suffix, ".log")};
     if (!hosts.empty()) {

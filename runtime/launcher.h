@@ -19,6 +19,7 @@ struct LaunchOptions {
   bool restart_on_failure = false;
   int max_restarts = 3;
   bool quiet = false;
+  bool pipeline = true;
   std::vector<std::string> train_args;  // the `train` flags
 };
 

@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   std::unique_ptr<Trainer> t(new Trainer(options));
   t->dist_ = std::move(dist);
   t->xctx_.comm = t->dist_.comm;
+  t->xctx_.pipeline = t->dist_.pipeline;
   FG_RETURN_IF_ERROR(t->Init());
   return t;
 }
@@ -315,10 +316,12 @@ ag::Var Trainer::DistributedLayer(int i, const ag::Var& h, nau::LayerContext& ct
   if (ex.partial_path) {
     ag::Var rows_token = PostRows(xctx_, ex, m);
     ag::Var part_token = PostPartials(xctx_, ex, m);
+    ag::Var ghosts;
+    if (!xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
     Stopwatch local;
     agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
-    xctx_.compute_in_flight += local.Seconds();
-    ag::Var ghosts = ReceiveRows(xctx_, ex, rows_token, d);
+    if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
+    if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
     agg = ag::Add(agg, ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum));
     agg = ag::Add(agg, ReceivePartials(xctx_, ex, part_token, d));
   } else {
@@ -498,7 +501,22 @@ std::string Trainer::Explain() const {
   for (int i = 0; i < static_cast<int>(layer_graphs_.size()); ++i) {
     const auto& lg = layer_graphs_[i];
     absl::StrAppend(&out, "layer ", i, ": ", lg.hdg->schema().ToString(), "\n  HDG ",
-                    lg.hdg->Stats().ToString(), "\n", nau::HybridExecutor::Explain(lg.plan));
+                    lg.hdg->Stats().ToString(), "\n");
+    if (distributed()) {
+      const LayerExchange& ex = exchanges_[i];
+      std::string partial, rows;
+      for (const PeerExchange& pe : ex.peers) {
+        if (pe.peer == dist_.comm->rank()) continue;
+        absl::StrAppend(pe.partial ? &partial : &rows, pe.partial && !partial.empty() ? "," : "",
+                        !pe.partial && !rows.empty() ? "," : "", pe.peer);
+      }
+      absl::StrAppend(&out, "  level 1: distributed - ",
+                      ex.partial_path ? "partial aggregation from workers {" + partial + "}, " : "",
+                      "row fetch from workers {", rows, "}; receives ", ex.recv_chosen,
+                      " vectors per pass (row fetch only ", ex.recv_rows_only, ", partial only ",
+                      ex.recv_partial_only, ", every neighbour row ", ex.recv_naive, ")\n");
+    }
+    absl::StrAppend(&out, nau::HybridExecutor::Explain(lg.plan));
   }
   return out;
 }
@@ -611,6 +629,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     r.bytes_allreduce = c.bytes_sent(TrafficKind::kAllReduce);
     r.wait_seconds = c.wait_seconds();
     r.compute_seconds = stats_.Total() - r.wait_seconds;
+    for (const LayerExchange& ex : exchanges_) {
+      r.vectors_chosen += ex.recv_chosen;
+      r.vectors_rows_only += ex.recv_rows_only;
+      r.vectors_partial_only += ex.recv_partial_only;
+      r.vectors_naive += ex.recv_naive;
+    }
     r.overlap = xctx_.compute_in_flight /
                 std::max(1e-12, xctx_.compute_in_flight + r.wait_seconds);
   }

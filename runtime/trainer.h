@@ -44,6 +44,8 @@ struct TrainResult {
   int world_size = 1;
   int64_t bytes_features = 0, bytes_partials = 0, bytes_gradients = 0, bytes_allreduce = 0;
   double compute_seconds = 0, wait_seconds = 0, overlap = 0;
+  // Vectors received per forward pass (all layers): as chosen per peer, and the alternatives.
+  int64_t vectors_chosen = 0, vectors_rows_only = 0, vectors_partial_only = 0, vectors_naive = 0;
 };
 
 // A worker's place in a distributed run: its communicator and the partition plan (the owning
@@ -52,6 +54,7 @@ struct DistributedSetup {
   Communicator* comm = nullptr;
   std::vector<int32_t> owners;
   ExchangeMode exchange = ExchangeMode::kAuto;
+  bool pipeline = true;  // overlap sends with local aggregation
 };
 
 class Trainer {

@@ -97,7 +97,8 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options, const TrainO
   absl::StatusOr<TrainResult> result = [&]() -> absl::StatusOr<TrainResult> {
     TrainOptions t = train;
     if (rank != 0) t.quiet = true;
-    FG_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(t, {comm.get(), owners, options.exchange}));
+    FG_ASSIGN_OR_RETURN(auto trainer,
+                        Trainer::Create(t, {comm.get(), owners, options.exchange, options.pipeline}));
     return trainer->Run();
   }();
 
@@ -114,6 +115,10 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options, const TrainO
     metrics.set_bytes_allreduce(result->bytes_allreduce);
     metrics.set_overlap(result->overlap);
     metrics.set_epochs(result->epochs);
+    metrics.set_vectors_chosen(result->vectors_chosen);
+    metrics.set_vectors_rows_only(result->vectors_rows_only);
+    metrics.set_vectors_partial_only(result->vectors_partial_only);
+    metrics.set_vectors_naive(result->vectors_naive);
   } else {
     metrics.set_error(std::string(result.status().message()));
   }

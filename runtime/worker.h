@@ -23,6 +23,7 @@ struct WorkerOptions {
   double coordinator_timeout_seconds = 30;  // give up when the coordinator is silent this long
   double recv_timeout_seconds = 300;
   ExchangeMode exchange = ExchangeMode::kAuto;
+  bool pipeline = true;
 };
 
 // The rank a scheduler assigned through the environment, or -1.

@@ -48,6 +48,7 @@ int Launch(const std::vector<std::string>& args) {
   flags.AddBool("restart_on_failure", false, "restart a failed run from its last checkpoint");
   flags.AddString("max_restarts", "3", "restarts allowed with --restart_on_failure");
   flags.AddBool("quiet", false, "do not echo worker 0's log");
+  flags.AddBool("pipeline", true, "overlap sends with local aggregation (--nopipeline for benchmarks)");
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("launch: ", s.message()));
   if (flags.help_requested()) {
     std::printf("%s\nexample: flexgraph launch --workers 2 -- train --model gcn\n", flags.Usage().c_str());
@@ -75,6 +76,7 @@ int Launch(const std::vector<std::string>& args) {
   o.exchange = flags.Get("exchange");
   o.restart_on_failure = flags.GetBool("restart_on_failure");
   o.quiet = flags.GetBool("quiet");
+  o.pipeline = flags.GetBool("pipeline");
   o.train_args = flags.passthrough();
   if (!o.train_args.empty() && o.train_args[0] == "train") o.train_args.erase(o.train_args.begin());
   return runtime::Launch(o);
@@ -148,6 +150,7 @@ int Worker(const std::vector<std::string>& args) {
   flags.AddString("rank", "-1", "requested rank (-1: from the environment or any)");
   flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
   flags.AddString("register_timeout", "300", "seconds to wait for the coordinator and the other workers");
+  flags.AddBool("pipeline", true, "overlap sends with local aggregation (--nopipeline for benchmarks)");
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("worker: ", s.message()));
   if (flags.help_requested()) {
     std::printf("%s", flags.Usage().c_str());
@@ -172,6 +175,7 @@ int Worker(const std::vector<std::string>& args) {
   if (!runtime::ParseExchangeMode(flags.Get("exchange"), &o.exchange)) {
     return UsageError(flags, "worker: --exchange takes auto, rows or partial");
   }
+  o.pipeline = flags.GetBool("pipeline");
   if (o.coordinator.empty()) return UsageError(flags, "worker: --coordinator is required");
   if (o.token.empty()) return UsageError(flags, "worker: no run token (--token or $FG_RUN_TOKEN)");
   auto r = runtime::RunWorker(o, *train);
