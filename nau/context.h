@@ -12,6 +12,7 @@
 
 #include "flexgraph/base/rng.h"
 #include "flexgraph/graph/dataset.h"
+#include "flexgraph/tensor/csr.h"
 #include "nau/exec_stats.h"
 
 namespace fg::nau {
@@ -75,6 +76,9 @@ class LayerContext {
   Tensor root_global_ids;
   // Stage timings (optional).
   ExecStats* stats = nullptr;
+  // The layer input as a sparse matrix, when it is a constant, mostly-zero table (bag-of-words
+  // features of layer 0); DropoutLinear uses it. Null otherwise.
+  SparseMatrixPtr input_sparse;
 
   // Seed for dropout number `site` of this layer and epoch.
   uint64_t DropoutSeed(int site) const {

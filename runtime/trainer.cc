@@ -353,9 +353,20 @@ ag::Var Trainer::Forward(int epoch, bool training) {
     for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table_ids_.i64()[k]);
     h = ag::GatherRows(h, idx);
   }
+  // A constant, mostly-zero input (bag-of-words features) also gets a sparse view, built once.
+  if (!sparse_checked_ && !h.requires_grad() && h.value().rank() == 2 && h.value().numel() > 0) {
+    sparse_checked_ = true;
+    const Tensor& x = h.value();
+    const int64_t nonzero = std::count_if(x.f32(), x.f32() + x.numel(), [](float v) { return v != 0; });
+    if (nonzero < x.numel() / 10) {
+      input_sparse_ = std::make_shared<SparseMatrix>(ops::DenseToCsr(x));
+      input_sparse_source_ = x.raw();
+    }
+  }
   for (int i = 0; i < model_->num_layers(); ++i) {
     ctx.layer = i;
     ctx.root_global_ids = layer_roots_[i];
+    ctx.input_sparse = i == 0 && h.value().raw() == input_sparse_source_ ? input_sparse_ : nullptr;
     if (distributed()) {
       h = DistributedLayer(i, h, ctx);
     } else {

@@ -119,6 +119,9 @@ class Trainer {
   std::vector<LayerExchange> exchanges_;  // per layer, distributed runs
   ExchangeContext xctx_;
   int64_t global_train_ = 0;          // training rows across all workers
+  bool sparse_checked_ = false;
+  SparseMatrixPtr input_sparse_;      // sparse view of a constant, mostly-zero layer-0 input
+  const void* input_sparse_source_ = nullptr;
   Tensor labels_;                    // int64, per root of the last layer
   int64_t num_classes_ = 0;
   Tensor train_rows_, valid_rows_, test_rows_;  // int32 rows of the last layer's output

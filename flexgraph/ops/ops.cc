@@ -1,6 +1,8 @@
 #include "flexgraph/ops/ops.h"
 
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
 
 namespace fg::ops {
 namespace {
@@ -398,6 +400,55 @@ Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor
   FG_DISPATCH(y.device(), RowL2NormalizeBackward, y.f32(), norms.f32(), gy.f32(), y.rows(),
               y.row_width(), eps, gx.f32());
   return gx;
+}
+
+Csr SparseDropout(const Csr& x, float p, uint64_t seed, const Tensor& row_ids) {
+  FG_CHECK(x.values.defined()) << "SparseDropout: the matrix has no values";
+  FG_CHECK(p >= 0.0f && p < 1.0f) << "SparseDropout: p must be in [0, 1), got " << p;
+  FG_CHECK(!row_ids.defined() || row_ids.numel() == x.num_rows)
+      << "SparseDropout: " << row_ids.numel() << " row ids for " << x.num_rows << " rows";
+  Csr y = x;
+  y.values = Tensor::Empty({x.nnz()});
+  const float keep = 1.0f / (1.0f - p);
+  const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0f));
+  const int64_t* off = x.row_ptr();
+  const int32_t* col = x.col();
+  const float* v = x.val();
+  float* out = y.values.f32();
+  ParallelFor(0, x.num_rows, [&](int64_t r) {
+    const uint64_t id = row_ids.defined() ? static_cast<uint64_t>(row_ids.i64()[r]) : r;
+    for (int64_t e = off[r]; e < off[r + 1]; ++e) {
+      const Philox4 b = PhiloxBlock(seed, static_cast<uint64_t>(col[e] / 4), id);
+      out[e] = (b.v[col[e] % 4] >> 8) >= threshold ? v[e] * keep : 0.0f;
+    }
+  });
+  return y;
+}
+
+Csr DenseToCsr(const Tensor& x) {
+  FG_CHECK(x.dtype() == DType::kFloat32 && x.device() == Device::kCpu) << "DenseToCsr: cpu float32";
+  const int64_t n = x.rows(), d = x.row_width();
+  std::vector<int64_t> off(n + 1, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t k = 0;
+    for (int64_t j = 0; j < d; ++j) k += x.f32()[r * d + j] != 0.0f;
+    off[r + 1] = off[r] + k;
+  }
+  std::vector<int32_t> idx(off[n]);
+  std::vector<float> val(off[n]);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t at = off[r];
+    for (int64_t j = 0; j < d; ++j) {
+      const float v = x.f32()[r * d + j];
+      if (v != 0.0f) {
+        idx[at] = static_cast<int32_t>(j);
+        val[at++] = v;
+      }
+    }
+  }
+  Csr c = Csr::FromVectors(n, d, off, idx, {});
+  c.values = Tensor::FromVector(val);
+  return c;
 }
 
 Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids,

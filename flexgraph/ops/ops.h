@@ -80,6 +80,12 @@ Tensor LogSoftmax(const Tensor& x);
 Tensor LogSoftmaxBackward(const Tensor& y, const Tensor& gy);
 Tensor RowL2Normalize(const Tensor& x, float eps, Tensor* norms);
 Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor& gy, float eps);
+// Inverted dropout on the stored entries of x (values required): entry (r, c) keeps its value
+// times 1/(1-p) exactly when DropoutMask keeps dense element (r, c), so sparse and dense inputs
+// see the same mask. CPU only.
+Csr SparseDropout(const Csr& x, float p, uint64_t seed, const Tensor& row_ids = Tensor());
+// The rows of a dense float matrix as a Csr of its non-zero entries (with values).
+Csr DenseToCsr(const Tensor& x);
 // A [rows, cols] mask of 0 and 1/(1-p) on `device`; element (r, j) is a function of
 // (seed, row_ids[r], j) only, identical on every device. row_ids (int64) live on `device`.
 Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed,

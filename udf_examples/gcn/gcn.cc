@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "flexgraph/autograd/functions.h"
+#include "nau/dropout_linear.h"
 #include "nau/model.h"
 
 namespace fg::udf {
@@ -38,8 +39,8 @@ class GcnLayer : public nau::Layer {
   }
 
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
-    ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
-    return project_first_ ? fc_.Forward(x) : x;
+    if (project_first_) return nau::DropoutLinear(ctx, h, ctx.table_global_ids, fc_, dropout_, 0);
+    return ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
   }
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::WeightedSum(); }

@@ -3,6 +3,7 @@
 //   Aggregation:       mean.
 //   Update:            h' = σ(h_v W_self + mean_{u∈N(v)} h_u W_neigh + b).
 #include "flexgraph/autograd/functions.h"
+#include "nau/dropout_linear.h"
 #include "nau/model.h"
 
 namespace fg::udf {
@@ -29,16 +30,16 @@ class SageLayer : public nau::Layer {
   }
 
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
-    ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
-    return project_first_ ? neigh_.Forward(x) : x;
+    if (project_first_) return nau::DropoutLinear(ctx, h, ctx.table_global_ids, neigh_, dropout_, 0);
+    return ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
   }
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Mean(); }
 
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
-    ag::Var s = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
-    ag::Var h = ag::Add(self_.Forward(s), project_first_ ? nbr : neigh_.Forward(nbr));
+    ag::Var s = nau::DropoutLinear(ctx, self, ctx.root_global_ids, self_, dropout_, 0);
+    ag::Var h = ag::Add(s, project_first_ ? nbr : neigh_.Forward(nbr));
     return last_ ? h : ag::Relu(h);
   }
 

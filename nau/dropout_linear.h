@@ -1,0 +1,18 @@
+// DropoutLinear: Linear(Dropout(x)) for a layer's input rows, computed as an SpMM over the
+// non-zeros when the context holds a sparse view of a constant input (bag-of-words features), and
+// densely otherwise. Both paths use the same counter-based mask, so they agree exactly.
+// Thread-compatible.
+#pragma once
+
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/nn/module.h"
+#include "nau/context.h"
+
+namespace fg::nau {
+
+// `x` are the layer-input rows with global ids `row_ids` (the table or the roots); `site` picks
+// the dropout stream as LayerContext::DropoutSeed.
+ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
+                      const nn::Linear& fc, float p, int site);
+
+}  // namespace fg::nau
