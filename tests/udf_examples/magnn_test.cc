@@ -93,6 +93,27 @@ TEST(Magnn, FusedEncoderEqualsTheGatheredBatchAndDifferentiates) {
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << i;
     ExpectGradientsMatch(fused, {table, raw}, 1e-3f, 2e-2f);
   }
+  // Two blocks of different lengths in one call: the rows of each block's own encoding.
+  auto mdm = nau::ParseMetapath("M-D-M", ds.graph);
+  ASSERT_TRUE(mdm.ok());
+  const Tensor short_block = Tensor::FromVector(std::vector<int32_t>{4, 0, 4, 2, 2, 3}, {2, 3});
+  auto two = [&](const std::vector<ag::Var>& in) {
+    ag::Var unit = UnitRotations(in[1]);
+    return EncodeInstances(in[0], {vertices, short_block},
+                           {PathRotations(unit, *mp), PathRotations(unit, *mdm)});
+  };
+  const std::vector<ag::Var> in = {ag::Var(table), ag::Var(raw)};
+  const ag::Var unit = UnitRotations(in[1]);
+  const std::vector<float> a = two(in).value().ToVector<float>();
+  std::vector<float> b = EncodeInstances(in[0], vertices, PathRotations(unit, *mp))
+                             .value()
+                             .ToVector<float>();
+  const std::vector<float> c = EncodeInstances(in[0], short_block, PathRotations(unit, *mdm))
+                                   .value()
+                                   .ToVector<float>();
+  b.insert(b.end(), c.begin(), c.end());
+  EXPECT_EQ(a, b);
+  ExpectGradientsMatch(two, {table, raw}, 1e-3f, 2e-2f);
 }
 
 // Groups (rows) over instances (columns):  g0 = {p0, p1},  g1 = {p2},  g2 = {}.

@@ -190,29 +190,46 @@ ag::Var ComplexMul(const ag::Var& x, const ag::Var& r) {
 }
 
 ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::Var& rotations) {
-  FG_CHECK(vertices.rank() == 2 && vertices.dtype() == DType::kInt32)
-      << "EncodeInstances: vertices must be int32 [n, L], got " << vertices.ShapeString();
-  const int64_t n = vertices.dim(0), len = vertices.dim(1), d = table.row_width();
-  const int64_t rows = table.rows();
-  const bool rotate = rotations.defined();
-  FG_CHECK(!rotate || (rotations.value().numel() == len * d && d % 2 == 0))
-      << "EncodeInstances: rotations " << rotations.value().ShapeString() << " for instances of "
-      << len << " vertices of width " << d;
-  const float inv = 1.0f / static_cast<float>(len);
-  const int32_t* idx = vertices.i32();
-  Tensor y = Tensor::Zeros({n, d});
-  {
+  return EncodeInstances(table, std::vector<Tensor>{vertices}, std::vector<ag::Var>{rotations});
+}
+
+ag::Var EncodeInstances(const ag::Var& table, const std::vector<Tensor>& blocks,
+                        const std::vector<ag::Var>& rotations) {
+  FG_CHECK(blocks.size() == rotations.size())
+      << "EncodeInstances: " << blocks.size() << " blocks, " << rotations.size() << " rotations";
+  const int64_t d = table.row_width(), rows = table.rows();
+  const int64_t nb = static_cast<int64_t>(blocks.size());
+  // Block b's instances are output rows [out_first[b], out_first[b+1]) and vertex entries
+  // [entry_first[b], entry_first[b+1]) of the blocks laid end to end.
+  std::vector<int64_t> out_first(nb + 1, 0), entry_first(nb + 1, 0);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Tensor& v = blocks[b];
+    FG_CHECK(v.rank() == 2 && v.dtype() == DType::kInt32)
+        << "EncodeInstances: vertices must be int32 [n, L], got " << v.ShapeString();
+    FG_CHECK(!rotations[b].defined() ||
+             (rotations[b].value().numel() == v.dim(1) * d && d % 2 == 0))
+        << "EncodeInstances: rotations " << rotations[b].value().ShapeString()
+        << " for instances of " << v.dim(1) << " vertices of width " << d;
+    for (int64_t k = 0; k < v.numel(); ++k) {
+      FG_CHECK(v.i32()[k] >= 0 && v.i32()[k] < rows)
+          << "EncodeInstances: vertex " << v.i32()[k] << " outside [0, " << rows << ")";
+    }
+    out_first[b + 1] = out_first[b] + v.dim(0);
+    entry_first[b + 1] = entry_first[b] + v.numel();
+  }
+  Tensor y = Tensor::Zeros({out_first[nb], d});
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t n = blocks[b].dim(0), len = blocks[b].dim(1);
+    const int32_t* idx = blocks[b].i32();
     const float* t = table.value().f32();
-    const float* r = rotate ? rotations.value().f32() : nullptr;
-    float* out = y.f32();
+    const float* r = rotations[b].defined() ? rotations[b].value().f32() : nullptr;
+    const float inv = 1.0f / static_cast<float>(len);
+    float* out = y.f32() + out_first[b] * d;
     ParallelFor(0, n, [&](int64_t i) {
       float* o = out + i * d;
       for (int64_t l = 0; l < len; ++l) {
-        const int32_t v = idx[i * len + l];
-        FG_CHECK(v >= 0 && v < rows) << "EncodeInstances: vertex " << v << " outside [0, " << rows
-                                     << ")";
-        const float* x = t + static_cast<int64_t>(v) * d;
-        if (rotate) {
+        const float* x = t + static_cast<int64_t>(idx[i * len + l]) * d;
+        if (r != nullptr) {
           const float* rl = r + l * d;
           for (int64_t j = 0; j < d; j += 2) {
             o[j] += x[j] * rl[j] - x[j + 1] * rl[j + 1];
@@ -226,45 +243,59 @@ ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::
     });
   }
   std::vector<ag::Var> inputs = {table};
-  if (rotate) inputs.push_back(rotations);
+  for (const ag::Var& r : rotations) {
+    if (r.defined()) inputs.push_back(r);
+  }
   return ag::MakeResult(y, "EncodeInstances", inputs, [=](const Tensor& g) {
     const float* gp = g.f32();
-    const float* r = rotate ? rotations.value().f32() : nullptr;
     if (table.requires_grad()) {
-      // d table[v] = 1/L Σ_{(i, l): vertices[i, l] = v} conj(r_l) g_i, summed per table row in
-      // instance order (deterministic for any thread count).
-      const Csr by_vertex = ops::GroupByIndex(vertices.Reshape({n * len}), rows);
+      // d table[v] = Σ_{entries (b, i, l) at v} conj(r_bl) g_{b,i} / L_b, summed per table row
+      // in entry order (deterministic for any thread count).
+      Tensor all = Tensor::Empty({entry_first[nb]}, DType::kInt32);
+      for (int64_t b = 0; b < nb; ++b) {
+        std::copy(blocks[b].i32(), blocks[b].i32() + blocks[b].numel(),
+                  all.i32() + entry_first[b]);
+      }
+      const Csr by_vertex = ops::GroupByIndex(all, rows);
       Tensor gt = Tensor::Zeros({rows, d});
       float* o = gt.f32();
       ParallelForDynamic(0, rows, 256, [&](int64_t v) {
         float* acc = o + v * d;
         for (int64_t e = by_vertex.row_ptr()[v]; e < by_vertex.row_ptr()[v + 1]; ++e) {
           const int64_t k = by_vertex.col()[e];
-          const float* gi = gp + (k / len) * d;
-          if (rotate) {
-            const float* rl = r + (k % len) * d;
+          const int64_t b =
+              std::upper_bound(entry_first.begin(), entry_first.end(), k) - entry_first.begin() - 1;
+          const int64_t len = blocks[b].dim(1), local = k - entry_first[b];
+          const float inv = 1.0f / static_cast<float>(len);
+          const float* gi = gp + (out_first[b] + local / len) * d;
+          if (rotations[b].defined()) {
+            const float* rl = rotations[b].value().f32() + (local % len) * d;
             for (int64_t j = 0; j < d; j += 2) {
-              acc[j] += gi[j] * rl[j] + gi[j + 1] * rl[j + 1];
-              acc[j + 1] += gi[j + 1] * rl[j] - gi[j] * rl[j + 1];
+              acc[j] += inv * (gi[j] * rl[j] + gi[j + 1] * rl[j + 1]);
+              acc[j + 1] += inv * (gi[j + 1] * rl[j] - gi[j] * rl[j + 1]);
             }
           } else {
-            for (int64_t j = 0; j < d; ++j) acc[j] += gi[j];
+            for (int64_t j = 0; j < d; ++j) acc[j] += inv * gi[j];
           }
         }
-        for (int64_t j = 0; j < d; ++j) acc[j] *= inv;
       });
       ag::AccumulateGrad(table, gt, "EncodeInstances");
     }
-    if (rotate && rotations.requires_grad()) {
-      // d r_l = 1/L Σ_i g_i conj(table[vertices[i, l]]), in fixed blocks of instances.
+    for (int64_t b = 0; b < nb; ++b) {
+      const ag::Var& rot = rotations[b];
+      if (!rot.defined() || !rot.requires_grad()) continue;
+      // d r_bl = 1/L Σ_i g_{b,i} conj(table[vertices_b[i, l]]), in fixed blocks of instances.
+      const int64_t n = blocks[b].dim(0), len = blocks[b].dim(1);
+      const int32_t* idx = blocks[b].i32();
       const float* t = table.value().f32();
-      const int64_t blocks = (n + kRowsPerPartial - 1) / kRowsPerPartial;
-      std::vector<double> partial(blocks * len * d, 0.0);
-      ParallelFor(0, blocks, [&](int64_t b) {
-        double* acc = partial.data() + b * len * d;
-        const int64_t hi = std::min(n, (b + 1) * kRowsPerPartial);
-        for (int64_t i = b * kRowsPerPartial; i < hi; ++i) {
-          const float* gi = gp + i * d;
+      const float* gb = gp + out_first[b] * d;
+      const int64_t parts = (n + kRowsPerPartial - 1) / kRowsPerPartial;
+      std::vector<double> partial(parts * len * d, 0.0);
+      ParallelFor(0, parts, [&](int64_t p) {
+        double* acc = partial.data() + p * len * d;
+        const int64_t hi = std::min(n, (p + 1) * kRowsPerPartial);
+        for (int64_t i = p * kRowsPerPartial; i < hi; ++i) {
+          const float* gi = gb + i * d;
           for (int64_t l = 0; l < len; ++l) {
             const float* x = t + static_cast<int64_t>(idx[i * len + l]) * d;
             double* al = acc + l * d;
@@ -275,13 +306,13 @@ ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::
           }
         }
       });
-      Tensor gr = Tensor::Zeros(rotations.shape());
-      for (int64_t b = 0; b < blocks; ++b) {
+      Tensor gr = Tensor::Zeros(rot.shape());
+      for (int64_t p = 0; p < parts; ++p) {
         for (int64_t j = 0; j < len * d; ++j) {
-          gr.f32()[j] += static_cast<float>(partial[b * len * d + j] * inv);
+          gr.f32()[j] += static_cast<float>(partial[p * len * d + j] / len);
         }
       }
-      ag::AccumulateGrad(rotations, gr, "EncodeInstances");
+      ag::AccumulateGrad(rot, gr, "EncodeInstances");
     }
   });
 }
@@ -383,10 +414,12 @@ ag::Var HeadWeightedSum(const SparseMatrixPtr& groups, const ag::Var& x, const a
 ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instances,
                           bool shared_across_heads, const ag::Var& center_scores,
                           const ag::Var& instance_scores, int heads, float slope,
-                          float attn_dropout, uint64_t seed, bool training) {
+                          float attn_dropout, uint64_t seed, bool training,
+                          const Tensor& entry_ids) {
   ag::Var e = ag::LeakyRelu(ag::SddmmAdd(groups, center_scores, instance_scores), slope);
   ag::Var alpha = ag::EdgeSoftmax(groups, e);  // [entries, heads]: sums to 1 per group and head
-  alpha = ag::Dropout(alpha, attn_dropout, seed, training);
+  // Masks keyed by (global root, metapath, instance index): independent of the partitioning.
+  alpha = ag::Dropout(alpha, attn_dropout, seed, training, entry_ids);
   // Shared encodings: head h weights the same rows into output columns [h d, (h+1) d).
   // Per-head encodings: head h's weights scale head h's slice.
   ag::Var out = shared_across_heads && heads > 1
@@ -396,13 +429,16 @@ ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instance
 }
 
 ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, const ag::Var& q,
-                          Tensor* beta) {
+                          Tensor* beta, const nau::LayerContext* ctx) {
   FG_CHECK(!h.empty()) << "MetapathAttention: no metapaths";
   const int64_t n = h[0].rows();
+  auto global = [&](const ag::Var& x) { return ctx != nullptr ? ctx->GlobalSum(x) : x; };
+  const float total = global(ag::Var(Tensor::Full({1}, static_cast<float>(n)))).value().Item();
   std::vector<ag::Var> scores;
   for (const ag::Var& hp : h) {
-    // s_P = q · mean_v tanh(W h_v^P + b)
-    ag::Var mean = ag::Scale(ag::SumRows(ag::Tanh(fc.Forward(hp))), 1.0f / static_cast<float>(n));
+    // s_P = q · mean_v tanh(W h_v^P + b), the mean over the roots of all workers.
+    ag::Var mean = ag::Scale(global(ag::SumRows(ag::Tanh(fc.Forward(hp)))),
+                             total > 0 ? 1.0f / total : 0.0f);
     scores.push_back(ag::MatMul(ag::Reshape(mean, {1, fc.out_features()}), q));
   }
   const int64_t p = static_cast<int64_t>(h.size());
@@ -536,13 +572,15 @@ class MagnnLayer : public nau::Layer {
   bool PerHeadEncodings() const { return opt_.encoder == Encoder::kLinear && heads_ > 1; }
 
   // Level 1: every metapath's block of instances is a dense [n_P, L_P, d] batch (uniform
-  // arity), encoded by a fused gather-rotate-mean that never materialises the batch.
+  // arity), encoded by a fused gather-rotate-mean that never materialises the batch; all blocks
+  // write into one [instances, d] output.
   ag::Var Encode(const nau::LevelInput& in) const {
     const auto& mps = walker_.metapaths();
     const hdg::HdgLevel& l = in.lvl();
     ag::Var unit;
     if (opt_.encoder == Encoder::kRotate) unit = UnitRotations(rotations_);
-    std::vector<ag::Var> blocks;
+    std::vector<Tensor> blocks;
+    std::vector<ag::Var> rotations, linear;
     for (size_t m = 0; m < mps.size(); ++m) {
       const int64_t lo = l.type_offsets[m], hi = l.type_offsets[m + 1];
       if (hi == lo) continue;
@@ -551,19 +589,18 @@ class MagnnLayer : public nau::Layer {
       Tensor vertices = Tensor::Empty({hi - lo, len}, DType::kInt32);
       const int32_t* first = l.csr().col() + l.csr().row_ptr()[lo];
       std::copy(first, first + (hi - lo) * len, vertices.i32());
-      switch (opt_.encoder) {
-        case Encoder::kMean:
-          blocks.push_back(EncodeInstances(in.children, vertices, ag::Var()));
-          break;
-        case Encoder::kRotate:
-          blocks.push_back(EncodeInstances(in.children, vertices, PathRotations(unit, mps[m])));
-          break;
-        case Encoder::kLinear:
-          blocks.push_back(linear_[m].Forward(EncodeInstances(in.children, vertices, ag::Var())));
-          break;
+      if (opt_.encoder == Encoder::kLinear) {
+        // Mean, then the metapath's own linear map to heads * d.
+        linear.push_back(linear_[m].Forward(EncodeInstances(in.children, vertices, ag::Var())));
+        continue;
       }
+      blocks.push_back(vertices);
+      rotations.push_back(opt_.encoder == Encoder::kRotate ? PathRotations(unit, mps[m])
+                                                           : ag::Var());
     }
-    return ConcatRows(blocks, PerHeadEncodings() ? heads_ * d_ : d_);
+    if (opt_.encoder == Encoder::kLinear) return ConcatRows(linear, heads_ * d_);
+    if (blocks.empty()) return ag::Var(Tensor::Zeros({0, d_}));
+    return EncodeInstances(in.children, blocks, rotations);
   }
 
   // Level 2: attention over the instances of each (root, metapath) group.
@@ -604,9 +641,23 @@ class MagnnLayer : public nau::Layer {
                                         IntTensor(pick)),
                          {num_inst, heads_});
     }
+    Tensor entry_ids;
+    if (in.ctx->training && opt_.attn_dropout > 0) {
+      const Csr& c = groups.csr();
+      const Tensor& root_ids = in.ctx->root_global_ids;
+      entry_ids = Tensor::Empty({c.nnz()}, DType::kInt64);
+      for (int64_t g = 0; g < c.num_rows; ++g) {
+        const int32_t r = group_root.i32()[g];
+        const uint64_t root = root_ids.defined() ? static_cast<uint64_t>(root_ids.i64()[r]) : r;
+        for (int64_t e = c.row_ptr()[g]; e < c.row_ptr()[g + 1]; ++e) {
+          entry_ids.i64()[e] = static_cast<int64_t>(
+              MixKey(root, static_cast<uint64_t>(group_block[g]), e - c.row_ptr()[g]) >> 1);
+        }
+      }
+    }
     return InstanceAttention(groups.matrix, in.children, !PerHeadEncodings(), center, inst,
                              heads_, opt_.slope, opt_.attn_dropout, in.ctx->DropoutSeed(1),
-                             in.ctx->training);
+                             in.ctx->training, entry_ids);
   }
 
   // Level 3: per root type, attention over that type's metapaths. Roots of one type are
@@ -614,19 +665,21 @@ class MagnnLayer : public nau::Layer {
   // concatenate back into root order.
   ag::Var Fuse(const nau::LevelInput& in) const {
     const hdg::HdgLevel& l = in.lvl();
-    const Tensor& roots = in.hdg->roots();
-    const int64_t n = roots.numel();
+    // Root types from global ids (the HDG's roots may be local rows of a worker's table).
+    const Tensor& global_roots = in.ctx->root_global_ids;
+    const int64_t n = in.hdg->num_roots();
     const int64_t width = in.children.row_width();
-    std::vector<int> run_type;                 // consecutive runs of roots of one type
+    auto root_type = [&](int64_t r) {
+      return space_->TypeOf(global_roots.defined() ? global_roots.i64()[r] : in.hdg->roots().i32()[r]);
+    };
+    // Every type in order, even with no local roots, so all workers make the same reductions.
+    std::vector<int> run_type;
     std::vector<std::vector<int32_t>> run_rows;
-    for (int64_t r = 0; r < n; ++r) {
-      const int t = space_->TypeOf(roots.i32()[r]);
-      if (run_type.empty() || run_type.back() != t) {
-        run_type.push_back(t);
-        run_rows.emplace_back();
-      }
-      run_rows.back().push_back(static_cast<int32_t>(r));
+    for (int t = 0; t < space_->num_types(); ++t) {
+      run_type.push_back(t);
+      run_rows.emplace_back();
     }
+    for (int64_t r = 0; r < n; ++r) run_rows[root_type(r)].push_back(static_cast<int32_t>(r));
     std::vector<ag::Var> parts;
     for (size_t k = 0; k < run_type.size(); ++k) {
       const int t = run_type[k];
@@ -644,7 +697,7 @@ class MagnnLayer : public nau::Layer {
         }
         h.push_back(PickRows(in.children, ids));
       }
-      parts.push_back(MetapathAttention(h, fuse_fc_[t], fuse_q_[t]));
+      parts.push_back(MetapathAttention(h, fuse_fc_[t], fuse_q_[t], nullptr, in.ctx));
     }
     return ConcatRows(parts, width);
   }

@@ -6,9 +6,10 @@
 //                      sampled beyond that. HDG: vertices -> instances (arity L) -> (v, P) groups
 //                      -> v (arity = number of metapaths).
 //   Level 1 (dense)    intra-metapath instance encoder h_p = f_θ(h_{p_0}, ..., h_{p_{L-1}}) over the
-//                      gathered [instances, L, d] block of each metapath: mean, linear (mean then
-//                      W_P) or RotatE (each vertex rotated in complex space by the product of the
-//                      relation rotations on its way back to the root, then the mean).
+//                      [instances, L, d] batch of each metapath (uniform arity; streamed by a fused
+//                      gather-encode, never materialised): mean, linear (mean then W_P) or RotatE
+//                      (each vertex rotated in complex space by the product of the relation
+//                      rotations on its way back to the root, then the mean).
 //   Level 2 (graph)    multi-head instance attention per (v, P):
 //                      e_p^h = LeakyReLU(a_P^h · [h_v || h_p]),  α = segment softmax over p,
 //                      h_v^P = ELU(||_h Σ_p α_p^h h_p^h).
@@ -16,7 +17,13 @@
 //                      s_P = mean_{v of T} q_T · tanh(M_T h_v^P + b_T),  β = softmax_P(s),
 //                      h_v = Σ_P β_P h_v^P.
 //   Update             h'_v = W_o h_v + b_o (ELU on hidden layers).
-// Node content enters through type-specific projections (Model::Input): h_v = W_{type(v)} x_v + b.
+// Node content enters through type-specific projections (Model::Input): h_v = W_{type(v)} x_v + b
+// (a learned embedding for types without features), with dropout before the first layer.
+// Hidden layers compute every vertex with its own type's metapaths; the last layer the target
+// type's. Options (spec.options): metapaths ("auto" or e.g. "M-D-M,M-A-M"; see nau/metapath.h —
+// on the command line separate them with ';' since --model_opt splits on ','), encoder
+// (mean|linear|rotate), max_instances (per root and metapath, uniformly sampled beyond; 0 = all),
+// resample (epochs between resampling capped instances; 0 = once), attn_dim, attn_dropout, slope.
 //
 // The building blocks below are pure functions of autograd Vars (tests check their gradients).
 // Thread-compatible.
@@ -30,6 +37,7 @@
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/nn/module.h"
 #include "nau/metapath.h"
+#include "nau/context.h"
 #include "nau/model.h"
 
 namespace fg::udf::magnn {
@@ -61,6 +69,10 @@ ag::Var ComplexMul(const ag::Var& x, const ag::Var& r);
 // or the plain mean when rotations is undefined. Equals RotateEncode / MeanEncode of the gathered
 // [n, L, d] batch, streaming it instead of materialising it (and its gradient).
 ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::Var& rotations);
+// Several blocks (e.g. one per metapath, each with its own length and rotations) encoded into one
+// output, block after block: [Σ n_b, d].
+ag::Var EncodeInstances(const ag::Var& table, const std::vector<Tensor>& blocks,
+                        const std::vector<ag::Var>& rotations);
 // Unit complex numbers from raw parameters [R, d]: every (re, im) pair divided by its modulus.
 ag::Var UnitRotations(const ag::Var& raw);
 // [L, d] rotations of the positions of an instance of `mp` towards its root (position 0):
@@ -84,17 +96,20 @@ ag::Var HeadWeightedSum(const SparseMatrixPtr& groups, const ag::Var& x, const a
 // [h d, (h+1) d)); `center_scores` [groups, heads]
 // holds a_center^h · h_v of each group's root and `instance_scores` [num_instances, heads] holds
 // a_inst^h · h_p. Returns ELU(||_h Σ_p α_p^h h_p^h), [groups, heads * d]; empty groups give 0.
-// `attn_dropout` drops attention weights in training with the given seed.
+// `attn_dropout` drops attention weights in training with the given seed; entry e's mask is keyed
+// by entry_ids[e] (int64; undefined: e).
 ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instances,
                           bool shared_across_heads, const ag::Var& center_scores,
                           const ag::Var& instance_scores, int heads, float slope,
-                          float attn_dropout, uint64_t seed, bool training);
+                          float attn_dropout, uint64_t seed, bool training,
+                          const Tensor& entry_ids = Tensor());
 
 // Inter-metapath attention over per-metapath embeddings h[P] ([n, D] each, same roots):
 // s_P = mean_v q · tanh(h_v^P W + b), β = softmax_P(s), returns Σ_P β_P h^P. `fc` maps D to the
-// attention dimension, q is [attn_dim, 1]. Writes β to *beta when given.
+// attention dimension, q is [attn_dim, 1]. Writes β to *beta when given. The mean over v covers
+// the roots of every worker: `ctx` (optional) sums the partial means across workers.
 ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, const ag::Var& q,
-                          Tensor* beta = nullptr);
+                          Tensor* beta = nullptr, const nau::LayerContext* ctx = nullptr);
 
 // The registered model ("magnn") and its defaults.
 nau::ModelDefaults MagnnDefaults();
