@@ -4,11 +4,13 @@
 // cheaper neighbouring part — or to the cheapest part, which may have no edges to it (a part of
 // isolated vertices) — while the estimated maximum cost falls.
 //
-// Each round moves a batch of vertices guided by a local model of the cost — a part's compute plus
-// its union-graph cut weight times the part's measured comm seconds per cut unit — then recomputes
-// the exact estimate (ComputeStats); a round that does not lower the exact maximum is undone and
-// the batch size shrinks. Deterministic (fixed scan order, ties broken by vertex id, no clocks) and
-// bounded: at most max_rounds exact evaluations and max_moves moves.
+// Each round moves a batch of vertices guided by a local model updated move by move — exact
+// compute, and the row-fetch exchange tracked per (layer, part, vertex) reference counts, so the
+// ghosts a move creates or removes on every part are counted — then recomputes the exact estimate
+// (ComputeStats, which may also choose partial aggregation); a round that does not lower the exact
+// maximum is undone and the batch size shrinks. Memory: layers x parts x vertices int32 counts.
+// Deterministic (fixed scan order, ties broken by vertex id, no clocks) and bounded: at most
+// max_rounds exact evaluations and max_moves moves.
 // Thread-safety: a pure function of its arguments.
 //
 //   RebalanceResult r = Rebalance(dataset, cost, metis_owners, 8, {});
@@ -24,7 +26,7 @@ namespace fg::partition {
 
 struct RebalanceOptions {
   int max_rounds = 40;            // exact evaluations
-  int64_t max_moves = 0;          // total vertex moves (0: a quarter of the vertices)
+  int64_t max_moves = 0;          // total vertex moves (0: the number of vertices)
   // Stop once the estimated imbalance is at most this (saves rounds that gain under 0.5%).
   double target_imbalance = 1.005;
 };
