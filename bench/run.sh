@@ -4,7 +4,7 @@
 # runs both systems with the same model, weights and 2 threads, checks the epoch-0 loss and prints
 # the table (also bench/results/latest.{csv,json}). Arguments go to bench/harness/run_bench.py:
 #   bench/run.sh                  # GCN and GraphSAGE-mean on Cora and RMAT scale 17 (~2M edges)
-#   bench/run.sh --large          # also RMAT scale 22 (~100M edges; ~20 GB RAM, an hour here)
+#   bench/run.sh --large          # also RMAT scale 22 (~100M edges; ~41 GiB at hidden 256, else skipped)
 #   bench/run.sh --pyg --only gcn:cora
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

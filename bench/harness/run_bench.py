@@ -201,13 +201,27 @@ def roofline_floor(model, n, nnz, f, c, hidden, layers):
 
 # ----------------------------------------------------------------------------- runs
 
+def estimated_bytes(n, nnz, f, hidden):
+    """Rough peak memory of one full-batch 2-layer run with dropout on every layer's input: the
+    features, their dropout copy and mask, the first aggregation, and about eight [n, hidden]
+    activations, masks and gradients kept for backward; plus the graph (both directions)."""
+    return 4.0 * n * (4 * f + 8 * hidden) + 16.0 * nnz
+
+
+def mem_available():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return float("inf")
+
+
 def median_after(times, warmup):
     t = times[warmup:] if len(times) > warmup else times
     return statistics.median(t) if t else float("nan")
 
 
-def run_flexgraph(a, model, name, d, wdir, epochs, out_dir):
-    m = MODELS[model]
+def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
     out = os.path.join(out_dir, f"fg-{model}-{name}.json")
     cmd = [a.flexgraph, "train", "--dataset", d, "--model", model,
            "--hidden", str(m["hidden"]), "--layers", str(m["layers"]), "--dropout", str(m["dropout"]),
@@ -227,8 +241,7 @@ def run_flexgraph(a, model, name, d, wdir, epochs, out_dir):
     return r
 
 
-def run_baseline(a, framework, model, name, d, wdir, epochs, out_dir):
-    m = MODELS[model]
+def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir):
     out = os.path.join(out_dir, f"{framework}-{model}-{name}.json")
     if model == "pinsage":
         traces, hops, top_k = m["walks"]
@@ -266,6 +279,8 @@ def main():
                    help="workload .npy directories and logs (large: rmat22 needs ~10 GB of disk)")
     p.add_argument("--results_dir", default=os.path.join(BENCH, "results"))
     p.add_argument("--large", action="store_true", help="also the ~100M-edge RMAT (scale 22)")
+    p.add_argument("--large_hidden", type=int, default=256,
+                   help="hidden width on the large RMAT (256 needs about 30 GB per system)")
     p.add_argument("--pyg", action="store_true", help="also run PyG")
     p.add_argument("--only", default="", help="comma list of model:workload, e.g. gcn:cora")
     p.add_argument("--threads", type=int, default=2)
@@ -292,21 +307,30 @@ def main():
     run_dir = os.path.join(a.work_dir, "runs", stamp)
     os.makedirs(run_dir, exist_ok=True)
     load_before = os.getloadavg()
-    rows, failures = [], []
+    rows, failures, skipped = [], [], []
     for model, name in jobs:
         d = prepare(a, name)
-        m = MODELS[model]
+        m = dict(MODELS[model])
+        if WORKLOADS[name].get("large"):
+            m["hidden"] = a.large_hidden
+            n_, nnz_, f_, _ = graph_sizes(d)
+            need, have = estimated_bytes(n_, nnz_, f_, m["hidden"]), mem_available()
+            if need > have:
+                skipped.append(f"{model} on {name} (hidden {m['hidden']}): needs about {need / 2**30:.0f} GiB, "
+                               f"{have / 2**30:.0f} GiB available (try a smaller --large_hidden)")
+                log("SKIP " + skipped[-1])
+                continue
         wdir = write_weights(d, model, m["hidden"], m["layers"], seed=1)
         n, nnz, f, c = graph_sizes(d)
         epochs = max(a.warmup + 5, int(round(WORKLOADS[name]["epochs"] * a.epochs_scale)))
-        fg = run_flexgraph(a, model, name, d, wdir, epochs, run_dir)
+        fg = run_flexgraph(a, model, m, name, d, wdir, epochs, run_dir)
         if m.get("fg_only"):
             fws = []
         elif model == "pinsage":
             fws = ["dgl"]  # no PyG PinSage baseline
         else:
             fws = frameworks
-        base = {fw: run_baseline(a, fw, model, name, d, wdir, epochs, run_dir) for fw in fws}
+        base = {fw: run_baseline(a, fw, model, m, name, d, wdir, epochs, run_dir) for fw in fws}
         spmm_nnz = nnz
         if model == "pinsage" and "dgl" in base:
             spmm_nnz = base["dgl"]["selected_edges"]
@@ -355,11 +379,11 @@ def main():
         "host": platform.node(), "cpus": os.cpu_count(),
         "load_average_before": load_before, "load_average_after": load_after,
         "ceilings": {"gemm_flops": GEMM_FLOPS, "stream_bytes_per_s": STREAM_BYTES},
-        "tolerance": a.tolerance, "frameworks": frameworks,
+        "tolerance": a.tolerance, "frameworks": frameworks, "skipped": skipped,
     }
     print_table(rows, frameworks, info)
     os.makedirs(a.results_dir, exist_ok=True)
-    for base_name in (f"bench-{stamp}", "latest"):
+    for base_name in (f"bench-{stamp}", "latest") if rows else (f"bench-{stamp}",):
         with open(os.path.join(a.results_dir, base_name + ".json"), "w") as fjs:
             json.dump({"info": info, "rows": rows, "epoch0_failures": failures}, fjs, indent=1)
         if rows:
@@ -368,6 +392,8 @@ def main():
                 wr.writeheader()
                 wr.writerows(rows)
     log(f"wrote {a.results_dir}/bench-{stamp}.{{csv,json}} (and latest.*); runs and logs in {run_dir}")
+    for s_ in skipped:
+        print("skipped: " + s_, file=sys.stderr)
     if failures:
         print("\nEPOCH-0 LOSS DISAGREEMENT — the two systems do not compute the same thing:", file=sys.stderr)
         for f_ in failures:
