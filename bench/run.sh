@@ -3,7 +3,7 @@
 # installs or checks the baseline venv (bench/baselines/setup_venv.sh), prepares the workloads,
 # runs both systems with the same model, weights and 2 threads, checks the epoch-0 loss and prints
 # the table (also bench/results/latest.{csv,json}). Arguments go to bench/harness/run_bench.py:
-#   bench/run.sh                  # GCN and GraphSAGE-mean on Cora and RMAT scale 17 (~2M edges)
+#   bench/run.sh                  # GCN, SAGE, PinSage on Cora and RMAT-17 (~2M edges); MAGNN on IMDB
 #   bench/run.sh --large          # also RMAT scale 22 (~100M edges; ~41 GiB at hidden 256, else skipped)
 #   bench/run.sh --pyg --only gcn:cora
 set -euo pipefail
