@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "flexgraph/autograd/var.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/graph/dataset.h"
 #include "flexgraph/tensor/csr.h"
@@ -79,6 +81,11 @@ class LayerContext {
   // The layer input as a sparse matrix, when it is a constant, mostly-zero table (bag-of-words
   // features of layer 0); DropoutLinear uses it. Null otherwise.
   SparseMatrixPtr input_sparse;
+  // Sums a small Var over all workers of a distributed run, differentiably (null: one process).
+  // Every worker makes the same calls in the same order, whatever rows it owns.
+  std::function<ag::Var(const ag::Var&)> global_sum;
+
+  ag::Var GlobalSum(const ag::Var& x) const { return global_sum ? global_sum(x) : x; }
 
   // Seed for dropout number `site` of this layer and epoch.
   uint64_t DropoutSeed(int site) const {

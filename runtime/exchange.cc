@@ -400,6 +400,53 @@ ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag:
   });
 }
 
+namespace {
+// Sums n floats across workers: every worker sends its values to every other and adds all of
+// them in rank order, so the sums are bitwise identical everywhere.
+absl::Status SumAcrossWorkers(Communicator& comm, float* data, int64_t n, uint64_t tag) {
+  const int p = comm.size(), me = comm.rank();
+  const std::string mine = FloatsToBytes(data, n);
+  for (int q = 0; q < p; ++q) {
+    if (q != me) comm.Send(q, tag, mine);
+  }
+  std::vector<float> sum(n, 0.0f), part(n);
+  for (int q = 0; q < p; ++q) {
+    const float* src = data;
+    if (q != me) {
+      FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(q, tag));
+      FG_RETURN_IF_ERROR(BytesToFloats(bytes, part.data(), n, q));
+      src = part.data();
+    }
+    for (int64_t i = 0; i < n; ++i) sum[i] += src[i];
+  }
+  std::copy(sum.begin(), sum.end(), data);
+  return absl::OkStatus();
+}
+constexpr int kPhaseReduceFwd = 9, kPhaseReduceBwd = 10;
+}  // namespace
+
+ag::Var AllReduceSum(ExchangeContext& ctx, const ag::Var& x) {
+  const int call = ctx.reductions++;
+  Tensor y = x.value().Clone();
+  if (ctx.comm != nullptr && ctx.comm->size() > 1) {
+    auto s = SumAcrossWorkers(*ctx.comm, y.f32(), y.numel(),
+                              MakeTag(ctx.epoch, 0, kPhaseReduceFwd + 2 * ctx.phase,
+                                      TrafficKind::kControl, call));
+    RecordError(ctx, s);
+  }
+  ExchangeContext* c = &ctx;
+  return ag::MakeResult(y, "AllReduceSum", {x}, [c, x, call](const Tensor& g) {
+    Tensor gx = g.Clone();
+    if (c->comm != nullptr && c->comm->size() > 1) {
+      auto s = SumAcrossWorkers(*c->comm, gx.f32(), gx.numel(),
+                                MakeTag(c->epoch, 0, kPhaseReduceBwd + 2 * c->phase,
+                                        TrafficKind::kGradients, call));
+      RecordError(*c, s);
+    }
+    ag::AccumulateGrad(x, gx, "AllReduceSum");
+  });
+}
+
 ag::Var ConcatRows(const ag::Var& a, const ag::Var& b) {
   const int64_t d = a.row_width();
   FG_CHECK(b.rows() == 0 || b.row_width() == d)

@@ -71,6 +71,7 @@ struct ExchangeContext {
   std::shared_ptr<absl::Status> error = std::make_shared<absl::Status>();
   double compute_in_flight = 0;  // seconds of local work between posting sends and receiving
   bool pipeline = true;          // false: receive before the local aggregation (for benchmarks)
+  int reductions = 0;            // AllReduceSum calls in the current pass (tags)
 };
 
 // Sends rows / partials of `m` (my owned messages [num_owned, d]) to the peers. Returns a token
@@ -82,6 +83,9 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
                     int64_t width);
 ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
                         int64_t width);
+// Sum of a small Var over all workers (every worker gets the same value); backward sums the
+// gradients the same way. Every worker must make the same calls in the same order.
+ag::Var AllReduceSum(ExchangeContext& ctx, const ag::Var& x);
 // Rows of a then rows of b.
 ag::Var ConcatRows(const ag::Var& a, const ag::Var& b);
 

@@ -347,6 +347,8 @@ ag::Var Trainer::Forward(int epoch, bool training) {
   ctx.stats = training ? &stats_ : nullptr;
   xctx_.epoch = epoch;
   xctx_.phase = training ? 0 : 1;
+  xctx_.reductions = 0;
+  if (distributed()) ctx.global_sum = [this](const ag::Var& x) { return AllReduceSum(xctx_, x); };
   ag::Var h = model_->Input(ctx, spec_);
   if (h.rows() != table_ids_.numel()) {  // a model that lays out every vertex: keep our rows
     Tensor idx = Tensor::Empty({table_ids_.numel()}, DType::kInt32);
