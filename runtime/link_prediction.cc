@@ -69,12 +69,22 @@ std::vector<std::vector<int32_t>> SortedLists(int64_t num_src,
   return lists;
 }
 
-Tensor Int32Tensor(const std::vector<int32_t>& v) { return Tensor::FromVector(v); }
-
-// Dot products of embedding rows a[i] and b[i]: [n, 1].
-ag::Var RowDot(const ag::Var& emb, const Tensor& a, const Tensor& b) {
-  ag::Var prod = ag::Mul(ag::GatherRows(emb, a), ag::GatherRows(emb, b));
-  return ag::MatMul(prod, ag::Var(Tensor::Full({emb.row_width(), 1}, 1.0f)));
+// The pairs (rows[k], cols[k]) as a rows x rows matrix, entries grouped by row in pair order;
+// entry_of[k] receives the entry index of pair k.
+SparseMatrixPtr PairMatrix(int64_t num_rows, const std::vector<int32_t>& rows,
+                           const std::vector<int32_t>& cols, std::vector<int64_t>* entry_of) {
+  std::vector<int64_t> offsets(num_rows + 1, 0);
+  for (int32_t r : rows) ++offsets[r + 1];
+  for (int64_t r = 0; r < num_rows; ++r) offsets[r + 1] += offsets[r];
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  std::vector<int32_t> indices(rows.size());
+  entry_of->resize(rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const int64_t e = next[rows[k]]++;
+    indices[e] = cols[k];
+    (*entry_of)[k] = e;
+  }
+  return std::make_shared<const SparseMatrix>(Csr::FromVectors(num_rows, num_rows, offsets, indices));
 }
 
 }  // namespace
@@ -132,7 +142,7 @@ absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
     }
   }
   t->margin_ = static_cast<float>(margin);
-  FG_ASSIGN_OR_RETURN(int64_t negatives, IntOption(options, "negatives", 1));
+  FG_ASSIGN_OR_RETURN(int64_t negatives, IntOption(options, "negatives", 4));
   FG_ASSIGN_OR_RETURN(int64_t eval_negatives, IntOption(options, "eval_negatives", 100));
   if (negatives < 1 || negatives > 1000) {
     return absl::InvalidArgumentError(
@@ -236,24 +246,39 @@ absl::Status LinkPredictionTask::SetOutputRows(const Tensor& roots) {
 ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
   const int64_t n = num_train();
   const int q = negatives_;
-  // Positive i is scored once per negative (pos_src/pos_dst repeat it q times).
-  std::vector<int32_t> pos_src(n * q), pos_dst(n * q), neg_src(n * q), neg_dst(n * q);
+  const int64_t rows = embeddings.rows();
+  if (positives_ == nullptr || positives_->csr().num_rows != rows) {
+    std::vector<int32_t> src(n), dst(n);
+    for (int64_t i = 0; i < n; ++i) {
+      src[i] = src_row_[train_src_[i]];
+      dst[i] = dst_row_[train_dst_[i]];
+    }
+    positives_ = PairMatrix(rows, src, dst, &positive_entry_);
+  }
+  // Negative j of positive i is entry i * q + j.
+  std::vector<int32_t> neg_src(n * q), neg_dst(n * q);
   ParallelFor(0, n, [&](int64_t i) {
     RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)));
     for (int j = 0; j < q; ++j) {
-      const int64_t k = i * q + j;
-      pos_src[k] = neg_src[k] = src_row_[train_src_[i]];
-      pos_dst[k] = dst_row_[train_dst_[i]];
-      neg_dst[k] = dst_row_[SampleNegative(train_seen_[train_src_[i]], rng)];
+      neg_src[i * q + j] = src_row_[train_src_[i]];
+      neg_dst[i * q + j] = dst_row_[SampleNegative(train_seen_[train_src_[i]], rng)];
     }
   });
-  ag::Var s_pos = RowDot(embeddings, Int32Tensor(pos_src), Int32Tensor(pos_dst));
-  ag::Var s_neg = RowDot(embeddings, Int32Tensor(neg_src), Int32Tensor(neg_dst));
+  std::vector<int64_t> negative_entry;
+  SparseMatrixPtr negatives = PairMatrix(rows, neg_src, neg_dst, &negative_entry);
+  // Scores as SDDMM over the pair matrices: no [pairs, d] gathers, forward or backward.
+  ag::Var s_pos = ag::Reshape(ag::SddmmDot(positives_, embeddings, embeddings), {n, 1});
+  ag::Var s_neg = ag::Reshape(ag::SddmmDot(negatives, embeddings, embeddings), {n * q, 1});
   if (loss_ == LossKind::kMargin) {
-    ag::Var gap = ag::AddBias(ag::Sub(s_neg, s_pos), ag::Var(Tensor::Full({1}, margin_)));
-    return ag::Mean(ag::Relu(gap));
+    // The positive of each negative entry, in the positives' entry order.
+    std::vector<int32_t> owner(n * q);
+    for (int64_t k = 0; k < n * q; ++k) {
+      owner[negative_entry[k]] = static_cast<int32_t>(positive_entry_[k / q]);
+    }
+    ag::Var gap = ag::Sub(s_neg, ag::GatherRows(s_pos, Tensor::FromVector(owner)));
+    return ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(Tensor::Full({1}, margin_)))));
   }
-  ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n * q}, 1.0f));
+  ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n}, 1.0f));
   ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}));
   return ag::Scale(ag::Add(l_pos, l_neg), 0.5f);
 }

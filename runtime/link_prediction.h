@@ -13,7 +13,7 @@
 //     with its first negative (as many negatives as positives, as MAGNN evaluates); hits@10 ranks
 //     each positive against all of its negatives.
 // Options (TrainOptions::model_options): relation (the only edge split), loss (bce), margin (0.1),
-// negatives (1), eval_negatives (100). Errors name the option or the split.
+// negatives (4), eval_negatives (100). Errors name the option or the split.
 // Thread-compatible; evaluation runs parallel loops inside.
 #pragma once
 
@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/graph/dataset.h"
+#include "flexgraph/tensor/csr.h"
 #include "nau/context.h"
 #include "runtime/config.h"
 
@@ -80,6 +81,9 @@ class LinkPredictionTask {
   std::vector<std::vector<int32_t>> train_seen_, all_seen_;
   EvalSet valid_, test_;
   std::vector<int32_t> src_row_, dst_row_;  // local id -> output row
+  // The training positives as a pair matrix (built on first use) and each pair's entry index.
+  mutable SparseMatrixPtr positives_;
+  mutable std::vector<int64_t> positive_entry_;
 };
 
 }  // namespace fg::runtime

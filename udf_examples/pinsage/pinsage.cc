@@ -32,14 +32,25 @@ absl::StatusOr<const graph::Relation*> PredictedRelation(const nau::ModelSpec& s
 
 }  // namespace
 
-absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& spec) {
+absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& spec,
+                                                         nau::Task task) {
   PinSageOptions o;
+  const bool link = task == nau::Task::kLinkPrediction;
+  if (link) {  // wider neighbourhoods: a user listens to about 35 artists in training
+    o.walk.num_traces = 20;
+    o.walk.top_k = 30;
+  }
   FG_ASSIGN_OR_RETURN(int64_t traces, spec.IntOption("num_traces", o.walk.num_traces));
   FG_ASSIGN_OR_RETURN(int64_t hops, spec.IntOption("n_hops", o.walk.n_hops));
   FG_ASSIGN_OR_RETURN(int64_t top_k, spec.IntOption("top_k", o.walk.top_k));
   FG_ASSIGN_OR_RETURN(o.walk.restart_prob, spec.DoubleOption("restart_prob", o.walk.restart_prob));
   FG_ASSIGN_OR_RETURN(int64_t reselect, spec.IntOption("reselect_every", 0));
   FG_ASSIGN_OR_RETURN(int64_t emb, spec.IntOption("embedding_dim", 0));
+  FG_ASSIGN_OR_RETURN(int64_t pad, spec.IntOption("pad", 0));
+  if (pad != 0 && pad != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("pinsage: pad must be 0 or 1, got ", pad));
+  }
+  o.pad = pad == 1;
   auto narrow = [](int64_t v) {
     return static_cast<int>(std::clamp<int64_t>(v, -(int64_t{1} << 30), int64_t{1} << 30));
   };
@@ -49,7 +60,7 @@ absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& sp
   o.reselect_every = narrow(reselect);
   o.embedding_dim = narrow(emb);
   o.walk_types = spec.StringOption("walk", "");
-  const std::string count = spec.StringOption("count", "root_type");
+  const std::string count = spec.StringOption("count", link ? "all" : "root_type");
   if (count != "root_type" && count != "all") {
     return absl::InvalidArgumentError(
         absl::StrCat("pinsage: count must be root_type or all, got '", count, "'"));
@@ -84,7 +95,11 @@ PinSageLayer::PinSageLayer(std::shared_ptr<const WalkPlan> plan, const PinSageOp
 void PinSageLayer::SelectNeighbors(const nau::SelectContext& ctx, int32_t root,
                                    hdg::NeighborWriter& out) const {
   RandomStream rng = ctx.Rng(root);
-  for (const VisitCount& v : plan_->TopVisited(root, options_.walk, rng)) out.Add(v.vertex, v.count);
+  const std::vector<VisitCount> top = plan_->TopVisited(root, options_.walk, rng);
+  for (const VisitCount& v : top) out.Add(v.vertex, v.count);
+  if (options_.pad) {
+    for (size_t k = top.size(); k < static_cast<size_t>(options_.walk.top_k); ++k) out.Add(root, 0.0f);
+  }
 }
 
 std::string PinSageLayer::SelectionKey() const {
@@ -92,7 +107,7 @@ std::string PinSageLayer::SelectionKey() const {
   const WalkOptions& w = options_.walk;
   return absl::StrCat("pinsage:", plan_->ToString(), ":traces=", w.num_traces, ":hops=", w.n_hops,
                       ":top_k=", w.top_k, ":restart=", w.restart_prob,
-                      w.count_all_types ? ":all" : "");
+                      w.count_all_types ? ":all" : "", options_.pad ? ":pad" : "");
 }
 
 ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {
@@ -108,7 +123,6 @@ ag::Var PinSageLayer::Update(nau::UpdateContext& ctx, const ag::Var& self, const
 }
 
 absl::Status PinSage::Build(const nau::ModelSpec& spec) {
-  FG_ASSIGN_OR_RETURN(options_, PinSageOptions::FromSpec(spec));
   if (spec.layers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
   }
@@ -120,8 +134,10 @@ absl::Status PinSage::Build(const nau::ModelSpec& spec) {
   const bool labeled = spec.num_classes > 0 && ds.labels.count(spec.target_type) != 0;
   if (labeled) {
     task_ = nau::Task::kNodeClassification;
+    FG_ASSIGN_OR_RETURN(options_, PinSageOptions::FromSpec(spec, task_));
   } else if (!ds.edge_splits.empty()) {
     task_ = nau::Task::kLinkPrediction;
+    FG_ASSIGN_OR_RETURN(options_, PinSageOptions::FromSpec(spec, task_));
     if (options_.walk_types.empty() && !ds.graph.IsHomogeneous()) {
       FG_ASSIGN_OR_RETURN(const graph::Relation* r, PredictedRelation(spec));
       options_.walk_types = absl::StrCat(r->dst_type, "-", r->src_type, "-", r->dst_type);
@@ -212,10 +228,7 @@ nau::ModelDefaults PinSageDefaults() {
   d.layers = 2;
   d.dropout = 0.5f;
   d.normalize_features = true;
-  d.options["num_traces"] = "10";
-  d.options["n_hops"] = "3";
-  d.options["top_k"] = "10";
-  return d;
+  return d;  // walk options default per task (PinSageOptions::FromSpec)
 }
 
 std::unique_ptr<nau::Model> MakePinSage() { return std::make_unique<PinSage>(); }

@@ -10,12 +10,15 @@
 //
 // The registered model "pinsage" classifies nodes when the target type has labels and otherwise
 // predicts links of the dataset's edge split (runtime/link_prediction.h): node types without
-// features get learned input embeddings. Options (spec.options, `--model_opt k=v,...`):
-//   num_traces (10), n_hops (3), top_k (10), restart_prob (0), reselect_every (0: select once),
-//   walk ("": in-edges of a homogeneous graph; a typed walk such as artist-user-artist on a
-//   heterogeneous one — for link prediction it defaults to dst-src-dst of the predicted relation),
-//   count (root_type: typed walks count their hop ends only, as PinSage counts items; all: every
-//   vertex a step reaches), embedding_dim (hidden): width of learned input embeddings.
+// features get learned input embeddings. Options (spec.options, `--model_opt k=v,...`), with the
+// defaults for node classification / link prediction:
+//   num_traces (10 / 20), n_hops (3), top_k (10 / 30), restart_prob (0), reselect_every (0: select
+//   once), walk ("": in-edges of a homogeneous graph; a typed walk such as artist-user-artist on a
+//   heterogeneous one — for link prediction dst-src-dst of the predicted relation), count
+//   (root_type / all: typed walks count their hop ends only, as PinSage counts items, or every
+//   vertex a step reaches, so that a user's neighbours include the artists it listens to),
+//   embedding_dim (hidden): width of learned input embeddings, pad (0; 1: pad every root to top_k
+//   neighbours with zero weights, for a uniform arity the executor can run dense).
 // Thread-compatible; SelectNeighbors is safe to call concurrently.
 #pragma once
 
@@ -34,9 +37,12 @@ struct PinSageOptions {
   std::string walk_types;  // "" or a typed walk such as "artist-user-artist"
   int reselect_every = 0;  // 0: the walks are drawn once
   int embedding_dim = 0;   // 0: spec.hidden
+  // Pads every root to exactly top_k neighbours with zero-weight entries (the root itself), so the
+  // level has uniform arity and may run dense; the weighted mean is unchanged.
+  bool pad = false;
 
-  // Reads and validates spec.options; errors name the option.
-  static absl::StatusOr<PinSageOptions> FromSpec(const nau::ModelSpec& spec);
+  // Reads and validates spec.options, with the defaults of `task`; errors name the option.
+  static absl::StatusOr<PinSageOptions> FromSpec(const nau::ModelSpec& spec, nau::Task task);
 };
 
 class PinSageLayer : public nau::Layer {
