@@ -394,8 +394,7 @@ void Trainer::AllReduceGradients(int epoch) {
   if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
   at = 0;
   for (const auto& p : params) {
-    Tensor& g = p.var.mutable_grad();
-    if (!g.defined()) g = Tensor::Zeros(p.var.shape());
+    Tensor& g = p.var.OwnedGrad();
     std::copy(flat.data() + at, flat.data() + at + g.numel(), g.f32());
     at += g.numel();
   }

@@ -45,11 +45,17 @@ void AccumulateGrad(const Var& v, const Tensor& g, const char* op) {
   FG_CHECK(g.numel() == v.value().numel())
       << op << ": gradient shape " << g.ShapeString() << " does not match input shape "
       << v.value().ShapeString();
-  Tensor& grad = v.mutable_grad();
-  if (!grad.defined()) {
-    grad = g.shape() == v.shape() ? g.Clone() : g.Reshape(v.shape()).Clone();
+  Node& n = *v.node();
+  if (!n.grad.defined()) {
+    // The first gradient is kept without a copy; it is copied only if another one is added.
+    n.grad = g.shape() == v.shape() ? g : g.Reshape(v.shape());
+    n.grad_owned = false;
   } else {
-    ops::AddInPlace(&grad, g);
+    if (!n.grad_owned) {
+      n.grad = n.grad.Clone();
+      n.grad_owned = true;
+    }
+    ops::AddInPlace(&n.grad, g);
   }
 }
 
@@ -82,14 +88,30 @@ void Var::Backward(const Tensor& seed) const {
   for (const auto& n : order) {
     if (n->backward && n->grad.defined()) n->backward(n->grad);
   }
-  // Release the graph: intermediate gradients and closures; leaves keep their gradients.
+  // Release the graph: intermediate gradients and closures; leaves keep their gradients, as
+  // tensors of their own (callers such as all-reduce write into them).
   for (const auto& n : order) {
     if (n->backward) {
       n->backward = nullptr;
       n->grad = Tensor();
       n->inputs.clear();
+    } else if (n->grad.defined() && !n->grad_owned) {
+      n->grad = n->grad.Clone();
+      n->grad_owned = true;
     }
   }
+}
+
+Tensor& Var::OwnedGrad() const {
+  Node& n = *node_;
+  if (!n.grad.defined()) {
+    n.grad = Tensor::Zeros(n.value.shape(), DType::kFloat32, n.value.device());
+    n.grad_owned = true;
+  } else if (!n.grad_owned) {
+    n.grad = n.grad.Clone();
+    n.grad_owned = true;
+  }
+  return n.grad;
 }
 
 void Var::ZeroGrad() const {

@@ -21,6 +21,7 @@ namespace fg::ag {
 struct Node {
   Tensor value;
   Tensor grad;  // undefined until a gradient arrives
+  bool grad_owned = false;  // false: `grad` may alias a tensor held elsewhere (copy on write)
   bool requires_grad = false;
   const char* op = "leaf";
   uint64_t seq = 0;
@@ -55,6 +56,8 @@ class Var {
   // Replaces the value in place (optimizers); keeps the node identity.
   Tensor& mutable_value() const { return node_->value; }
   Tensor& mutable_grad() const { return node_->grad; }
+  // The gradient as a tensor this node owns, for writing in place (zeros when none yet).
+  Tensor& OwnedGrad() const;
   const std::shared_ptr<Node>& node() const { return node_; }
 
  private:

@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -39,15 +41,74 @@ const char* DeviceName(Device d) { return d == Device::kCpu ? "cpu" : "cuda"; }
 
 std::string ShapeToString(const Shape& s) { return absl::StrCat("[", absl::StrJoin(s, ", "), "]"); }
 
+namespace {
+
+// Freed CPU blocks of at least kCacheMin bytes, by exact size, reused by later allocations of the
+// same size (training allocates the same shapes every epoch; fresh pages cost page faults and
+// zeroing). At most kCacheMax bytes are kept. Thread-safe.
+class CpuBlockCache {
+ public:
+  static constexpr size_t kCacheMin = size_t{64} << 10;
+  static constexpr size_t kCacheMax = size_t{4} << 30;
+
+  void* Allocate(size_t rounded, size_t align) {
+    if (rounded >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(rounded);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= rounded;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(align, rounded);
+    constexpr size_t kHuge = size_t{2} << 20;
+    if (p != nullptr && align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);
+    return p;
+  }
+
+  void Free(void* p, size_t rounded) {
+    if (p == nullptr) return;
+    if (rounded >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + rounded <= kCacheMax) {
+        free_.emplace(rounded, p);
+        cached_ += rounded;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+CpuBlockCache& Cache() {
+  static auto* cache = new CpuBlockCache();  // never destroyed: storages may outlive statics
+  return *cache;
+}
+
+// Large buffers are 2 MiB aligned and advised onto transparent huge pages: random row gathers
+// (SpMM) then miss the TLB far less often.
+size_t CpuAlignment(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  return bytes >= 2 * kHuge ? kHuge : 64;
+}
+size_t CpuRounded(size_t bytes) {
+  const size_t align = CpuAlignment(bytes);
+  return (bytes + align - 1) / align * align;
+}
+
+}  // namespace
+
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   if (device == Device::kCpu) {
-    // Large buffers are 2 MiB aligned and advised onto transparent huge pages: random row
-    // gathers (SpMM) then miss the TLB far less often.
-    constexpr size_t kHuge = size_t{2} << 20;
-    const size_t align = bytes >= 2 * kHuge ? kHuge : 64;
-    const size_t rounded = (bytes + align - 1) / align * align;
-    data_ = rounded == 0 ? nullptr : std::aligned_alloc(align, rounded);
-    if (data_ != nullptr && align == kHuge) madvise(data_, rounded, MADV_HUGEPAGE);
+    const size_t rounded = CpuRounded(bytes);
+    data_ = rounded == 0 ? nullptr : Cache().Allocate(rounded, CpuAlignment(bytes));
     FG_CHECK(rounded == 0 || data_ != nullptr) << "out of memory allocating " << bytes << " bytes";
   } else {
     data_ = DeviceAlloc(bytes);
@@ -56,7 +117,7 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
 
 Storage::~Storage() {
   if (device_ == Device::kCpu) {
-    std::free(data_);
+    Cache().Free(data_, CpuRounded(bytes_));
   } else {
     DeviceFree(data_, bytes_);
   }

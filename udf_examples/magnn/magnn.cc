@@ -51,8 +51,7 @@ ag::Var PickRows(const ag::Var& x, const std::vector<int32_t>& idx) {
   Tensor y = ops::GatherRows(x.value(), index);
   return ag::MakeResult(y, "PickRows", {x}, [x, index](const Tensor& g) {
     if (!x.requires_grad()) return;
-    Tensor& grad = x.mutable_grad();
-    if (!grad.defined()) grad = Tensor::Zeros(x.shape());
+    Tensor& grad = x.OwnedGrad();
     const int64_t w = x.row_width();
     const int32_t* id = index.i32();
     float* dst = grad.f32();
