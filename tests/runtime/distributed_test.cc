@@ -14,12 +14,12 @@ namespace {
 
 const std::string kCora = std::string(FG_SHARED_DATA_DIR) + "/cora";
 
-TrainOptions Options(const std::string& model, int epochs) {
+TrainOptions Options(const std::string& model, int epochs, const std::string& dataset = kCora) {
   flexgraph::RunConfig config;
   config.mutable_model()->set_name(model);
   auto o = ResolveOptions(config);
   EXPECT_TRUE(o.ok()) << o.status();
-  o->dataset = kCora;
+  o->dataset = dataset;
   o->epochs = epochs;
   o->quiet = true;
   o->threads = 1;
@@ -33,13 +33,14 @@ std::vector<int32_t> Owners(int64_t n, int parts) {
   return owners;
 }
 
-std::vector<TrainResult> RunWorkers(const TrainOptions& o, int parts, ExchangeMode mode) {
+std::vector<TrainResult> RunWorkers(const TrainOptions& o, int parts, ExchangeMode mode,
+                                   int64_t num_vertices) {
   auto group = MakeInProcessGroup(parts);
   std::vector<TrainResult> results(parts);
   std::vector<std::thread> threads;
   for (int r = 0; r < parts; ++r) {
     threads.emplace_back([&, r] {
-      DistributedSetup setup{group[r].get(), Owners(2708, parts), mode};
+      DistributedSetup setup{group[r].get(), Owners(num_vertices, parts), mode};
       auto t = Trainer::Create(o, setup);
       ASSERT_TRUE(t.ok()) << t.status();
       auto res = (*t)->Run();
@@ -52,14 +53,15 @@ std::vector<TrainResult> RunWorkers(const TrainOptions& o, int parts, ExchangeMo
 }
 
 void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
-                                std::vector<int> parts_list) {
-  TrainOptions o = Options(model, 10);
+                                std::vector<int> parts_list, TrainOptions o) {
   auto single = Trainer::Create(o);
   ASSERT_TRUE(single.ok()) << single.status();
   auto base = (*single)->Run();
   ASSERT_TRUE(base.ok());
   for (int parts : parts_list) {
-    auto results = RunWorkers(o, parts, mode);
+    int64_t vertices = 0;
+    for (int64_t n : (*single)->dataset().graph.num_nodes) vertices += n;
+    auto results = RunWorkers(o, parts, mode, vertices);
     for (int r = 0; r < parts; ++r) {
       ASSERT_EQ(results[r].losses.size(), base->losses.size()) << model << " P=" << parts;
       for (size_t e = 0; e < base->losses.size(); ++e) {
@@ -77,13 +79,27 @@ void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
 }
 
 TEST(Distributed, GcnMatchesSingleProcessForP1To4) {
-  ExpectMatchesSingleProcess("gcn", ExchangeMode::kAuto, {1, 2, 3, 4});
+  ExpectMatchesSingleProcess("gcn", ExchangeMode::kAuto, {1, 2, 3, 4}, Options("gcn", 10));
 }
 
 TEST(Distributed, RowFetchAndPartialAggregationAgree) {
-  ExpectMatchesSingleProcess("gcn", ExchangeMode::kRowFetch, {3});
-  ExpectMatchesSingleProcess("sage", ExchangeMode::kPartial, {2});
-  ExpectMatchesSingleProcess("gin", ExchangeMode::kAuto, {2});
+  ExpectMatchesSingleProcess("gcn", ExchangeMode::kRowFetch, {3}, Options("gcn", 10));
+  ExpectMatchesSingleProcess("sage", ExchangeMode::kPartial, {2}, Options("sage", 10));
+  ExpectMatchesSingleProcess("gin", ExchangeMode::kAuto, {2}, Options("gin", 10));
+}
+
+TEST(Distributed, PinSageMatchesSingleProcessForP2To4) {
+  // Sampled selection: random walks keyed by global root, identical on any partitioning.
+  ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2, 3, 4}, Options("pinsage", 10));
+}
+
+TEST(Distributed, MagnnMatchesSingleProcess) {
+  // Hierarchical, custom aggregators (row fetch) and a cross-worker mean in metapath fusion.
+  TrainOptions o = Options("magnn", 4, std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  o.hidden = 16;
+  o.heads = 2;
+  o.model_options["max_instances"] = "8";
+  ExpectMatchesSingleProcess("magnn", ExchangeMode::kAuto, {2, 3}, o);
 }
 
 TEST(Collectives, RingAllReduceSumsIdentically) {
