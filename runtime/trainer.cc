@@ -1,5 +1,7 @@
 #include "runtime/trainer.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +45,24 @@ Tensor RowNormalize(const Tensor& x) {
   return y;
 }
 
+
+// Fault injection for tests of failure handling: FG_FAULT_KILL="rank:epoch[:marker]" kills this
+// worker (SIGKILL) as it starts that epoch; with a marker path, only when the marker does not
+// exist yet (it is created first), so a restarted run proceeds.
+void MaybeInjectFault(int rank, int epoch) {
+  const char* spec = std::getenv("FG_FAULT_KILL");
+  if (spec == nullptr) return;
+  int r = -1, e = -1;
+  char marker[4096] = "";
+  if (std::sscanf(spec, "%d:%d:%4095s", &r, &e, marker) < 2 || r != rank || e != epoch) return;
+  if (marker[0] != '\0') {
+    if (std::filesystem::exists(marker)) return;
+    std::ofstream(marker) << "killed\n";
+  }
+  std::fprintf(stderr, "fault injection: killing worker %d at epoch %d\n", rank, epoch);
+  std::fflush(stderr);
+  raise(SIGKILL);
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -574,6 +594,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   int ran = 0;
   for (int epoch = start; epoch < options_.epochs; ++epoch) {
+    if (distributed()) MaybeInjectFault(dist_.comm->rank(), epoch + 1);
     Stopwatch watch;
     const double loss = TrainStep(epoch);
     const double seconds = watch.Seconds();
