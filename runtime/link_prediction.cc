@@ -319,7 +319,16 @@ LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) con
   };
   LinkPredictionMetrics m;
   std::vector<float> pos;
-  if (!valid_.src.empty()) m.valid_auc = auc(valid_, &pos);
+  if (!valid_.src.empty()) {
+    m.valid_auc = auc(valid_, &pos);
+    // Test metrics are only reported at the best validation epoch: recompute them when the
+    // validation AUC improves, otherwise repeat those of the best epoch so far.
+    if (m.valid_auc <= best_.valid_auc && best_.valid_auc > 0) {
+      m.test_auc = best_.test_auc;
+      m.test_hits_at_10 = best_.test_hits_at_10;
+      return m;
+    }
+  }
   m.test_auc = auc(test_, &pos);
   // hits@10: each test positive against all of its negatives.
   const int64_t n = static_cast<int64_t>(test_.src.size());
@@ -329,6 +338,7 @@ LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) con
   std::vector<std::vector<float>> per_query(n);
   for (int64_t i = 0; i < n; ++i) per_query[i].assign(neg.begin() + i * q, neg.begin() + (i + 1) * q);
   m.test_hits_at_10 = nn::HitsAtK(pos, per_query, 10);
+  best_ = m;
   return m;
 }
 

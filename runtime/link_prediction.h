@@ -11,7 +11,9 @@
 //   - Evaluation: each validation/test positive gets a fixed set of `eval_negatives` destinations
 //     the source never interacted with in any split (drawn once). ROC-AUC compares every positive
 //     with its first negative (as many negatives as positives, as MAGNN evaluates); hits@10 ranks
-//     each positive against all of its negatives.
+//     each positive against all of its negatives. Test metrics are computed when the validation
+//     AUC improves (the trainer reports them at the best validation epoch); other epochs repeat
+//     those of the best epoch so far.
 // Options (TrainOptions::model_options): relation (the only edge split), loss (bce), margin (0.1),
 // negatives (4), eval_negatives (100). Errors name the option or the split.
 // Thread-compatible; evaluation runs parallel loops inside.
@@ -84,6 +86,7 @@ class LinkPredictionTask {
   // The training positives as a pair matrix (built on first use) and each pair's entry index.
   mutable SparseMatrixPtr positives_;
   mutable std::vector<int64_t> positive_entry_;
+  mutable LinkPredictionMetrics best_;  // at the best validation AUC so far
 };
 
 }  // namespace fg::runtime
