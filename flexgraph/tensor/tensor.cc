@@ -130,7 +130,8 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, Device device) {
   t.numel_ = 1;
   for (int64_t d : shape) {
     FG_CHECK(d >= 0) << "negative dimension in " << ShapeToString(shape);
-    t.numel_ *= d;
+    FG_CHECK(!__builtin_mul_overflow(t.numel_, d, &t.numel_))
+        << "tensor shape " << ShapeToString(shape) << " has more than 2^63 elements";
   }
   t.dtype_ = dtype;
   t.device_ = device;

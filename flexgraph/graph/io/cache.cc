@@ -273,6 +273,9 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       if (e.shape[d] < 0) return Corrupt(name, absl::StrCat("section '", sname, "' has a negative dimension"));
       shape.push_back(e.shape[d]);
       numel *= static_cast<uint64_t>(e.shape[d]);
+      if (numel > static_cast<unsigned __int128>(INT64_MAX)) {
+        return Corrupt(name, absl::StrCat("section '", sname, "' has an impossible shape"));
+      }
     }
     const DType dtype = e.kind == 0 ? DType::kFloat32 : e.kind == 1 ? DType::kInt32 : DType::kInt64;
     const uint64_t elem = e.kind == kKindBytes ? 1 : DTypeSize(dtype);
