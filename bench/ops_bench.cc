@@ -10,9 +10,7 @@
 //   FG_BENCH_THREADS (1,2)          thread counts
 //   FG_BENCH_GEMM_ROWS (131072)     n of the GEMM shapes
 //   FG_BENCH_CLASSES (40)           k of the output layer GEMM
-//   FG_BENCH_HUGEPAGES (0)          1: back the dense matrices with transparent huge pages
 #include <benchmark/benchmark.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -120,20 +118,8 @@ const Csr& GetGraph(GraphKind kind) {
   return cache.emplace(kind, std::move(g)).first->second;
 }
 
-// An uninitialised [rows, width] float matrix. With FG_BENCH_HUGEPAGES=1 its pages are advised as
-// transparent huge pages before the first touch (Tensor storage does not ask for them; with 4 KiB
-// pages every random row gather of a large matrix also misses the TLB).
-Tensor EmptyMatrix(int64_t rows, int64_t width) {
-  Tensor t = Tensor::Empty({rows, width});
-  if (EnvInt("FG_BENCH_HUGEPAGES", 0) != 0) {
-    constexpr uintptr_t kHuge = uintptr_t{1} << 21;
-    const auto begin = reinterpret_cast<uintptr_t>(t.raw());
-    const uintptr_t lo = (begin + kHuge - 1) & ~(kHuge - 1);
-    const uintptr_t hi = (begin + t.nbytes()) & ~(kHuge - 1);
-    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-  }
-  return t;
-}
+// An uninitialised [rows, width] float matrix (tensor storage puts large buffers on huge pages).
+Tensor EmptyMatrix(int64_t rows, int64_t width) { return Tensor::Empty({rows, width}); }
 
 // A [rows, width] float matrix with arbitrary finite values, cached per shape.
 const Tensor& GetDense(int64_t rows, int64_t width) {
