@@ -64,9 +64,12 @@ MODELS = {
     "pinsage": {"hidden": 256, "layers": 2, "dropout": 0.5, "input_dropout": True, "lr": 0.01,
                 "weight_decay": 5e-4, "fg_opts": "num_traces=10,n_hops=3,top_k=10",
                 "walks": (10, 3, 10)},
-    # MAGNN with its IMDB defaults (metapaths M-D-M, M-A-M, ..., RotatE encoder, 8 heads): FlexGraph only.
+    # MAGNN with its IMDB defaults (auto metapaths M-D-M, M-A-M, D-M-D, D-M-A-M-D, A-M-A, A-M-D-M-A,
+    # RotatE encoder, 8 heads, attention dimension 128, at most 1024 instances per root and
+    # metapath): dropout on the projected input of layer 0 and on the instance attention weights.
+    # The DGL side is bench/baselines/run_magnn.py.
     "magnn": {"hidden": 64, "layers": 2, "dropout": 0.5, "input_dropout": True, "lr": 0.005,
-              "weight_decay": 1e-3, "fg_opts": "", "heads": 8, "fg_only": True},
+              "weight_decay": 1e-3, "fg_opts": "", "heads": 8},
 }
 
 # model -> workloads it runs on (MAGNN needs typed metapaths: IMDB; the others are homogeneous).
@@ -123,14 +126,21 @@ def prepare(a, name):
     return d
 
 
-def write_weights(d, model, hidden, layers, seed):
+def write_weights(a, d, name, model, m, seed):
     """Initial weights both systems load: GCN and SAGE as weights/<model>_l{l}_*.npy
-    (bench/baselines/README.md); PinSage under FlexGraph's parameter names
-    (layer{l}.pool.weight.npy, ...; see run_pinsage.py). Returns the directory (None: FlexGraph only)."""
+    (bench/baselines/README.md); PinSage and MAGNN under FlexGraph's parameter names
+    (layer{l}.pool.weight.npy, ...; see run_pinsage.py and run_magnn.py; MAGNN's under --work_dir,
+    since its dataset directory is the shared one). Returns the directory."""
     import numpy as np
     from make_toy_workload import glorot, write_weights as ww
-    if model not in ("gcn", "sage", "pinsage"):
-        return None
+    hidden, layers = m["hidden"], m["layers"]
+    if model == "magnn":
+        out = os.path.join(a.work_dir, name, f"weights-h{hidden}-l{layers}-heads{m['heads']}", "magnn")
+        if not os.path.exists(os.path.join(out, f"layer{layers - 1}.output.bias.npy")):
+            run([a.python, os.path.join(BASELINES, "run_magnn.py"), "--data", d, "--write_weights", out,
+                 "--hidden", str(hidden), "--layers", str(layers), "--heads", str(m["heads"]),
+                 "--seed", str(seed)])
+        return out
     meta = json.load(open(os.path.join(d, "meta.json")))
     f = np.load(os.path.join(d, "feat.npy"), mmap_mode="r").shape[1]
     c = int(meta["num_classes"])
@@ -243,6 +253,18 @@ def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
 
 def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir):
     out = os.path.join(out_dir, f"{framework}-{model}-{name}.json")
+    if model == "magnn":
+        cmd = [a.python, os.path.join(BASELINES, "run_magnn.py"), "--data", d, "--weights", wdir,
+               "--epochs", str(epochs), "--warmup", str(a.warmup), "--hidden", str(m["hidden"]),
+               "--layers", str(m["layers"]), "--heads", str(m["heads"]), "--dropout", str(m["dropout"]),
+               "--lr", str(m["lr"]), "--weight_decay", str(m["weight_decay"]), "--threads", str(a.threads),
+               "--seed", "0", "--model_selection", "best_valid", "--out", out]
+        if WORKLOADS[name]["normalize_features"]:
+            cmd.append("--normalize_features")
+        wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
+        r = json.load(open(out))
+        r["wall_seconds"] = wall
+        return r
     if model == "pinsage":
         traces, hops, top_k = m["walks"]
         cmd = [a.python, os.path.join(BASELINES, "run_pinsage.py"), "--data", d, "--weights", wdir,
@@ -320,14 +342,14 @@ def main():
                                f"{have / 2**30:.0f} GiB available (try a smaller --large_hidden)")
                 log("SKIP " + skipped[-1])
                 continue
-        wdir = write_weights(d, model, m["hidden"], m["layers"], seed=1)
+        wdir = write_weights(a, d, name, model, m, seed=1)
         n, nnz, f, c = graph_sizes(d)
         epochs = max(a.warmup + 5, int(round(WORKLOADS[name]["epochs"] * a.epochs_scale)))
         fg = run_flexgraph(a, model, m, name, d, wdir, epochs, run_dir)
         if m.get("fg_only"):
             fws = []
-        elif model == "pinsage":
-            fws = ["dgl"]  # no PyG PinSage baseline
+        elif model in ("pinsage", "magnn"):
+            fws = ["dgl"]  # no PyG PinSage or MAGNN baseline
         else:
             fws = frameworks
         base = {fw: run_baseline(a, fw, model, m, name, d, wdir, epochs, run_dir) for fw in fws}
@@ -354,6 +376,10 @@ def main():
             "epoch0_check": "exact" if model in ("gcn", "sage") else
                             ("n/a: FlexGraph only" if m.get("fg_only") else "n/a: random walks differ"),
         }
+        if model == "magnn" and "dgl" in base:
+            # exact when no (root, metapath) hit the instance cap (then both sides sample differently)
+            row["epoch0_check"] = "exact" if base["dgl"].get("capped_groups") == 0 else \
+                "n/a: capped instance samples differ"
         for fw in frameworks:
             for k in ("epoch_s", "over_fg", "test_acc", "peak_rss_mib", "epoch0_loss", "epoch0_rel_diff"):
                 row[f"{fw}_{k}"] = None
