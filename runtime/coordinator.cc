@@ -24,6 +24,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   absl::Status Init() {
     FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset, {.split = train_.split}));
+    FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
     partition::PartitionPlan plan;
     if (!options_.plan_file.empty()) {
       FG_ASSIGN_OR_RETURN(plan, partition::LoadPlan(options_.plan_file));

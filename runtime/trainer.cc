@@ -120,6 +120,7 @@ absl::Status Trainer::Init() {
     Progress progress(absl::StrCat("load ", options_.dataset), 0);
     FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(options_.dataset, load));
   }
+  FG_RETURN_IF_ERROR(dataset_.graph.ToInt32Indices());
   space_ = nau::VertexSpace(dataset_.graph);
   if (distributed() && static_cast<int64_t>(dist_.owners.size()) != space_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("partition plan covers ", dist_.owners.size(),

@@ -1,8 +1,9 @@
 // Builders that turn edge lists into Csr matrices and relations: deduplicate, drop or add self
 // loops, add reverse edges, sort each row's neighbours. Parallel and deterministic: the output
 // never depends on the thread count (entries are ordered by (column, original edge id)).
-// Column ids are int32, so a relation's node types have at most 2^31 - 1 nodes, and one build
-// handles fewer than 2^32 entries (including reverse edges). Thread-safe: no shared state.
+// Column ids are int32 unless a node type has more than 2^31 - 1 nodes or int64 ids are asked for;
+// int32 builds handle fewer than 2^32 entries (including reverse edges), int64 builds any number.
+// Thread-safe: no shared state.
 //
 //   // in-edge Csr of an undirected graph listed once per edge: rows = destinations
 //   CsrBuildOptions opt{.deduplicate = true, .remove_self_loops = true, .add_reverse_edges = true};
@@ -23,6 +24,7 @@ struct CsrBuildOptions {
   bool remove_self_loops = false;   // drop entries with row == column
   bool add_self_loops = false;      // then give every row exactly one loop (square only)
   bool add_reverse_edges = false;   // also insert (column, row) for every edge (square only)
+  bool int64_indices = false;       // int64 column ids even when int32 would do
 };
 
 // The options LoadOptions imply for homogeneous graphs (deduplicate, self loops, reverse edges).

@@ -1,5 +1,7 @@
 #include "flexgraph/graph/hetero_graph.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace fg::graph {
 
 int HeteroGraph::TypeIndex(const std::string& type) const {
@@ -42,6 +44,26 @@ size_t HeteroGraph::Bytes() const {
     if (r.edge_feat.defined()) bytes += r.edge_feat.nbytes();
   }
   return bytes;
+}
+
+absl::Status HeteroGraph::ToInt32Indices() {
+  for (Relation& r : relations) {
+    if (!r.by_src.has_int64_indices() && !r.by_dst.has_int64_indices()) continue;
+    const bool shared = r.by_dst.indices.raw() == r.by_src.indices.raw();
+    for (Csr* c : {&r.by_src, &r.by_dst}) {
+      absl::StatusOr<Csr> narrow = c->WithInt32Indices();
+      if (!narrow.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("relation ", r.Key(), ": ", narrow.status().message()));
+      }
+      *c = *std::move(narrow);
+      if (shared) {
+        r.by_dst = r.by_src;
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fg::graph

@@ -2,8 +2,9 @@
 // stored in both directions as Csr (by_src: rows are source ids, columns destination ids; by_dst:
 // rows are destination ids, columns source ids). Ids are local to their node type. A homogeneous
 // graph has one node type "node" and one relation "node___edge___node". Neighbours within a row
-// are sorted. Column ids are int32: a node type has at most 2^31 - 1 nodes. Immutable after
-// building; thread-safe for reads.
+// are sorted. Column ids are int32, or int64 for node types beyond 2^31 - 1 nodes (storage, info,
+// conversion); training takes int32 ids (ToInt32Indices). Immutable after building (except
+// ToInt32Indices); thread-safe for reads.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,9 @@ struct HeteroGraph {
   int64_t TotalEdges() const;
   size_t Bytes() const;
   bool IsHomogeneous() const { return node_types.size() == 1 && relations.size() == 1; }
+  // Converts every relation to int32 column ids (symmetric relations keep sharing storage); fails,
+  // naming the relation, when a node type has more than 2^31 - 1 nodes.
+  absl::Status ToInt32Indices();
 };
 
 }  // namespace fg::graph

@@ -26,6 +26,8 @@ void CheckSameDevice(const Tensor& index, const Tensor& x, const char* op, const
 }
 
 void CheckCsrDevice(const Csr& c, const Tensor& x, const char* op) {
+  FG_CHECK(!c.has_int64_indices()) << op << ": sparse operands take int32 column ids (convert with "
+                                    << "Csr::WithInt32Indices)";
   CheckSameDevice(c.offsets, x, op, "csr offsets");
   CheckSameDevice(c.indices, x, op, "csr indices");
   CheckSameDevice(c.values, x, op, "csr values");

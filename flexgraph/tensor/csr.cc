@@ -1,13 +1,20 @@
 #include "flexgraph/tensor/csr.h"
 
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 
 namespace fg {
 
-Csr Csr::FromVectors(int64_t num_rows, int64_t num_cols, const std::vector<int64_t>& offsets,
-                     const std::vector<int32_t>& indices, const std::vector<float>& values) {
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+template <typename Index>
+Csr MakeCsr(int64_t num_rows, int64_t num_cols, const std::vector<int64_t>& offsets,
+            const std::vector<Index>& indices, const std::vector<float>& values) {
   Csr c;
   c.num_rows = num_rows;
   c.num_cols = num_cols;
@@ -17,10 +24,64 @@ Csr Csr::FromVectors(int64_t num_rows, int64_t num_cols, const std::vector<int64
   return c;
 }
 
+template <typename Index>
+Index* MutableIndices(Tensor& t) {
+  if constexpr (sizeof(Index) == 8) {
+    return t.i64();
+  } else {
+    return t.i32();
+  }
+}
+
+// Counting-sort transpose; TIndex is the transposed column (original row) id type, PIndex the
+// entry permutation's.
+template <typename Index, typename TIndex, typename PIndex>
+void TransposeInto(const Csr& a, const Index* c, Csr* t, Tensor* perm) {
+  int64_t* to = t->offsets.i64();
+  const int64_t* o = a.row_ptr();
+  for (int64_t e = 0; e < a.nnz(); ++e) ++to[c[e] + 1];
+  for (int64_t i = 0; i < a.num_cols; ++i) to[i + 1] += to[i];
+  std::vector<int64_t> cursor(to, to + a.num_cols);
+  TIndex* ti = MutableIndices<TIndex>(t->indices);
+  PIndex* p = MutableIndices<PIndex>(*perm);
+  const float* v = a.val();
+  float* tv = v != nullptr ? t->values.f32() : nullptr;
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    for (int64_t e = o[r]; e < o[r + 1]; ++e) {
+      const int64_t k = cursor[c[e]]++;
+      ti[k] = static_cast<TIndex>(r);
+      p[k] = static_cast<PIndex>(e);
+      if (tv != nullptr) tv[k] = v[e];
+    }
+  }
+}
+
+}  // namespace
+
+const int32_t* Csr::col() const {
+  FG_CHECK(!has_int64_indices()) << "csr has int64 column ids (" << num_cols
+                                 << " columns); use col64() or WithInt32Indices()";
+  return indices.i32();
+}
+
+Csr Csr::FromVectors(int64_t num_rows, int64_t num_cols, const std::vector<int64_t>& offsets,
+                     const std::vector<int32_t>& indices, const std::vector<float>& values) {
+  return MakeCsr(num_rows, num_cols, offsets, indices, values);
+}
+
+Csr Csr::FromInt64Vectors(int64_t num_rows, int64_t num_cols, const std::vector<int64_t>& offsets,
+                          const std::vector<int64_t>& indices, const std::vector<float>& values) {
+  return MakeCsr(num_rows, num_cols, offsets, indices, values);
+}
+
 absl::Status Csr::Validate() const {
+  if (offsets.dtype() != DType::kInt64) return absl::InvalidArgumentError("csr: offsets not int64");
   if (offsets.numel() != num_rows + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("csr: offsets has ", offsets.numel(), " entries, expected ", num_rows + 1));
+  }
+  if (indices.defined() && indices.dtype() != DType::kInt32 && indices.dtype() != DType::kInt64) {
+    return absl::InvalidArgumentError("csr: indices are neither int32 nor int64");
   }
   const int64_t* o = row_ptr();
   if (o[0] != 0) return absl::InvalidArgumentError("csr: offsets[0] != 0");
@@ -33,17 +94,35 @@ absl::Status Csr::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("csr: offsets end at ", o[num_rows], " but there are ", nnz(), " indices"));
   }
-  const int32_t* c = col();
-  for (int64_t e = 0; e < nnz(); ++e) {
-    if (c[e] < 0 || c[e] >= num_cols) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("csr: column index ", c[e], " at entry ", e, " outside [0, ", num_cols, ")"));
+  absl::Status status = VisitIndices([&](const auto* c) {
+    for (int64_t e = 0; e < nnz(); ++e) {
+      if (c[e] < 0 || c[e] >= num_cols) {
+        return absl::InvalidArgumentError(absl::StrCat("csr: column index ", c[e], " at entry ", e,
+                                                       " outside [0, ", num_cols, ")"));
+      }
     }
-  }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
   if (values.defined() && values.numel() != nnz()) {
     return absl::InvalidArgumentError("csr: values and indices differ in length");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Csr> Csr::WithInt32Indices() const {
+  if (!has_int64_indices()) return *this;
+  if (num_cols > kInt32Max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "csr has ", num_cols, " columns, more than int32 column ids address (2^31 - 1); partition "
+        "the graph so that each part's local ids fit"));
+  }
+  Csr c = *this;
+  c.indices = Tensor::Empty({nnz()}, DType::kInt32);
+  const int64_t* src = col64();
+  int32_t* dst = c.indices.i32();
+  for (int64_t e = 0; e < nnz(); ++e) dst[e] = static_cast<int32_t>(src[e]);
+  return c;
 }
 
 Csr Csr::Transpose(Tensor* entry_permutation) const {
@@ -51,25 +130,22 @@ Csr Csr::Transpose(Tensor* entry_permutation) const {
   t.num_rows = num_cols;
   t.num_cols = num_rows;
   t.offsets = Tensor::Zeros({num_cols + 1}, DType::kInt64);
-  t.indices = Tensor::Empty({nnz()}, DType::kInt32);
-  Tensor perm = Tensor::Empty({nnz()}, DType::kInt32);
+  const bool wide_cols = num_rows > kInt32Max, wide_perm = nnz() > kInt32Max;
+  t.indices = Tensor::Empty({nnz()}, wide_cols ? DType::kInt64 : DType::kInt32);
+  Tensor perm = Tensor::Empty({nnz()}, wide_perm ? DType::kInt64 : DType::kInt32);
   if (values.defined()) t.values = Tensor::Empty({nnz()});
-  int64_t* to = t.offsets.i64();
-  const int64_t* o = row_ptr();
-  const int32_t* c = col();
-  for (int64_t e = 0; e < nnz(); ++e) ++to[c[e] + 1];
-  for (int64_t i = 0; i < num_cols; ++i) to[i + 1] += to[i];
-  std::vector<int64_t> cursor(to, to + num_cols);
-  int32_t* ti = t.indices.i32();
-  int32_t* p = perm.i32();
-  for (int64_t r = 0; r < num_rows; ++r) {
-    for (int64_t e = o[r]; e < o[r + 1]; ++e) {
-      const int64_t k = cursor[c[e]]++;
-      ti[k] = static_cast<int32_t>(r);
-      p[k] = static_cast<int32_t>(e);
-      if (values.defined()) t.values.f32()[k] = values.f32()[e];
+  VisitIndices([&](const auto* c) {
+    using Index = std::remove_cv_t<std::remove_pointer_t<decltype(c)>>;
+    if (wide_cols && wide_perm) {
+      TransposeInto<Index, int64_t, int64_t>(*this, c, &t, &perm);
+    } else if (wide_cols) {
+      TransposeInto<Index, int64_t, int32_t>(*this, c, &t, &perm);
+    } else if (wide_perm) {
+      TransposeInto<Index, int32_t, int64_t>(*this, c, &t, &perm);
+    } else {
+      TransposeInto<Index, int32_t, int32_t>(*this, c, &t, &perm);
     }
-  }
+  });
   if (entry_permutation != nullptr) *entry_permutation = perm;
   return t;
 }

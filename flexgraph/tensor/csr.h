@@ -1,15 +1,19 @@
 // Csr: a compressed sparse row matrix, the sparse operand of SpMM/SDDMM and the storage of graph
-// relations and HDG levels. Row i's entries are indices[offsets[i] .. offsets[i+1]); offsets are int64,
-// column indices int32, optional float values (edge weights). Immutable after construction by
-// convention; shared by shared_ptr. Thread-safe for reads.
+// relations and HDG levels. Row i's entries are indices[offsets[i] .. offsets[i+1]); offsets are
+// int64, column indices int32 or int64, optional float values (edge weights). Graph storage uses
+// int64 column ids only for node types beyond 2^31 - 1 nodes (or when asked to); ops and HDG
+// levels take int32 ids (a worker's local id space), obtained with WithInt32Indices(). Immutable
+// after construction by convention; shared by shared_ptr. Thread-safe for reads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "flexgraph/tensor/tensor.h"
 
 namespace fg {
@@ -18,12 +22,21 @@ struct Csr {
   int64_t num_rows = 0;
   int64_t num_cols = 0;
   Tensor offsets;  // int64 [num_rows + 1]
-  Tensor indices;  // int32 [nnz]
+  Tensor indices;  // int32 or int64 [nnz]
   Tensor values;   // float [nnz] or undefined
 
   int64_t nnz() const { return indices.defined() ? indices.numel() : 0; }
   const int64_t* row_ptr() const { return offsets.i64(); }
-  const int32_t* col() const { return indices.i32(); }
+  bool has_int64_indices() const { return indices.defined() && indices.dtype() == DType::kInt64; }
+  // Column ids; col() requires int32 indices, col64() int64 indices.
+  const int32_t* col() const;
+  const int64_t* col64() const { return indices.i64(); }
+  // Calls f(const int32_t*) or f(const int64_t*) with the column ids (nullptr when there are none).
+  template <typename F>
+  decltype(auto) VisitIndices(F&& f) const {
+    if (has_int64_indices()) return f(static_cast<const int64_t*>(indices.i64()));
+    return f(indices.defined() ? static_cast<const int32_t*>(indices.i32()) : nullptr);
+  }
   const float* val() const { return values.defined() ? values.f32() : nullptr; }
   int64_t degree(int64_t row) const { return row_ptr()[row + 1] - row_ptr()[row]; }
   size_t bytes() const {
@@ -35,11 +48,19 @@ struct Csr {
   static Csr FromVectors(int64_t num_rows, int64_t num_cols, const std::vector<int64_t>& offsets,
                          const std::vector<int32_t>& indices,
                          const std::vector<float>& values = {});
-  // Validates the structure: monotone offsets starting at 0, indices in [0, num_cols).
+  static Csr FromInt64Vectors(int64_t num_rows, int64_t num_cols,
+                              const std::vector<int64_t>& offsets,
+                              const std::vector<int64_t>& indices,
+                              const std::vector<float>& values = {});
+  // Validates the structure: monotone offsets starting at 0, integer indices in [0, num_cols).
   absl::Status Validate() const;
+  // This matrix with int32 column ids: shares storage when they already are; otherwise converts,
+  // or fails when num_cols exceeds 2^31 - 1 (such a graph must be partitioned first).
+  absl::StatusOr<Csr> WithInt32Indices() const;
   // The transpose (columns become rows), values carried along; deterministic, entries sorted by
-  // original row within each new row. Also returns, per transposed entry, the original entry id
-  // (int32: matrices have fewer than 2^31 entries).
+  // original row within each new row. Its column ids are int32 when num_rows fits, else int64.
+  // Also returns, per transposed entry, the original entry id (int32 below 2^31 entries, else
+  // int64).
   Csr Transpose(Tensor* entry_permutation = nullptr) const;
 };
 

@@ -129,6 +129,7 @@ absl::Status Run(Invocation& inv) {
     Progress progress(absl::StrCat("load ", inv.dataset), 0);
     FG_ASSIGN_OR_RETURN(ds, graph::LoadDataset(inv.dataset, inv.load));
   }
+  FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
   const std::string calibration =
       inv.calibration.empty() ? partition::DefaultCalibrationPath() : inv.calibration;
   partition::CostCoefficients k;
@@ -149,9 +150,11 @@ absl::Status Run(Invocation& inv) {
     FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, cost, inv.request));
   }
   const partition::Workload& w = cost.workload();
-  std::printf("%s: %d vertices, %d union-graph edges; model %s (%s, %zu layers, %d HDG entries)\n",
-              ds.name.c_str(), cost.num_vertices(), cost.union_graph().nnz() / 2, w.model.c_str(),
-              w.source.c_str(), w.layers.size(), w.hdg_entries);
+  std::printf("%s: %lld vertices, %lld union-graph edges; model %s (%s, %zu layers, %lld HDG "
+              "entries)\n",
+              ds.name.c_str(), static_cast<long long>(cost.num_vertices()),
+              static_cast<long long>(cost.union_graph().nnz() / 2), w.model.c_str(),
+              w.source.c_str(), w.layers.size(), static_cast<long long>(w.hdg_entries));
   std::printf("cost model (%s): %.3g ns per entry-float, %.3g ns per row-float, %.3g GFLOP/s GEMM, "
               "%.3g ns per gathered float, network %.3g Gbit/s\n",
               calibration.c_str(), k.entry_float_seconds * 1e9, k.row_float_seconds * 1e9,

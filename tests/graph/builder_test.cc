@@ -1,10 +1,13 @@
-// Csr builders: deduplication, self loops, reverse edges, sorting, entry ids, thread independence.
+// Csr builders: deduplication, self loops, reverse edges, sorting, entry ids, thread independence,
+// int64 column ids.
 #include "flexgraph/graph/builder.h"
 
+#include <limits>
 #include <vector>
 
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace fg::graph {
@@ -94,6 +97,90 @@ TEST(BuilderTest, SameResultForAnyThreadCount) {
   SetNumThreads(saved);
   EXPECT_EQ(results[0], results[1]);
   EXPECT_EQ(results[0], results[2]);
+}
+
+std::vector<int32_t> Narrowed(const std::vector<int64_t>& v) {
+  return std::vector<int32_t>(v.begin(), v.end());
+}
+
+TEST(BuilderTest, Int64IdsGiveTheSameMatrixAsInt32Ids) {
+  const int64_t n = 3000, m = 20000;
+  std::vector<int64_t> src(m), dst(m);
+  std::vector<float> w(m);
+  RandomStream rng(5, 1);
+  for (int64_t e = 0; e < m; ++e) {
+    src[e] = rng.Below(n);
+    dst[e] = rng.Below(e % 4 == 0 ? 7 : n);
+    w[e] = static_cast<float>(e % 11);
+  }
+  for (CsrBuildOptions o : {CsrBuildOptions{.add_reverse_edges = true},
+                            CsrBuildOptions{.deduplicate = false, .add_self_loops = true}}) {
+    Tensor ids32, ids64;
+    auto narrow = BuildCsr(n, n, dst.data(), src.data(), m, w.data(), o, &ids32);
+    o.int64_indices = true;
+    auto wide = BuildCsr(n, n, dst.data(), src.data(), m, w.data(), o, &ids64);
+    ASSERT_TRUE(narrow.ok() && wide.ok());
+    ASSERT_FALSE(narrow->has_int64_indices());
+    ASSERT_TRUE(wide->has_int64_indices());
+    EXPECT_TRUE(wide->Validate().ok());
+    EXPECT_EQ(Offsets(*wide), Offsets(*narrow));
+    EXPECT_EQ(Narrowed(wide->indices.ToVector<int64_t>()), Cols(*narrow));
+    EXPECT_EQ(wide->values.ToVector<float>(), narrow->values.ToVector<float>());
+    EXPECT_EQ(ids64.ToVector<int64_t>(), ids32.ToVector<int64_t>());
+    // Narrowing and transposing agree with the int32 build.
+    auto back = wide->WithInt32Indices();
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(Cols(*back), Cols(*narrow));
+    Tensor perm32, perm64;
+    const Csr t32 = narrow->Transpose(&perm32), t64 = wide->Transpose(&perm64);
+    EXPECT_EQ(Offsets(t64), Offsets(t32));
+    EXPECT_EQ(Cols(t64), Cols(t32));  // row ids fit int32
+    EXPECT_EQ(perm64.ToVector<int32_t>(), perm32.ToVector<int32_t>());
+    EXPECT_EQ(t64.values.ToVector<float>(), t32.values.ToVector<float>());
+  }
+}
+
+TEST(BuilderTest, NodeTypesBeyondInt32GetInt64Ids) {
+  // 3 users x 3 billion items: item ids do not fit int32.
+  const int64_t items = 3000000000;
+  const std::vector<int64_t> user = {0, 2, 2}, item = {items - 1, 5, 2147483648};
+  auto c = BuildCsr(3, items, user.data(), item.data(), 3, nullptr, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->has_int64_indices());
+  EXPECT_EQ(c->indices.ToVector<int64_t>(), (std::vector<int64_t>{items - 1, 5, 2147483648}));
+  EXPECT_TRUE(c->Validate().ok());
+  auto narrow = c->WithInt32Indices();
+  ASSERT_FALSE(narrow.ok());
+  EXPECT_THAT(std::string(narrow.status().message()),
+              ::testing::HasSubstr("csr has 3000000000 columns, more than int32 column ids"));
+  // An id beyond the columns is caught by Validate.
+  Csr bad = Csr::FromInt64Vectors(1, 10, {0, 1}, {int64_t{1} << 40});
+  EXPECT_THAT(std::string(bad.Validate().message()),
+              ::testing::HasSubstr("column index 1099511627776 at entry 0 outside [0, 10)"));
+}
+
+TEST(BuilderTest, GraphsConvertToInt32IdsForTraining) {
+  const std::vector<int64_t> src = {0, 1, 2}, dst = {1, 2, 0};
+  CsrBuildOptions o{.add_reverse_edges = true, .int64_indices = true};
+  auto g = BuildHomogeneousGraph(3, src.data(), dst.data(), 3, Tensor(), o);
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(g->relations[0].by_src.has_int64_indices());
+  ASSERT_TRUE(g->ToInt32Indices().ok());
+  const Relation& r = g->relations[0];
+  EXPECT_FALSE(r.by_src.has_int64_indices());
+  EXPECT_EQ(Cols(r.by_src), (std::vector<int32_t>{1, 2, 0, 2, 0, 1}));
+  EXPECT_EQ(r.by_dst.indices.raw(), r.by_src.indices.raw());  // still shared
+  // A relation whose node type is too large for int32 ids is named.
+  const std::vector<int64_t> u = {0}, v = {4000000000};
+  auto likes = BuildCsr(1, 5000000000, u.data(), v.data(), 1, nullptr, {});
+  ASSERT_TRUE(likes.ok());
+  HeteroGraph h;
+  h.node_types = {"user", "item"};
+  h.num_nodes = {1, 5000000000};
+  h.relations.push_back({.src_type = "user", .name = "likes", .dst_type = "item", .by_src = *likes});
+  absl::Status s = h.ToInt32Indices();
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("relation user___likes___item: csr has "
+                                                             "5000000000 columns"));
 }
 
 }  // namespace

@@ -180,5 +180,49 @@ TEST(NpyDirectoryTest, WritesTheBaselineWorkloadAndReadsItBack) {
   EXPECT_EQ(back->features.at("node").ToVector<float>(), ds.features.at("node").ToVector<float>());
 }
 
+// The dataset with int64 column ids in every relation.
+Dataset WithInt64Ids(Dataset ds) {
+  for (Relation& r : ds.graph.relations) {
+    for (Csr* c : {&r.by_src, &r.by_dst}) {
+      const std::vector<int32_t> v = c->indices.ToVector<int32_t>();
+      c->indices = Tensor::FromVector(std::vector<int64_t>(v.begin(), v.end()));
+    }
+  }
+  return ds;
+}
+
+TEST(CacheTest, KeepsInt64ColumnIds) {
+  TempDir dir;
+  const Dataset narrow = TinyDataset();
+  const Dataset wide = WithInt64Ids(narrow);
+  const std::string p = dir.path() + "/wide.fgc";
+  ASSERT_TRUE(WriteCache(wide, p).ok());
+  auto back = ReadCache(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  const Csr& c = back->graph.relations[0].by_src;
+  ASSERT_TRUE(c.has_int64_indices());
+  EXPECT_EQ(c.indices.ToVector<int64_t>(), wide.graph.relations[0].by_src.indices.ToVector<int64_t>());
+  ASSERT_TRUE(back->graph.ToInt32Indices().ok());
+  ExpectSameDataset(narrow, *back);
+}
+
+TEST(NpyDirectoryTest, ReadsInt64Indices) {
+  TempDir dir;
+  const Dataset ds = TinyDataset();
+  ASSERT_TRUE(WriteNpyDirectory(ds, dir.path() + "/w", true).ok());
+  const std::vector<int32_t> v = ds.Adjacency().indices.ToVector<int32_t>();
+  const std::vector<int64_t> wide(v.begin(), v.end());
+  ASSERT_TRUE(WriteNpy(dir.path() + "/w/indices.npy", Tensor::FromVector(wide)).ok());
+  auto back = LoadDataset(dir.path() + "/w", LoadOptions());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->Adjacency().indices.ToVector<int64_t>(), wide);
+  // A float index array is named.
+  ASSERT_TRUE(WriteNpy(dir.path() + "/w/indices.npy", Tensor::FromVector(std::vector<float>{1})).ok());
+  auto bad = LoadDataset(dir.path() + "/w", LoadOptions());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("indices.npy: expected a rank-1 int32 array, found float32"));
+}
+
 }  // namespace
 }  // namespace fg::graph::io

@@ -30,7 +30,8 @@ std::string Read(const std::string& path) {
 
 // Runs a shell command with a time bound; returns its exit status and output.
 int Shell(const std::string& cmd, std::string* output = nullptr) {
-  const std::string out = ::testing::TempDir() + "/fg_cmd_out.txt";
+  // Per process: the debug and release suites may run these tests at the same time.
+  const std::string out = ::testing::TempDir() + "/fg_cmd_out_" + std::to_string(getpid()) + ".txt";
   const int rc = std::system(("timeout -k 5 240 " + cmd + " > " + out + " 2>&1").c_str());
   if (output) *output = Read(out);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -52,7 +53,7 @@ double Field(const std::string& json, const std::string& key) {
 }
 
 std::string Dir(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/" + name;
+  const std::string d = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
@@ -237,7 +238,8 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_NE(out.find("/nonexistent/dir"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --split nosuchsplit --epochs 1", &out), 1);
   EXPECT_NE(out.find("nosuchsplit"), std::string::npos) << out;
-  const std::string cfg = ::testing::TempDir() + "/bad_config.txt";
+  const std::string cfg =
+      ::testing::TempDir() + "/" + std::to_string(getpid()) + "_bad_config.txt";
   std::ofstream(cfg) << "model { name: \"gcn\" }\ntrain { epochz: 3 }\n";
   EXPECT_EQ(Shell(kFlexgraph + " train --config " + cfg, &out), 2);
   EXPECT_NE(out.find("bad_config.txt:2"), std::string::npos) << out;

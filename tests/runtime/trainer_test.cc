@@ -1,6 +1,7 @@
 // Trainer tests on real data (../shared/data/cora, its README's reference setup) and on the
 // built-in SBM dataset: accuracy, determinism, checkpoint/resume exactness, config validation.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -55,7 +56,7 @@ TEST(Trainer, DeterministicAndResumesBitExactly) {
   TrainResult again = TrainOrDie(o);
   EXPECT_EQ(full.losses, again.losses);
 
-  const std::string dir = ::testing::TempDir() + "/fg_resume_ckpt";
+  const std::string dir = ::testing::TempDir() + "/fg_resume_ckpt_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   TrainOptions first = o;
   first.checkpoint_every = 5;

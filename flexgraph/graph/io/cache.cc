@@ -335,7 +335,7 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
     c->indices = take(p + ".idx");
     c->values = take(p + ".val");
     if (!c->offsets.defined() || !c->indices.defined() || c->offsets.dtype() != DType::kInt64 ||
-        c->indices.dtype() != DType::kInt32 ||
+        (c->indices.dtype() != DType::kInt32 && c->indices.dtype() != DType::kInt64) ||
         (c->values.defined() && c->values.dtype() != DType::kFloat32)) {
       return Corrupt(name, absl::StrCat("missing or mistyped arrays of ", p));
     }

@@ -97,7 +97,8 @@ absl::StatusOr<Dataset> LoadNpyDirectory(const std::string& dir) {
   FG_ASSIGN_OR_RETURN(Tensor indptr, ReadNpy(ip));
   FG_ASSIGN_OR_RETURN(Tensor indices, ReadNpy(ix));
   FG_RETURN_IF_ERROR(Expect(indptr, ip, DType::kInt64, 1));
-  FG_RETURN_IF_ERROR(Expect(indices, ix, DType::kInt32, 1));
+  const DType index_type = indices.dtype() == DType::kInt64 ? DType::kInt64 : DType::kInt32;
+  FG_RETURN_IF_ERROR(Expect(indices, ix, index_type, 1));  // int32 or int64 column ids
   const int64_t n = indptr.numel() - 1;
   if (n < 0) return absl::InvalidArgumentError(absl::StrCat(ip, ": empty array"));
   Csr c;

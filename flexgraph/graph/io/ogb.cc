@@ -343,15 +343,17 @@ Tensor EdgeTable(const Relation& r, Tensor* edge_feat) {
   std::vector<int64_t> pairs;
   std::vector<int64_t> entries;
   pairs.reserve(c.nnz() * 2);
-  for (int64_t u = 0; u < c.num_rows; ++u) {
-    for (int64_t e = c.row_ptr()[u]; e < c.row_ptr()[u + 1]; ++e) {
-      const int64_t v = c.col()[e];
-      if (r.symmetric && v < u) continue;
-      pairs.push_back(u);
-      pairs.push_back(v);
-      entries.push_back(e);
+  c.VisitIndices([&](const auto* col) {
+    for (int64_t u = 0; u < c.num_rows; ++u) {
+      for (int64_t e = c.row_ptr()[u]; e < c.row_ptr()[u + 1]; ++e) {
+        const int64_t v = col[e];
+        if (r.symmetric && v < u) continue;
+        pairs.push_back(u);
+        pairs.push_back(v);
+        entries.push_back(e);
+      }
     }
-  }
+  });
   const int64_t m = static_cast<int64_t>(entries.size());
   if (r.edge_feat.defined() && edge_feat != nullptr) {
     const int64_t f = r.edge_feat.row_width();
