@@ -147,12 +147,10 @@ Var Exp(const Var& x) { return Unary(x, ops::UnaryOp::kExp, 0.0f, "Exp"); }
 
 Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& row_ids) {
   if (!training || p == 0.0f) return x;
-  Tensor mask = ops::DropoutMask(x.value().rows(), x.value().row_width(), p, seed, row_ids,
-                                 x.value().device())
-                    .Reshape(x.shape());
-  Tensor y = ops::Mul(x.value(), mask);
-  return MakeResult(y, "Dropout", {x}, [x, mask](const Tensor& g) {
-    AccumulateGrad(x, ops::Mul(g, mask), "Dropout");
+  // The mask is a function of (seed, row id, column): backward regenerates it instead of storing it.
+  Tensor y = ops::Dropout(x.value(), p, seed, row_ids);
+  return MakeResult(y, "Dropout", {x}, [x, p, seed, row_ids](const Tensor& g) {
+    AccumulateGrad(x, ops::Dropout(g, p, seed, row_ids), "Dropout");
   });
 }
 

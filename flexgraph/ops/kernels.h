@@ -65,9 +65,10 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
                       float* norms);                                                               \
   void RowL2NormalizeBackward(const float* y, const float* norms, const float* gy, int64_t rows,   \
                               int64_t cols, float eps, float* gx);                                 \
-  /* mask[r, j] = (uniform(seed, row_id(r), j) >= p) / (1 - p); row_id = ids ? ids[r] : r. */      \
-  void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,     \
-                   float* mask);                                                                   \
+  /* y[r, j] = x[r, j] * m (x = null: y = m), m = (uniform(seed, row_id(r), j) >= p) / (1 - p);    \
+     row_id = ids ? ids[r] : r. */                                                                 \
+  void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,         \
+               const float* x, float* y);                                                          \
   /* y[r, y_at + c] = x[r, x_at + c] for r < rows, c < width (column blocks; Concat and Split). */  \
   void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, int64_t width,     \
                    float* y, int64_t y_width, int64_t y_at);

@@ -453,19 +453,33 @@ Csr DenseToCsr(const Tensor& x) {
   return c;
 }
 
-Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids,
-                   Device device) {
-  FG_CHECK(p >= 0.0f && p < 1.0f) << "DropoutMask: p must be in [0, 1), got " << p;
-  Tensor mask = Tensor::Empty({rows, cols}, DType::kFloat32, device);
+namespace {
+// y = x * mask (x undefined: y = mask) on `device`.
+Tensor ApplyDropout(const Tensor* x, int64_t rows, int64_t cols, float p, uint64_t seed,
+                    const Tensor& row_ids, Device device, const char* op) {
+  FG_CHECK(p >= 0.0f && p < 1.0f) << op << ": p must be in [0, 1), got " << p;
+  Tensor y = Tensor::Empty(x != nullptr ? x->shape() : Shape{rows, cols}, DType::kFloat32, device);
   const int64_t* ids = nullptr;
   if (row_ids.defined()) {
     FG_CHECK(row_ids.dtype() == DType::kInt64 && row_ids.numel() == rows)
-        << "DropoutMask: row ids must be int64 [" << rows << "]";
-    CheckSameDevice(row_ids, mask, "DropoutMask", "row_ids");
+        << op << ": row ids must be int64 [" << rows << "]";
+    CheckSameDevice(row_ids, y, op, "row_ids");
     ids = row_ids.i64();
   }
-  FG_DISPATCH(mask.device(), DropoutMask, seed, ids, rows, cols, p, mask.f32());
-  return mask;
+  FG_DISPATCH(device, Dropout, seed, ids, rows, cols, p, x != nullptr ? x->f32() : nullptr,
+              y.f32());
+  return y;
+}
+}  // namespace
+
+Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids,
+                   Device device) {
+  return ApplyDropout(nullptr, rows, cols, p, seed, row_ids, device, "DropoutMask");
+}
+
+Tensor Dropout(const Tensor& x, float p, uint64_t seed, const Tensor& row_ids) {
+  CheckFloat(x, "Dropout", "x");
+  return ApplyDropout(&x, x.rows(), x.row_width(), p, seed, row_ids, x.device(), "Dropout");
 }
 
 }  // namespace fg::ops

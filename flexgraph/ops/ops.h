@@ -90,5 +90,8 @@ Csr DenseToCsr(const Tensor& x);
 // (seed, row_ids[r], j) only, identical on every device. row_ids (int64) live on `device`.
 Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed,
                    const Tensor& row_ids = Tensor(), Device device = Device::kCpu);
+// x * DropoutMask(x.rows(), x.row_width(), p, seed, row_ids, x.device()) without storing the mask;
+// exactly equal to that product. Applied to a gradient it is the backward pass.
+Tensor Dropout(const Tensor& x, float p, uint64_t seed, const Tensor& row_ids = Tensor());
 
 }  // namespace fg::ops

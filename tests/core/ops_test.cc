@@ -1,5 +1,6 @@
 // Op tests: hand-computed tiny cases, finite-difference gradients, and parallel kernels against
 // serial references on random matrices with empty rows and skewed degrees.
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include "flexgraph/autograd/functions.h"
@@ -252,6 +253,23 @@ TEST(Dropout, SeededAndUnbiased) {
   ExpectGradientsMatch(
       [](const std::vector<Var>& v) { return ag::Dropout(v[0], 0.3f, 3, true); },
       {RandomTensor({5, 4}, 53)});
+  ExpectGradientsMatch(  // 70 columns: the 64-column vector stretch and a partial block
+      [](const std::vector<Var>& v) { return ag::Dropout(v[0], 0.4f, 9, true); },
+      {RandomTensor({3, 70}, 54)});
+}
+
+TEST(Dropout, FusedIsExactlyTheMaskProduct) {
+  for (int64_t cols : {1, 50, 64, 130}) {
+    Tensor x = RandomTensor({33, cols}, 60 + cols);  // signed values
+    Tensor ids = Tensor::Empty({33}, DType::kInt64);
+    for (int64_t r = 0; r < 33; ++r) ids.i64()[r] = 1000 + 3 * r;
+    const Tensor expect = ops::Mul(x, ops::DropoutMask(33, cols, 0.35f, 11, ids));
+    const Tensor got = ops::Dropout(x, 0.35f, 11, ids);
+    ASSERT_EQ(got.ShapeString(), x.ShapeString());
+    const std::vector<float> e = expect.ToVector<float>(), g = got.ToVector<float>();
+    ASSERT_EQ(e.size(), g.size());
+    EXPECT_EQ(0, std::memcmp(e.data(), g.data(), e.size() * sizeof(float))) << cols << " columns";
+  }
 }
 
 // Serial references for the parallel sparse kernels.

@@ -190,6 +190,9 @@ TEST_P(DeviceOpsTest, DropoutMaskIsDeviceIndependent) {
   ExpectClose(mask, mask_dev, 0.0f);
   ExpectClose(ops::DropoutMask(3, 9, 0.5f, 1), ops::DropoutMask(3, 9, 0.5f, 1, Tensor(), dev()),
               0.0f);
+  Tensor x = Tensor::Empty({4, 23});
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = static_cast<float>(i % 7) - 3.0f;
+  ExpectClose(ops::Dropout(x, 0.4f, 77, ids), ops::Dropout(On(x), 0.4f, 77, On(ids)), 0.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceOpsTest, ::testing::Values(Device::kCpu, Device::kCuda),

@@ -110,7 +110,7 @@ TEST(SharedElementwise, DropoutBlocksMatchTheCpuMaskAndKeepRate) {
   int64_t kept = 0;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < cols; j += 4) {
-      ops::shared::DropoutBlock(42, ids.i64()[r], j, cols, p, 1.0f / (1.0f - p),
+      ops::shared::DropoutBlock(42, ids.i64()[r], j, cols, p, 1.0f / (1.0f - p), nullptr,
                                 got.data() + r * cols);
     }
   }

@@ -177,7 +177,12 @@ TEST(BuilderTest, GraphsConvertToInt32IdsForTraining) {
   HeteroGraph h;
   h.node_types = {"user", "item"};
   h.num_nodes = {1, 5000000000};
-  h.relations.push_back({.src_type = "user", .name = "likes", .dst_type = "item", .by_src = *likes});
+  Relation rel;
+  rel.src_type = "user";
+  rel.name = "likes";
+  rel.dst_type = "item";
+  rel.by_src = *likes;
+  h.relations.push_back(rel);
   absl::Status s = h.ToInt32Indices();
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("relation user___likes___item: csr has "
                                                              "5000000000 columns"));

@@ -171,13 +171,14 @@ void Philox16(uint64_t key, uint64_t lo0, uint64_t hi, uint32_t out[4][16]) {
 }
 }  // namespace
 
-void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
-                 float* mask) {
+void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
+             const float* x, float* y) {
   const float keep_scale = 1.0f / (1.0f - p);
   const int64_t blocks = (cols + 3) / 4;
   ParallelFor(0, rows, [&](int64_t r) {
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    float* m = mask + r * cols;
+    const float* xr = x != nullptr ? x + r * cols : nullptr;
+    float* yr = y + r * cols;
     int64_t b = 0;
     // Kept iff U32ToUniform(x) >= p, i.e. (x >> 8) >= p * 2^24 (exact in float).
     const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0f));
@@ -190,13 +191,23 @@ void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t co
 #pragma omp simd
         for (int l = 0; l < 16; ++l) lanes[t][l] = (out[t][l] >> 8) >= threshold ? keep : 0.0f;
       }
-      float* dst = m + b * 4;
+      // Lane l of block t is column 4 l + t of this 64-column stretch.
+      float m[64];
       for (int l = 0; l < 16; ++l) {
-        for (int t = 0; t < 4; ++t) dst[l * 4 + t] = lanes[t][l];
+        for (int t = 0; t < 4; ++t) m[l * 4 + t] = lanes[t][l];
+      }
+      float* dst = yr + b * 4;
+      if (xr != nullptr) {
+        const float* src = xr + b * 4;
+#pragma omp simd
+        for (int j = 0; j < 64; ++j) dst[j] = src[j] * m[j];
+      } else {
+#pragma omp simd
+        for (int j = 0; j < 64; ++j) dst[j] = m[j];
       }
     }
     for (int64_t j = b * 4; j < cols; j += 4) {
-      shared::DropoutBlock(seed, id, j, cols, p, keep_scale, m);
+      shared::DropoutBlock(seed, id, j, cols, p, keep_scale, xr, yr);
     }
   });
 }

@@ -68,12 +68,13 @@ __global__ void __launch_bounds__(kThreads)
 // One thread per block of four mask entries (one Philox block).
 __global__ void __launch_bounds__(kThreads)
     DropoutKernel(uint64_t seed, const int64_t* __restrict__ row_ids, int64_t rows, int64_t cols,
-                  float p, float keep_scale, float* __restrict__ mask) {
+                  float p, float keep_scale, const float* __restrict__ x, float* __restrict__ y) {
   const int64_t blocks_per_row = (cols + 3) / 4;
   FG_GRID_STRIDE(i, rows * blocks_per_row) {
     const int64_t r = i / blocks_per_row;
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    shared::DropoutBlock(seed, id, (i % blocks_per_row) * 4, cols, p, keep_scale, mask + r * cols);
+    shared::DropoutBlock(seed, id, (i % blocks_per_row) * 4, cols, p, keep_scale,
+                         x != nullptr ? x + r * cols : nullptr, y + r * cols);
   }
 }
 
@@ -164,12 +165,12 @@ void SumRows(const float* x, int64_t rows, int64_t cols, float* y) {
   FG_CUDA_CHECK_LAUNCH();
 }
 
-void DropoutMask(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
-                 float* mask) {
+void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
+             const float* x, float* y) {
   const int64_t n = rows * ((cols + 3) / 4);
   if (n == 0) return;
   DropoutKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(seed, row_ids, rows, cols, p,
-                                                                 1.0f / (1.0f - p), mask);
+                                                                 1.0f / (1.0f - p), x, y);
   FG_CUDA_CHECK_LAUNCH();
 }
 

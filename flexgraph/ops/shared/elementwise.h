@@ -100,14 +100,16 @@ FG_HD void CopyColumnsElement(const float* x, int64_t x_width, int64_t x_at, flo
   y[r * y_width + y_at + c] = x[r * x_width + x_at + c];
 }
 
-// Dropout mask entries j0 .. j0+3 (clipped to cols) of the row with global id `row_id`: one Philox
-// block keyed by (seed; j0 / 4, row_id) gives four uniforms; kept entries get 1 / (1 - p).
-// The value of an entry depends on (seed, row_id, column) only.
+// Dropout entries j0 .. j0+3 (clipped to cols) of the row with global id `row_id`: one Philox
+// block keyed by (seed; j0 / 4, row_id) gives four uniforms; the mask value m is 1 / (1 - p) for
+// kept entries and 0 otherwise, and y_row[j] = x_row[j] * m (m itself when x_row is null).
+// The mask depends on (seed, row_id, column) only.
 FG_HD void DropoutBlock(uint64_t seed, uint64_t row_id, int64_t j0, int64_t cols, float p,
-                        float keep_scale, float* mask_row) {
+                        float keep_scale, const float* x_row, float* y_row) {
   const Philox4 block = PhiloxBlock(seed, static_cast<uint64_t>(j0 / 4), row_id);
   for (int t = 0; t < 4 && j0 + t < cols; ++t) {
-    mask_row[j0 + t] = U32ToUniform(block.v[t]) >= p ? keep_scale : 0.0f;
+    const float m = U32ToUniform(block.v[t]) >= p ? keep_scale : 0.0f;
+    y_row[j0 + t] = x_row != nullptr ? x_row[j0 + t] * m : m;
   }
 }
 
