@@ -55,6 +55,11 @@ struct TrainOptions {
   // Compute the loss of the initial parameters (no dropout, no update) before the first step and
   // report it as TrainResult::epoch0_loss (agreement checks against the baselines).
   bool epoch0_loss = false;
+  // Write every layer's HDG as .npy arrays into this directory before training (single process):
+  // layer<i>.roots.npy (int64 vertex ids) and per level k, layer<i>.level<k>.{indptr (int64),
+  // indices (int32, level 1: vertex ids), weights (float, weighted schemas)}.npy. Baselines read
+  // them to aggregate over exactly FlexGraph's neighbour selection.
+  std::string export_hdg;
 };
 
 // Parses a protobuf text file; unknown fields and syntax errors name the file and line.

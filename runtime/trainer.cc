@@ -554,6 +554,33 @@ std::string Trainer::Explain() const {
   return out;
 }
 
+absl::Status Trainer::ExportHdgs(const std::string& dir) const {
+  if (distributed()) {
+    return absl::UnimplementedError("export_hdg: single-process runs only (HDGs index local tables)");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("export_hdg: cannot create ", dir, ": ", ec.message()));
+  for (int i = 0; i < static_cast<int>(layer_graphs_.size()); ++i) {
+    const hdg::Hdg& h = *layer_graphs_[i].hdg;
+    const std::string prefix = absl::StrCat(dir, "/layer", i, ".");
+    // Single process: the vertex table is every vertex in id order, so table rows are vertex ids.
+    std::vector<int64_t> roots(h.num_roots());
+    for (int64_t r = 0; r < h.num_roots(); ++r) roots[r] = h.roots().i32()[r];
+    FG_RETURN_IF_ERROR(graph::io::WriteNpy(prefix + "roots.npy", Tensor::FromVector(roots)));
+    for (int k = 1; k <= h.num_levels(); ++k) {
+      const hdg::HdgLevel& l = h.level(k);
+      const std::string level = absl::StrCat(prefix, "level", k, ".");
+      FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "indptr.npy", l.csr().offsets));
+      FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "indices.npy", l.csr().indices));
+      if (l.weights.defined()) {
+        FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "weights.npy", l.weights));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 int64_t Trainer::HdgBytes() const {
   int64_t bytes = 0;
   std::vector<const hdg::Hdg*> seen;
@@ -588,6 +615,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     since_best = start - r.best_epoch;
   }
   if (options_.explain) std::fprintf(stderr, "%s", Explain().c_str());
+  if (!options_.export_hdg.empty()) FG_RETURN_IF_ERROR(ExportHdgs(options_.export_hdg));
   if (options_.epoch0_loss && start == 0) {
     r.epoch0_loss = EvalLoss();
     FG_RETURN_IF_ERROR(status());

@@ -79,6 +79,8 @@ class Trainer {
   const graph::Dataset& dataset() const { return dataset_; }
   const TrainOptions& options() const { return options_; }
   int64_t HdgBytes() const;
+  // Writes the current HDGs as TrainOptions::export_hdg describes (single process only).
+  absl::Status ExportHdgs(const std::string& dir) const;
 
  private:
   explicit Trainer(TrainOptions options);

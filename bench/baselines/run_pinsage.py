@@ -17,7 +17,10 @@ Weights: DIR/layer{l}.pool.weight.npy [in,pool], layer{l}.pool.bias.npy, layer{l
 [in+pool,out], layer{l}.update.bias.npy — FlexGraph's parameter names, so `flexgraph train
 --init_weights DIR` reads the same files. Missing files: Glorot from numpy with --seed (bias 0).
 The random walks use DGL's RNG (seeded with --seed), so the selected neighbours — and therefore the
-epoch-0 loss — differ from FlexGraph's statistically, not exactly.
+epoch-0 loss — differ from FlexGraph's statistically, not exactly. With --selection DIR (written
+by `flexgraph train --export_hdg DIR`) every layer aggregates over FlexGraph's own selection
+instead (DIR/layer{l}.roots.npy and layer{l}.level1.{indptr,indices,weights}.npy), so both
+systems compute the same function and the epoch-0 losses agree exactly.
 """
 import argparse
 import os
@@ -41,6 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--num_traces", type=int, default=10)
     p.add_argument("--n_hops", type=int, default=3)
     p.add_argument("--top_k", type=int, default=10)
+    p.add_argument("--selection", default=None,
+                   help="directory of FlexGraph's exported HDGs (flexgraph train --export_hdg)")
     p.add_argument("--model_selection", choices=["final", "best_valid"], default="best_valid")
     p.add_argument("--out", default=None)
     return p.parse_args(argv)
@@ -97,14 +102,28 @@ def run(a):
     w = Workload(a.data)
     g = dgl.graph((torch.from_numpy(w.src), torch.from_numpy(w.dst)), num_nodes=w.n)
 
+    def with_weights(ng, counts):
+        den = torch.zeros(w.n).index_add_(0, ng.edges()[1], counts)
+        ng.edata["a"] = (counts / den[ng.edges()[1]]).unsqueeze(1)
+        return ng
+
+    def exported(l):
+        load = lambda name: np.load(os.path.join(a.selection, f"layer{l}.{name}.npy"))
+        roots, indptr = load("roots"), load("level1.indptr")
+        children, weights = load("level1.indices"), load("level1.weights")
+        dst = np.repeat(roots, np.diff(indptr))
+        ng = dgl.graph((torch.from_numpy(children.astype(np.int64)), torch.from_numpy(dst)), num_nodes=w.n)
+        return with_weights(ng, torch.from_numpy(weights.astype(np.float32)))
+
     t0 = time.perf_counter()
-    sampler = dgl.sampling.RandomWalkNeighborSampler(
-        g, num_traversals=a.n_hops, termination_prob=0.0, num_random_walks=a.num_traces,
-        num_neighbors=a.top_k)
-    ng = sampler(torch.arange(w.n))  # edges: selected neighbour -> root, edata["weights"] = visits
-    counts = ng.edata["weights"].float()
-    den = torch.zeros(w.n).index_add_(0, ng.edges()[1], counts)
-    ng.edata["a"] = (counts / den[ng.edges()[1]]).unsqueeze(1)
+    if a.selection:
+        ngs = [exported(l) for l in range(a.layers)]
+    else:
+        sampler = dgl.sampling.RandomWalkNeighborSampler(
+            g, num_traversals=a.n_hops, termination_prob=0.0, num_random_walks=a.num_traces,
+            num_neighbors=a.top_k)
+        ng = sampler(torch.arange(w.n))  # edges: selected neighbour -> root, edata["weights"] = visits
+        ngs = [with_weights(ng, ng.edata["weights"].float())] * a.layers
     selection_seconds = time.perf_counter() - t0
 
     rng = np.random.default_rng(a.seed)
@@ -115,16 +134,19 @@ def run(a):
 
     def logits():
         h = x
-        for layer in layers:
+        for layer, ng in zip(layers, ngs):
             h = F.dropout(h, a.dropout, layers.training)
             h = layer(ng, h)
         return h
 
-    print(f"selection {selection_seconds:.3f}s, {ng.num_edges()} selected edges", flush=True)
+    selected = ngs[0].num_edges()
+    print(f"selection {selection_seconds:.3f}s ({'FlexGraph export' if a.selection else 'DGL walks'}), "
+          f"{selected} selected edges", flush=True)
     t = train_full_batch(a, layers, logits, w)
     res = {
         "framework": "dgl", "model": "pinsage", "dataset": w.meta.get("name"),
-        "num_nodes": int(w.n), "num_edges": int(w.indices.size), "selected_edges": int(ng.num_edges()),
+        "num_nodes": int(w.n), "num_edges": int(w.indices.size), "selected_edges": int(selected),
+        "selection": "flexgraph" if a.selection else "dgl",
         "epochs": a.epochs, "warmup": a.warmup, "hidden": a.hidden, "layers": a.layers,
         "dropout": a.dropout, "lr": a.lr, "weight_decay": a.weight_decay, "threads": a.threads,
         "num_traces": a.num_traces, "n_hops": a.n_hops, "top_k": a.top_k,

@@ -245,10 +245,17 @@ def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
         cmd += ["--heads", str(m["heads"])]
     if m["fg_opts"]:
         cmd += ["--model_opt", m["fg_opts"]]
+    if model == "pinsage" and a.pinsage_selection == "flexgraph":
+        cmd += ["--export_hdg", pinsage_selection_dir(out_dir, name)]
     wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
     r = json.load(open(out))
     r["wall_seconds"] = wall
     return r
+
+
+def pinsage_selection_dir(out_dir, name):
+    """Where FlexGraph exports its PinSage HDGs for the baseline (--pinsage_selection flexgraph)."""
+    return os.path.join(out_dir, f"fg-pinsage-{name}-hdg")
 
 
 def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir):
@@ -272,6 +279,8 @@ def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir):
                "--layers", str(m["layers"]), "--dropout", str(m["dropout"]), "--lr", str(m["lr"]),
                "--weight_decay", str(m["weight_decay"]), "--threads", str(a.threads), "--seed", "0",
                "--num_traces", str(traces), "--n_hops", str(hops), "--top_k", str(top_k), "--out", out]
+        if a.pinsage_selection == "flexgraph":
+            cmd += ["--selection", pinsage_selection_dir(out_dir, name)]
         wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
         r = json.load(open(out))
         r["wall_seconds"] = wall
@@ -309,6 +318,9 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="epochs excluded from both medians")
     p.add_argument("--epochs_scale", type=float, default=1.0, help="scale every workload's epochs")
     p.add_argument("--tolerance", type=float, default=1e-4, help="epoch-0 loss, relative")
+    p.add_argument("--pinsage_selection", choices=["flexgraph", "dgl"], default="flexgraph",
+                   help="PinSage neighbours for DGL: FlexGraph's exported HDG (same function, exact "
+                        "epoch-0 check) or DGL's own random walks (statistically equal)")
     p.add_argument("--skip_setup", action="store_true", help="do not run setup_venv.sh")
     a = p.parse_args()
 
@@ -373,7 +385,8 @@ def main():
             "fg_stage_seconds": json.dumps(fg.get("stage_seconds", {})),
             "roofline_floor_s": floor, "gemm_gflop": flops / 1e9, "spmm_gbytes": sbytes / 1e9,
             "fg_fraction_of_floor": floor / fg_s if fg_s > 0 else float("nan"),
-            "epoch0_check": "exact" if model in ("gcn", "sage") else
+            "epoch0_check": "exact" if model in ("gcn", "sage") or
+                            (model == "pinsage" and a.pinsage_selection == "flexgraph") else
                             ("n/a: FlexGraph only" if m.get("fg_only") else "n/a: random walks differ"),
         }
         if model == "magnn" and "dgl" in base:

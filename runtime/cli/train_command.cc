@@ -48,6 +48,8 @@ void AddTrainFlags(FlagSet* f) {
                "directory of initial parameter values: <parameter>.npy or the DGL/PyG baselines' "
                "names (gcn_l0_weight.npy, ...)");
   f->AddBool("epoch0_loss", false, "report the loss of the initial parameters (no dropout) first");
+  f->AddString("export_hdg", "",
+               "write each layer's HDG levels as .npy arrays into this directory (single process)");
   f->AddBool("quiet", false, "no progress output");
 }
 
@@ -122,6 +124,7 @@ absl::StatusOr<runtime::TrainOptions> TrainOptionsFromFlags(const FlagSet& f) {
   o.summary_json = f.Get("summary_json");
   o.init_weights = f.Get("init_weights");
   o.epoch0_loss = f.GetBool("epoch0_loss");
+  o.export_hdg = f.Get("export_hdg");
   if (f.IsSet("stop_after")) {
     FG_ASSIGN_OR_RETURN(int64_t v, f.GetInt("stop_after"));
     o.stop_after = static_cast<int>(v);

@@ -3,15 +3,18 @@
 // finite-difference check of importance pooling + update, and the two reference tasks — node
 // classification on Cora and link prediction on LastFM (split magnn).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/graph/builder.h"
 #include "flexgraph/graph/gen/rmat.h"
+#include "flexgraph/graph/io/npy.h"
 #include "nau/executor.h"
 #include "runtime/trainer.h"
 #include "tests/core/gradcheck.h"
@@ -435,6 +438,60 @@ TEST(PinSageTraining, CoraNodeClassification) {
               r->test_accuracy, r->valid_accuracy, r->best_epoch);
   EXPECT_GE(r->test_accuracy, 0.77) << "PinSage on Cora";
   EXPECT_GT(r->hdg_bytes, 0);
+}
+
+TEST(PinSageTraining, ExportedHdgIsTheNeighbourSelection) {
+  runtime::TrainOptions o = Options("sbm:nodes=300,classes=3,features=8,avg_degree=4,seed=2");
+  o.epochs = 1;
+  o.export_hdg = ::testing::TempDir() + "/fg_pinsage_hdg_" + std::to_string(getpid());
+  auto trainer = runtime::Trainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Run().ok());
+  auto read = [&](const std::string& name) {
+    auto t = graph::io::ReadNpy(o.export_hdg + "/" + name);
+    EXPECT_TRUE(t.ok()) << name << ": " << t.status();
+    return t.ok() ? *t : Tensor();
+  };
+  const Csr& adj = (*trainer)->dataset().Adjacency();
+  const int64_t n = adj.num_rows;
+  const Tensor roots = read("layer0.roots.npy"), off = read("layer0.level1.indptr.npy");
+  const Tensor idx = read("layer0.level1.indices.npy"), w = read("layer0.level1.weights.npy");
+  ASSERT_EQ(roots.numel(), n);
+  ASSERT_EQ(off.numel(), n + 1);
+  ASSERT_EQ(idx.numel(), off.i64()[n]);
+  ASSERT_EQ(w.numel(), idx.numel());
+  // Every root keeps at most top_k walk ends, each within num_hops hops of it, with a positive
+  // weight; vertices with neighbours select some.
+  for (int64_t r = 0; r < n; ++r) {
+    EXPECT_EQ(roots.i64()[r], r);
+    const int64_t deg = off.i64()[r + 1] - off.i64()[r];
+    EXPECT_LE(deg, 10);
+    if (adj.degree(r) > 0) EXPECT_GT(deg, 0) << r;
+    std::vector<int> hops(n, -1);
+    std::vector<int64_t> frontier = {r};
+    hops[r] = 0;
+    for (int h = 1; h <= 3; ++h) {
+      std::vector<int64_t> next;
+      for (int64_t u : frontier) {
+        for (int64_t e = adj.row_ptr()[u]; e < adj.row_ptr()[u + 1]; ++e) {
+          const int32_t v = adj.col()[e];
+          if (hops[v] < 0) {
+            hops[v] = h;
+            next.push_back(v);
+          }
+        }
+      }
+      frontier = next;
+    }
+    for (int64_t e = off.i64()[r]; e < off.i64()[r + 1]; ++e) {
+      const int32_t v = idx.i32()[e];
+      ASSERT_TRUE(v >= 0 && v < n);
+      EXPECT_GE(hops[v], 0) << "root " << r << " selected " << v << " beyond 3 hops";
+      EXPECT_GT(w.f32()[e], 0.0f);
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(o.export_hdg + "/layer1.level1.indices.npy"));
+  std::filesystem::remove_all(o.export_hdg);
 }
 
 TEST(PinSageTraining, LastFmLinkPrediction) {
