@@ -28,8 +28,10 @@ void CheckSameShape(const Var& a, const Var& b, const char* op) {
 
 Var Unary(const Var& x, ops::UnaryOp op, float alpha, const char* name) {
   Tensor y = ops::Apply(op, x.value(), alpha);
-  return MakeResult(y, name, {x}, [x, y, op, alpha, name](const Tensor& g) {
-    AccumulateGrad(x, ops::ApplyBackward(op, x.value(), y, g, alpha), name);
+  // ReLU's backward reads the sign of its input, which its output has too: x is not kept.
+  Tensor xv = op == ops::UnaryOp::kRelu ? y : x.value();
+  return MakeResult(y, name, {x}, [x = GradRef(x), xv, y, op, alpha, name](const Tensor& g) {
+    AccumulateGrad(x, ops::ApplyBackward(op, xv, y, g, alpha), name);
   });
 }
 
@@ -37,14 +39,17 @@ Var Unary(const Var& x, ops::UnaryOp op, float alpha, const char* name) {
 
 Var MatMul(const Var& a, const Var& b, bool ta, bool tb) {
   Tensor y = ops::Matmul(a.value(), b.value(), ta, tb);
-  return MakeResult(y, "MatMul", {a, b}, [a, b, ta, tb](const Tensor& g) {
+  // Each input's gradient needs the other input's value only.
+  Tensor av = b.requires_grad() ? a.value() : Tensor(), bv = a.requires_grad() ? b.value() : Tensor();
+  return MakeResult(y, "MatMul", {a, b},
+                    [a = GradRef(a), b = GradRef(b), av, bv, ta, tb](const Tensor& g) {
     // y = op(a) op(b): d op(a) = g op(b)^T, d op(b) = op(a)^T g.
     if (a.requires_grad()) {
-      Tensor ga = ta ? ops::Matmul(b.value(), g, tb, true) : ops::Matmul(g, b.value(), false, !tb);
+      Tensor ga = ta ? ops::Matmul(bv, g, tb, true) : ops::Matmul(g, bv, false, !tb);
       AccumulateGrad(a, ga, "MatMul");
     }
     if (b.requires_grad()) {
-      Tensor gb = tb ? ops::Matmul(g, a.value(), true, ta) : ops::Matmul(a.value(), g, !ta, false);
+      Tensor gb = tb ? ops::Matmul(g, av, true, ta) : ops::Matmul(av, g, !ta, false);
       AccumulateGrad(b, gb, "MatMul");
     }
   });
@@ -52,15 +57,15 @@ Var MatMul(const Var& a, const Var& b, bool ta, bool tb) {
 
 Var BatchedMatMul(const Var& a, const Var& b, bool ta, bool tb) {
   Tensor y = ops::BatchedMatmul(a.value(), b.value(), ta, tb);
-  return MakeResult(y, "BatchedMatMul", {a, b}, [a, b, ta, tb](const Tensor& g) {
+  Tensor av = b.requires_grad() ? a.value() : Tensor(), bv = a.requires_grad() ? b.value() : Tensor();
+  return MakeResult(y, "BatchedMatMul", {a, b},
+                    [a = GradRef(a), b = GradRef(b), av, bv, ta, tb](const Tensor& g) {
     if (a.requires_grad()) {
-      Tensor ga = ta ? ops::BatchedMatmul(b.value(), g, tb, true)
-                     : ops::BatchedMatmul(g, b.value(), false, !tb);
+      Tensor ga = ta ? ops::BatchedMatmul(bv, g, tb, true) : ops::BatchedMatmul(g, bv, false, !tb);
       AccumulateGrad(a, ga, "BatchedMatMul");
     }
     if (b.requires_grad()) {
-      Tensor gb = tb ? ops::BatchedMatmul(g, a.value(), true, ta)
-                     : ops::BatchedMatmul(a.value(), g, !ta, false);
+      Tensor gb = tb ? ops::BatchedMatmul(g, av, true, ta) : ops::BatchedMatmul(av, g, !ta, false);
       AccumulateGrad(b, gb, "BatchedMatMul");
     }
   });
@@ -69,7 +74,7 @@ Var BatchedMatMul(const Var& a, const Var& b, bool ta, bool tb) {
 Var Add(const Var& a, const Var& b) {
   CheckSameShape(a, b, "Add");
   Tensor y = ops::Add(a.value(), b.value());
-  return MakeResult(y, "Add", {a, b}, [a, b](const Tensor& g) {
+  return MakeResult(y, "Add", {a, b}, [a = GradRef(a), b = GradRef(b)](const Tensor& g) {
     AccumulateGrad(a, g, "Add");
     AccumulateGrad(b, g, "Add");
   });
@@ -78,7 +83,7 @@ Var Add(const Var& a, const Var& b) {
 Var Sub(const Var& a, const Var& b) {
   CheckSameShape(a, b, "Sub");
   Tensor y = ops::Add(a.value(), b.value(), -1.0f);
-  return MakeResult(y, "Sub", {a, b}, [a, b](const Tensor& g) {
+  return MakeResult(y, "Sub", {a, b}, [a = GradRef(a), b = GradRef(b)](const Tensor& g) {
     AccumulateGrad(a, g, "Sub");
     if (b.requires_grad()) AccumulateGrad(b, ops::Scale(g, -1.0f), "Sub");
   });
@@ -88,12 +93,12 @@ Var AddBias(const Var& x, const Var& bias) {
   FG_CHECK(bias.value().numel() == x.value().dim(-1))
       << "AddBias: bias " << bias.value().ShapeString() << " for input " << x.value().ShapeString();
   Tensor y = ops::Add(x.value(), bias.value());
-  return MakeResult(y, "AddBias", {x, bias}, [x, bias](const Tensor& g) {
+  const int64_t width = bias.value().numel();
+  return MakeResult(y, "AddBias", {x, bias},
+                    [x = GradRef(x), bias = GradRef(bias), width](const Tensor& g) {
     AccumulateGrad(x, g, "AddBias");
     if (bias.requires_grad()) {
-      AccumulateGrad(bias, ops::SumRows(g.Reshape({g.numel() / bias.value().numel(),
-                                                   bias.value().numel()})),
-                     "AddBias");
+      AccumulateGrad(bias, ops::SumRows(g.Reshape({g.numel() / width, width})), "AddBias");
     }
   });
 }
@@ -101,27 +106,30 @@ Var AddBias(const Var& x, const Var& bias) {
 Var Mul(const Var& a, const Var& b) {
   CheckSameShape(a, b, "Mul");
   Tensor y = ops::Mul(a.value(), b.value());
-  return MakeResult(y, "Mul", {a, b}, [a, b](const Tensor& g) {
-    if (a.requires_grad()) AccumulateGrad(a, ops::Mul(g, b.value()), "Mul");
-    if (b.requires_grad()) AccumulateGrad(b, ops::Mul(g, a.value()), "Mul");
+  Tensor av = b.requires_grad() ? a.value() : Tensor(), bv = a.requires_grad() ? b.value() : Tensor();
+  return MakeResult(y, "Mul", {a, b}, [a = GradRef(a), b = GradRef(b), av, bv](const Tensor& g) {
+    if (a.requires_grad()) AccumulateGrad(a, ops::Mul(g, bv), "Mul");
+    if (b.requires_grad()) AccumulateGrad(b, ops::Mul(g, av), "Mul");
   });
 }
 
 Var Scale(const Var& x, float s) {
   Tensor y = ops::Scale(x.value(), s);
-  return MakeResult(y, "Scale", {x}, [x, s](const Tensor& g) {
+  return MakeResult(y, "Scale", {x}, [x = GradRef(x), s](const Tensor& g) {
     AccumulateGrad(x, ops::Scale(g, s), "Scale");
   });
 }
 
 Var ScaleRows(const Var& x, const Var& s) {
   Tensor y = ops::ScaleRows(x.value(), s.value());
-  return MakeResult(y, "ScaleRows", {x, s}, [x, s](const Tensor& g) {
-    if (x.requires_grad()) AccumulateGrad(x, ops::ScaleRows(g, s.value()), "ScaleRows");
+  Tensor xv = s.requires_grad() ? x.value() : Tensor(), sv = s.value();
+  return MakeResult(y, "ScaleRows", {x, s},
+                    [x = GradRef(x), s = GradRef(s), xv, sv](const Tensor& g) {
+    if (x.requires_grad()) AccumulateGrad(x, ops::ScaleRows(g, sv), "ScaleRows");
     if (s.requires_grad()) {
       // ds[r, h] = <g[r, slice h], x[r, slice h]>: an SDDMM over the identity pattern.
-      const int64_t n = x.value().rows();
-      const int64_t heads = s.value().row_width();
+      const int64_t n = xv.rows();
+      const int64_t heads = sv.row_width();
       std::vector<int64_t> off(n + 1);
       std::vector<int32_t> col(n);
       for (int64_t i = 0; i < n; ++i) {
@@ -130,7 +138,7 @@ Var ScaleRows(const Var& x, const Var& s) {
       }
       Csr eye = ops::CsrToDevice(Csr::FromVectors(n, n, off, col), g.device());
       Tensor gs = ops::SddmmDot(eye, g.Reshape({n, g.row_width()}),
-                                x.value().Reshape({n, x.value().row_width()}), heads);
+                                xv.Reshape({n, xv.row_width()}), heads);
       AccumulateGrad(s, gs, "ScaleRows");
     }
   });
@@ -149,7 +157,7 @@ Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& r
   if (!training || p == 0.0f) return x;
   // The mask is a function of (seed, row id, column): backward regenerates it instead of storing it.
   Tensor y = ops::Dropout(x.value(), p, seed, row_ids);
-  return MakeResult(y, "Dropout", {x}, [x, p, seed, row_ids](const Tensor& g) {
+  return MakeResult(y, "Dropout", {x}, [x = GradRef(x), p, seed, row_ids](const Tensor& g) {
     AccumulateGrad(x, ops::Dropout(g, p, seed, row_ids), "Dropout");
   });
 }
@@ -162,9 +170,12 @@ Var Concat(const std::vector<Var>& parts) {
     widths.push_back(p.value().row_width());
   }
   Tensor y = ops::Concat(values);
-  return MakeResult(y, "Concat", parts, [parts, widths](const Tensor& g) {
+  values.clear();
+  std::vector<GradRef> refs;
+  for (const Var& p : parts) refs.emplace_back(p);
+  return MakeResult(y, "Concat", parts, [refs, widths](const Tensor& g) {
     std::vector<Tensor> gs = ops::Split(g, widths);
-    for (size_t i = 0; i < parts.size(); ++i) AccumulateGrad(parts[i], gs[i], "Concat");
+    for (size_t i = 0; i < refs.size(); ++i) AccumulateGrad(refs[i], gs[i], "Concat");
   });
 }
 
@@ -175,7 +186,8 @@ std::vector<Var> Split(const Var& x, const std::vector<int64_t>& widths) {
   int64_t at = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const int64_t offset = at, width = widths[i], total = x.row_width();
-    out.push_back(MakeResult(pieces[i], "Split", {x}, [x, offset, width, total](const Tensor& g) {
+    out.push_back(MakeResult(pieces[i], "Split", {x},
+                             [x = GradRef(x), offset, width, total](const Tensor& g) {
         // The gradient of x is g in its column block and zero elsewhere.
       const Device device = g.device();
       std::vector<Tensor> blocks;
@@ -194,7 +206,7 @@ std::vector<Var> Split(const Var& x, const std::vector<int64_t>& widths) {
 
 Var Reshape(const Var& x, const Shape& shape) {
   Tensor y = x.value().Reshape(shape);
-  return MakeResult(y, "Reshape", {x}, [x](const Tensor& g) {
+  return MakeResult(y, "Reshape", {x}, [x = GradRef(x)](const Tensor& g) {
     AccumulateGrad(x, g.Reshape(x.shape()), "Reshape");
   });
 }
@@ -202,7 +214,7 @@ Var Reshape(const Var& x, const Shape& shape) {
 Var RowL2Normalize(const Var& x, float eps) {
   Tensor norms;
   Tensor y = ops::RowL2Normalize(x.value(), eps, &norms);
-  return MakeResult(y, "RowL2Normalize", {x}, [x, y, norms, eps](const Tensor& g) {
+  return MakeResult(y, "RowL2Normalize", {x}, [x = GradRef(x), y, norms, eps](const Tensor& g) {
     AccumulateGrad(x, ops::RowL2NormalizeBackward(y, norms, g, eps), "RowL2Normalize");
   });
 }
@@ -213,8 +225,8 @@ Var Sum(const Var& x) {
   const float* p = v.f32();
   for (int64_t i = 0; i < v.numel(); ++i) s += p[i];
   Tensor y = Tensor::Full({1}, static_cast<float>(s)).To(x.value().device());
-  return MakeResult(y, "Sum", {x}, [x](const Tensor& g) {
-    AccumulateGrad(x, Tensor::Full(x.shape(), g.Item()).To(x.value().device()), "Sum");
+  return MakeResult(y, "Sum", {x}, [x = GradRef(x)](const Tensor& g) {
+    AccumulateGrad(x, Tensor::Full(x.shape(), g.Item()).To(g.device()), "Sum");
   });
 }
 
@@ -226,7 +238,7 @@ Var Mean(const Var& x) {
 
 Var SumRows(const Var& x) {
   Tensor y = ops::SumRows(x.value());
-  return MakeResult(y, "SumRows", {x}, [x](const Tensor& g) {
+  return MakeResult(y, "SumRows", {x}, [x = GradRef(x)](const Tensor& g) {
     Tensor full = Tensor::Zeros({x.rows(), x.row_width()}, DType::kFloat32, g.device());
     full = ops::Add(full, g);
     AccumulateGrad(x, full, "SumRows");
@@ -246,22 +258,25 @@ Var MeanMiddle(const Var& x) {
 Var Spmm(const SparseMatrixPtr& a, const Var& x, SpmmReduce reduce, const Var& edge_w) {
   Tensor w = edge_w.defined() ? edge_w.value() : Tensor();
   Tensor y = ops::Spmm(a->csr(), x.value(), reduce, w);
+  // x's gradient needs the edge weights; the weights' gradient needs x.
+  Tensor xv = edge_w.requires_grad() ? x.value() : Tensor();
+  Tensor wv = x.requires_grad() ? w : Tensor();
   return MakeResult(y, "Spmm", {x, edge_w.defined() ? edge_w : Var()},
-                    [a, x, edge_w, reduce](const Tensor& g) {
+                    [a, x = GradRef(x), edge_w = GradRef(edge_w), xv, wv, reduce](const Tensor& g) {
     const Csr& c = a->csr();
     Tensor gs = g;  // gradient w.r.t. the un-normalised sum
     if (reduce == SpmmReduce::kMean) gs = ops::ScaleRows(g, InvDegree(c));
     if (x.requires_grad()) {
       Tensor wt;
-      if (edge_w.defined()) {
-        wt = ops::GatherRows(edge_w.value(), a->entry_perm());
+      if (wv.defined()) {
+        wt = ops::GatherRows(wv, a->entry_perm());
       }
       AccumulateGrad(x, ops::Spmm(a->transpose(), gs, SpmmReduce::kSum, wt), "Spmm");
     }
     if (edge_w.requires_grad()) {
-      const int64_t heads = edge_w.value().row_width();
+      const int64_t heads = edge_w.row_width();
       Tensor gw = ops::SddmmDot(c, gs.Reshape({gs.rows(), gs.row_width()}),
-                                x.value().Reshape({x.rows(), x.row_width()}), heads);
+                                xv.Reshape({xv.rows(), xv.row_width()}), heads);
       AccumulateGrad(edge_w, gw, "Spmm");
     }
   });
@@ -270,27 +285,29 @@ Var Spmm(const SparseMatrixPtr& a, const Var& x, SpmmReduce reduce, const Var& e
 Var SpmmMax(const SparseMatrixPtr& a, const Var& x) {
   Tensor argmax;
   Tensor y = ops::SpmmMax(a->csr(), x.value(), &argmax);
-  return MakeResult(y, "SpmmMax", {x}, [a, x, argmax](const Tensor& g) {
+  return MakeResult(y, "SpmmMax", {x}, [a, x = GradRef(x), argmax](const Tensor& g) {
     AccumulateGrad(x, ops::SpmmMaxBackward(a->transpose(), argmax, g), "SpmmMax");
   });
 }
 
 Var SddmmDot(const SparseMatrixPtr& a, const Var& u, const Var& v, int64_t heads) {
   Tensor y = ops::SddmmDot(a->csr(), u.value(), v.value(), heads);
-  return MakeResult(y, "SddmmDot", {u, v}, [a, u, v](const Tensor& g) {
+  Tensor uv = v.requires_grad() ? u.value() : Tensor(), vv = u.requires_grad() ? v.value() : Tensor();
+  return MakeResult(y, "SddmmDot", {u, v},
+                    [a, u = GradRef(u), v = GradRef(v), uv, vv](const Tensor& g) {
     if (u.requires_grad()) {
-      AccumulateGrad(u, ops::Spmm(a->csr(), v.value(), SpmmReduce::kSum, g), "SddmmDot");
+      AccumulateGrad(u, ops::Spmm(a->csr(), vv, SpmmReduce::kSum, g), "SddmmDot");
     }
     if (v.requires_grad()) {
       Tensor gt = ops::GatherRows(g, a->entry_perm());
-      AccumulateGrad(v, ops::Spmm(a->transpose(), u.value(), SpmmReduce::kSum, gt), "SddmmDot");
+      AccumulateGrad(v, ops::Spmm(a->transpose(), uv, SpmmReduce::kSum, gt), "SddmmDot");
     }
   });
 }
 
 Var SddmmAdd(const SparseMatrixPtr& a, const Var& u, const Var& v) {
   Tensor y = ops::SddmmAdd(a->csr(), u.value(), v.value());
-  return MakeResult(y, "SddmmAdd", {u, v}, [a, u, v](const Tensor& g) {
+  return MakeResult(y, "SddmmAdd", {u, v}, [a, u = GradRef(u), v = GradRef(v)](const Tensor& g) {
     if (u.requires_grad()) {
       AccumulateGrad(u, ops::SegmentReduce(a->csr().offsets, g, ops::SegmentReduceOp::kSum),
                      "SddmmAdd");
@@ -309,7 +326,8 @@ Var EdgeSoftmax(const SparseMatrixPtr& a, const Var& scores) {
 
 Var SegmentSoftmax(const Tensor& offsets, const Var& scores) {
   Tensor y = ops::SegmentSoftmax(offsets, scores.value());
-  return MakeResult(y, "SegmentSoftmax", {scores}, [offsets, scores, y](const Tensor& g) {
+  return MakeResult(y, "SegmentSoftmax", {scores},
+                    [offsets, scores = GradRef(scores), y](const Tensor& g) {
     AccumulateGrad(scores, ops::SegmentSoftmaxBackward(offsets, y, g), "SegmentSoftmax");
   });
 }
@@ -317,7 +335,7 @@ Var SegmentSoftmax(const Tensor& offsets, const Var& scores) {
 Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op) {
   Tensor argmax;
   Tensor y = ops::SegmentReduce(offsets, x.value(), op, &argmax);
-  return MakeResult(y, "SegmentReduce", {x}, [offsets, x, op, argmax](const Tensor& g) {
+  return MakeResult(y, "SegmentReduce", {x}, [offsets, x = GradRef(x), op, argmax](const Tensor& g) {
     // Computed on the host (copies when the tensors live on a GPU).
     const int64_t segs = offsets.numel() - 1;
     const int64_t width = x.row_width();
@@ -347,21 +365,21 @@ Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op) 
 
 Var GatherRows(const Var& x, const Tensor& idx) {
   Tensor y = ops::GatherRows(x.value(), idx);
-  return MakeResult(y, "GatherRows", {x}, [x, idx](const Tensor& g) {
+  return MakeResult(y, "GatherRows", {x}, [x = GradRef(x), idx](const Tensor& g) {
     AccumulateGrad(x, ops::ScatterAddRows(g, idx, x.rows()), "GatherRows");
   });
 }
 
 Var ScatterAddRows(const Var& x, const Tensor& idx, int64_t num_rows) {
   Tensor y = ops::ScatterAddRows(x.value(), idx, num_rows);
-  return MakeResult(y, "ScatterAddRows", {x}, [x, idx](const Tensor& g) {
+  return MakeResult(y, "ScatterAddRows", {x}, [x = GradRef(x), idx](const Tensor& g) {
     AccumulateGrad(x, ops::GatherRows(g, idx), "ScatterAddRows");
   });
 }
 
 Var LogSoftmax(const Var& x) {
   Tensor y = ops::LogSoftmax(x.value());
-  return MakeResult(y, "LogSoftmax", {x}, [x, y](const Tensor& g) {
+  return MakeResult(y, "LogSoftmax", {x}, [x = GradRef(x), y](const Tensor& g) {
     AccumulateGrad(x, ops::LogSoftmaxBackward(y, g), "LogSoftmax");
   });
 }

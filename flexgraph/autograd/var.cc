@@ -15,8 +15,27 @@ std::atomic<uint64_t> g_seq{0};
 
 Var::Var(Tensor value, bool requires_grad) : node_(std::make_shared<Node>()) {
   node_->value = std::move(value);
+  node_->shape = node_->value.shape();
+  node_->handles = 1;
   node_->requires_grad = requires_grad;
   node_->seq = g_seq.fetch_add(1, std::memory_order_relaxed);
+}
+
+Var& Var::operator=(const Var& other) {
+  if (node_ != other.node_) {
+    Release();
+    node_ = other.node_;
+    Retain();
+  }
+  return *this;
+}
+
+Var& Var::operator=(Var&& other) noexcept {
+  if (this != &other) {
+    Release();
+    node_ = std::move(other.node_);
+  }
+  return *this;
 }
 
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
@@ -41,14 +60,19 @@ Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
 }
 
 void AccumulateGrad(const Var& v, const Tensor& g, const char* op) {
+  AccumulateGrad(GradRef(v), g, op);
+}
+
+void AccumulateGrad(const GradRef& v, const Tensor& g, const char* op) {
   if (!v.requires_grad()) return;
-  FG_CHECK(g.numel() == v.value().numel())
-      << op << ": gradient shape " << g.ShapeString() << " does not match input shape "
-      << v.value().ShapeString();
   Node& n = *v.node();
+  int64_t numel = 1;
+  for (int64_t d : n.shape) numel *= d;
+  FG_CHECK(g.numel() == numel) << op << ": gradient shape " << g.ShapeString()
+                               << " does not match input shape " << ShapeToString(n.shape);
   if (!n.grad.defined()) {
     // The first gradient is kept without a copy; it is copied only if another one is added.
-    n.grad = g.shape() == v.shape() ? g : g.Reshape(v.shape());
+    n.grad = g.shape() == n.shape ? g : g.Reshape(n.shape);
     n.grad_owned = false;
   } else {
     if (!n.grad_owned) {
@@ -105,7 +129,7 @@ void Var::Backward(const Tensor& seed) const {
 Tensor& Var::OwnedGrad() const {
   Node& n = *node_;
   if (!n.grad.defined()) {
-    n.grad = Tensor::Zeros(n.value.shape(), DType::kFloat32, n.value.device());
+    n.grad = Tensor::Zeros(n.shape, DType::kFloat32, n.value.device());
     n.grad_owned = true;
   } else if (!n.grad_owned) {
     n.grad = n.grad.Clone();

@@ -4,6 +4,11 @@
 // nodes reachable from the root, accumulating gradients into leaves (parameters) across calls until
 // ZeroGrad(). Thread-compatible: build and differentiate one graph per thread.
 //
+// Memory: a result's value lives while some Var handle to it does. Backward closures refer to their
+// inputs through GradRef, which does not keep values alive, and capture the tensors they need
+// explicitly; so an intermediate result that no backward needs is freed as soon as the forward
+// code drops its last Var (as PyTorch frees unsaved activations).
+//
 //   Var w = Var::Parameter(Tensor::Zeros({16, 7}));
 //   Var loss = ag::NllLoss(ag::LogSoftmax(ag::MatMul(x, w)), labels, train_rows);
 //   loss.Backward();            // w.grad() now holds dloss/dw
@@ -19,7 +24,10 @@
 namespace fg::ag {
 
 struct Node {
+  // Released (undefined) once a result node (one with a backward closure) has no Var handles.
   Tensor value;
+  Shape shape;      // value's shape, kept after a release
+  int handles = 0;  // live Var handles
   Tensor grad;  // undefined until a gradient arrives
   bool grad_owned = false;  // false: `grad` may alias a tensor held elsewhere (copy on write)
   bool requires_grad = false;
@@ -34,6 +42,11 @@ class Var {
  public:
   Var() = default;
   explicit Var(Tensor value, bool requires_grad = false);
+  Var(const Var& other) : node_(other.node_) { Retain(); }
+  Var(Var&& other) noexcept : node_(std::move(other.node_)) {}
+  Var& operator=(const Var& other);
+  Var& operator=(Var&& other) noexcept;
+  ~Var() { Release(); }
   // A trainable leaf.
   static Var Parameter(Tensor value) { return Var(std::move(value), true); }
 
@@ -61,6 +74,34 @@ class Var {
   const std::shared_ptr<Node>& node() const { return node_; }
 
  private:
+  void Retain() {
+    if (node_) ++node_->handles;
+  }
+  // Drops this handle; the last handle of a result node releases its value.
+  void Release() {
+    if (node_ && --node_->handles == 0 && node_->backward) node_->value = Tensor();
+  }
+  std::shared_ptr<Node> node_;
+};
+
+// A node reference for backward closures: gradients and shape, but not the value (see above).
+// Capture `x = GradRef(x)` and, where the backward reads it, the value tensor itself.
+class GradRef {
+ public:
+  GradRef() = default;
+  explicit GradRef(const Var& v) : node_(v.node()) {}
+  bool defined() const { return node_ != nullptr; }
+  bool requires_grad() const { return node_ && node_->requires_grad; }
+  const Shape& shape() const { return node_->shape; }
+  int64_t rows() const { return node_->shape.empty() ? 1 : node_->shape[0]; }
+  int64_t row_width() const {
+    int64_t w = 1;
+    for (size_t i = 1; i < node_->shape.size(); ++i) w *= node_->shape[i];
+    return w;
+  }
+  const std::shared_ptr<Node>& node() const { return node_; }
+
+ private:
   std::shared_ptr<Node> node_;
 };
 
@@ -84,5 +125,6 @@ Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
                std::function<void(const Tensor& grad_out)> backward);
 // Adds g to v's gradient (allocating it on first use). Checks shapes, naming the op.
 void AccumulateGrad(const Var& v, const Tensor& g, const char* op);
+void AccumulateGrad(const GradRef& v, const Tensor& g, const char* op);
 
 }  // namespace fg::ag
