@@ -418,6 +418,38 @@ TEST(Autograd, AccumulatesAndNoGrad) {
   EXPECT_EQ(w.grad().ToVector<float>(), (std::vector<float>{6, 6}));
 }
 
+TEST(Autograd, FreesIntermediatesNoBackwardNeeds) {
+  // relu(x w + b) * 2: the product and the biased sum are dropped by the forward code and read by
+  // no backward, so their values are released (relu's backward holds its own output tensor).
+  Tensor xt = RandomTensor({4, 3}, 71);
+  Var x(xt);
+  Var w = Var::Parameter(RandomTensor({3, 5}, 72));
+  Var b = Var::Parameter(RandomTensor({5}, 73));
+  Var y = ag::Scale(ag::Relu(ag::AddBias(ag::MatMul(x, w), b)), 2.0f);
+  const auto relu = y.node()->inputs[0];
+  const auto biased = relu->inputs[0];
+  const auto product = biased->inputs[0];
+  EXPECT_FALSE(biased->value.defined());
+  EXPECT_FALSE(product->value.defined());
+  EXPECT_EQ(ShapeToString(product->shape), "[4, 5]");
+  // A handle keeps a value alive; dropping the last one releases it.
+  Var z = ag::Relu(ag::Scale(w, 3.0f));
+  Var kept = ag::Scale(w, 3.0f);
+  Var sum = ag::Add(kept, z);
+  EXPECT_TRUE(sum.node()->inputs[0]->value.defined());
+  kept = Var();
+  EXPECT_FALSE(sum.node()->inputs[0]->value.defined());
+  // Gradients are unchanged: d/dw sum(2 relu(x w + b)) = x^T (2 [x w + b > 0]).
+  ag::Sum(y).Backward();
+  Tensor pre = ops::Add(ops::Matmul(xt, w.value()), b.value());
+  Tensor mask = ops::Apply(ops::UnaryOp::kRelu, pre);
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.f32()[i] = mask.f32()[i] > 0 ? 2.0f : 0.0f;
+  const std::vector<float> expect = ops::Matmul(xt, mask, true, false).ToVector<float>();
+  const std::vector<float> got = w.grad().ToVector<float>();
+  ASSERT_EQ(got.size(), expect.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-5) << i;
+}
+
 TEST(AutogradDeathTest, ShapeMismatchNamesOpAndShapes) {
   Var a(Tensor::Zeros({2, 3})), b(Tensor::Zeros({4, 5}));
   EXPECT_DEATH(ag::MatMul(a, b), "Matmul: inner dimensions differ: \\[2, 3\\] x \\[4, 5\\]");
