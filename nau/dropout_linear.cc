@@ -1,22 +1,35 @@
 #include "nau/dropout_linear.h"
 
+#include "flexgraph/base/logging.h"
+
 namespace fg::nau {
 
 ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const nn::Linear& fc, float p, int site) {
+  return DropoutMatMul(ctx, x, row_ids, fc.weight(), fc.bias(), p, site);
+}
+
+ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
+                      const ag::Var& weight, const ag::Var& bias, float p, int site) {
   const bool sparse = ctx.input_sparse != nullptr && !x.requires_grad() &&
                       ctx.input_sparse->csr().num_rows == x.rows() &&
                       ctx.input_sparse->csr().num_cols == x.row_width();
   if (!sparse) {
-    return fc.Forward(ag::Dropout(x, p, ctx.DropoutSeed(site), ctx.training, row_ids));
+    const int64_t in = weight.value().dim(0);
+    FG_CHECK(x.row_width() == in) << "DropoutMatMul: input " << x.value().ShapeString()
+                                  << " for weight " << weight.value().ShapeString();
+    ag::Var d = ag::Dropout(x, p, ctx.DropoutSeed(site), ctx.training, row_ids);
+    if (d.value().rank() != 2) d = ag::Reshape(d, {d.rows(), in});
+    ag::Var y = ag::MatMul(d, weight);
+    return bias.defined() ? ag::AddBias(y, bias) : y;
   }
   SparseMatrixPtr a = ctx.input_sparse;
   if (ctx.training && p > 0.0f) {
     a = std::make_shared<SparseMatrix>(
         ops::SparseDropout(a->csr(), p, ctx.DropoutSeed(site), row_ids));
   }
-  ag::Var y = ag::Spmm(a, fc.weight(), ops::SpmmReduce::kSum);
-  return fc.bias().defined() ? ag::AddBias(y, fc.bias()) : y;
+  ag::Var y = ag::Spmm(a, weight, ops::SpmmReduce::kSum);
+  return bias.defined() ? ag::AddBias(y, bias) : y;
 }
 
 }  // namespace fg::nau

@@ -15,4 +15,9 @@ namespace fg::nau {
 ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const nn::Linear& fc, float p, int site);
 
+// The same with explicit parameters: Dropout(x) weight (+ bias when defined), e.g. for a row
+// block of a larger weight matrix.
+ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
+                      const ag::Var& weight, const ag::Var& bias, float p, int site);
+
 }  // namespace fg::nau

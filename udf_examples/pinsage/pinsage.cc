@@ -5,9 +5,17 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
+#include "nau/dropout_linear.h"
 
 namespace fg::udf {
 namespace {
+
+// int32 row indices lo, lo + 1, ..., hi - 1.
+Tensor RowRange(int64_t lo, int64_t hi) {
+  Tensor t = Tensor::Empty({hi - lo}, DType::kInt32);
+  for (int64_t i = lo; i < hi; ++i) t.i32()[i - lo] = static_cast<int32_t>(i);
+  return t;
+}
 
 // The relation whose links a link-prediction run predicts: option `relation`, else the only one
 // with an edge split.
@@ -111,14 +119,18 @@ std::string PinSageLayer::SelectionKey() const {
 }
 
 ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {
-  ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
-  return ag::Relu(pool_.Forward(x));
+  return ag::Relu(nau::DropoutLinear(ctx, h, ctx.table_global_ids, pool_, dropout_, 0));
 }
 
 ag::Var PinSageLayer::Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) {
-  // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
-  ag::Var s = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
-  ag::Var z = update_.Forward(ag::Concat({s, nbr}));
+  // W [s || n] + w as s W_self + n W_nbr + w with W's two row blocks: no concatenated copy, and
+  // the self term takes the sparse input path. The same counter-based mask as Message: a vertex's
+  // dropout is identical in both roles.
+  const int64_t in = self.row_width(), pool = nbr.row_width();
+  ag::Var w_self = ag::GatherRows(update_.weight(), RowRange(0, in));
+  ag::Var w_nbr = ag::GatherRows(update_.weight(), RowRange(in, in + pool));
+  ag::Var s = nau::DropoutMatMul(ctx, self, ctx.root_global_ids, w_self, ag::Var(), dropout_, 0);
+  ag::Var z = ag::AddBias(ag::Add(s, ag::MatMul(nbr, w_nbr)), update_.bias());
   return last_ ? z : ag::RowL2Normalize(ag::Relu(z));
 }
 
