@@ -1,6 +1,7 @@
 #include "flexgraph/autograd/functions.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "flexgraph/base/logging.h"
 
@@ -153,13 +154,48 @@ Var Tanh(const Var& x) { return Unary(x, ops::UnaryOp::kTanh, 0.0f, "Tanh"); }
 Var Sigmoid(const Var& x) { return Unary(x, ops::UnaryOp::kSigmoid, 0.0f, "Sigmoid"); }
 Var Exp(const Var& x) { return Unary(x, ops::UnaryOp::kExp, 0.0f, "Exp"); }
 
+namespace {
+// The last dropout on this thread. A layer often drops the same rows twice with the same mask
+// (Message on the table, Update on the roots, which are the table in one process); the second
+// call then returns the first result instead of computing and storing it again.
+struct DropoutMemo {
+  std::weak_ptr<Node> x, y;
+  float p = 0.0f;
+  uint64_t seed = 0;
+  Tensor row_ids;
+};
+thread_local DropoutMemo t_dropout_memo;
+
+bool SameRowIds(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined() || a.raw() == b.raw()) return true;
+  if (a.numel() != b.numel() || a.dtype() != b.dtype() || a.device() != Device::kCpu ||
+      b.device() != Device::kCpu) {
+    return false;
+  }
+  return std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+}  // namespace
+
 Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& row_ids) {
   if (!training || p == 0.0f) return x;
+  DropoutMemo& memo = t_dropout_memo;
+  if (memo.x.lock() == x.node() && memo.p == p && memo.seed == seed &&
+      SameRowIds(memo.row_ids, row_ids)) {
+    std::shared_ptr<Node> y = memo.y.lock();
+    if (y != nullptr && y->value.defined()) return Var::FromNode(std::move(y));
+  }
   // The mask is a function of (seed, row id, column): backward regenerates it instead of storing it.
   Tensor y = ops::Dropout(x.value(), p, seed, row_ids);
-  return MakeResult(y, "Dropout", {x}, [x = GradRef(x), p, seed, row_ids](const Tensor& g) {
+  Var out = MakeResult(y, "Dropout", {x}, [x = GradRef(x), p, seed, row_ids](const Tensor& g) {
     AccumulateGrad(x, ops::Dropout(g, p, seed, row_ids), "Dropout");
   });
+  memo.x = x.node();
+  memo.y = out.node();
+  memo.p = p;
+  memo.seed = seed;
+  memo.row_ids = row_ids;
+  return out;
 }
 
 Var Concat(const std::vector<Var>& parts) {

@@ -21,6 +21,14 @@ Var::Var(Tensor value, bool requires_grad) : node_(std::make_shared<Node>()) {
   node_->seq = g_seq.fetch_add(1, std::memory_order_relaxed);
 }
 
+Var Var::FromNode(std::shared_ptr<Node> node) {
+  FG_CHECK(node != nullptr && node->value.defined()) << "Var::FromNode: no value";
+  Var v;
+  v.node_ = std::move(node);
+  v.Retain();
+  return v;
+}
+
 Var& Var::operator=(const Var& other) {
   if (node_ != other.node_) {
     Release();

@@ -72,6 +72,8 @@ class Var {
   // The gradient as a tensor this node owns, for writing in place (zeros when none yet).
   Tensor& OwnedGrad() const;
   const std::shared_ptr<Node>& node() const { return node_; }
+  // A new handle to an existing node (whose value must still be defined).
+  static Var FromNode(std::shared_ptr<Node> node);
 
  private:
   void Retain() {

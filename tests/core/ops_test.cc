@@ -258,6 +258,23 @@ TEST(Dropout, SeededAndUnbiased) {
       {RandomTensor({3, 70}, 54)});
 }
 
+TEST(Dropout, SameRowsTwiceShareOneResultAndGradientsAddUp) {
+  Var x = Var::Parameter(RandomTensor({6, 9}, 81));
+  Tensor ids = Tensor::FromVector<int64_t>({10, 11, 12, 13, 14, 15});
+  Tensor same_ids = ids.Clone();
+  Var a = ag::Dropout(x, 0.5f, 5, true, ids);
+  Var b = ag::Dropout(x, 0.5f, 5, true, same_ids);  // equal ids in another tensor
+  EXPECT_EQ(a.node(), b.node());
+  Var c = ag::Dropout(x, 0.5f, 6, true, ids);  // another seed: a new mask
+  EXPECT_NE(c.node(), a.node());
+  Tensor other = Tensor::FromVector<int64_t>({10, 11, 12, 13, 14, 16});
+  EXPECT_NE(ag::Dropout(x, 0.5f, 6, true, other).node(), c.node());
+  // d/dx sum(D(x) + D(x)) = 2 mask.
+  ag::Sum(ag::Add(a, b)).Backward();
+  const Tensor mask = ops::DropoutMask(6, 9, 0.5f, 5, ids);
+  for (int64_t i = 0; i < mask.numel(); ++i) EXPECT_EQ(x.grad().f32()[i], 2.0f * mask.f32()[i]);
+}
+
 TEST(Dropout, FusedIsExactlyTheMaskProduct) {
   for (int64_t cols : {1, 50, 64, 130}) {
     Tensor x = RandomTensor({33, cols}, 60 + cols);  // signed values
