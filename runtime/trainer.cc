@@ -94,9 +94,16 @@ Trainer::~Trainer() = default;
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options,
                                                          DistributedSetup dist) {
   FG_RETURN_IF_ERROR(ValidateOptions(options));
-  if (options.device == "cuda" && !CudaAvailable()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("device: cuda requested but unusable: ", CudaUnavailableReason()));
+  if (options.device == "cuda") {
+    if (!CudaAvailable()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device: cuda requested but unusable: ", CudaUnavailableReason()));
+    }
+    // The ops run on CUDA (tests/cuda); placing the trainer's tensors on the GPU is not wired yet,
+    // and training silently on the CPU instead would mislead.
+    return absl::UnimplementedError(
+        "device: cuda is not supported by the trainer yet (its tensors stay on the CPU); use "
+        "--device cpu");
   }
   std::unique_ptr<Trainer> t(new Trainer(options));
   t->dist_ = std::move(dist);

@@ -221,6 +221,9 @@ TEST(Cli, UdfLibraryRegistersAnOutOfTreeModel) {
 
 TEST(Cli, CommandsAndFlagsAreChecked) {
   std::string out;
+  // No GPU here: a clear message and a non-zero exit (with one: not supported by the trainer yet).
+  EXPECT_EQ(Shell(kFlexgraph + " train --device cuda --dataset sbm:nodes=100 --epochs 1", &out), 1);
+  EXPECT_NE(out.find("device: cuda"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " version", &out), 0);
   EXPECT_NE(out.find("flexgraph "), std::string::npos);
   EXPECT_EQ(Shell(kFlexgraph + " nosuchcommand", &out), 2);
