@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -128,10 +129,14 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.numel_ = 1;
-  for (int64_t d : shape) {
-    FG_CHECK(d >= 0) << "negative dimension in " << ShapeToString(shape);
-    FG_CHECK(!__builtin_mul_overflow(t.numel_, d, &t.numel_))
-        << "tensor shape " << ShapeToString(shape) << " has more than 2^63 elements";
+  for (int64_t d : shape) FG_CHECK(d >= 0) << "negative dimension in " << ShapeToString(shape);
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    t.numel_ = 0;  // empty, however large the other dimensions
+  } else {
+    for (int64_t d : shape) {
+      FG_CHECK(!__builtin_mul_overflow(t.numel_, d, &t.numel_))
+          << "tensor shape " << ShapeToString(shape) << " has more than 2^63 elements";
+    }
   }
   t.dtype_ = dtype;
   t.device_ = device;

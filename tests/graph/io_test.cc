@@ -71,6 +71,21 @@ TEST(NpyTest, RejectsUnsupportedFilesClearly) {
   EXPECT_THAT(bad(fortran), HasSubstr("Fortran-order"));
   EXPECT_THAT(bad(good.substr(0, good.size() - 1)), HasSubstr("needs 8 data bytes but the file has 7"));
   EXPECT_EQ(ReadNpy("/nonexistent.npy").status().code(), absl::StatusCode::kNotFound);
+  // Huge dimensions: with a zero one the array is empty (found by fuzz_npy); without, the
+  // element count overflows 64 bits and cannot match the data.
+  auto with_shape = [&](const std::string& shape) {
+    std::string img = EncodeNpy(Tensor::Empty({0}, DType::kInt32));
+    img.replace(img.find("(0,)"), 4, shape);
+    const uint16_t len = static_cast<uint16_t>(img.size() - 10);
+    std::memcpy(&img[8], &len, 2);  // header length field
+    return img;
+  };
+  auto empty = ParseNpy(with_shape("(233333333333, 333333333, 0)"), "x.npy");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->numel(), 0);
+  EXPECT_EQ(empty->ShapeString(), "[233333333333, 333333333, 0]");
+  EXPECT_THAT(bad(with_shape("(4294967296, 4294967296, 4294967296)")),
+              HasSubstr("data bytes but the file has 0"));
 }
 
 Dataset TinyDataset() {

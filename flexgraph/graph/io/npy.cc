@@ -1,6 +1,6 @@
 #include "flexgraph/graph/io/npy.h"
 
-
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -111,8 +111,13 @@ absl::StatusOr<Tensor> ParseNpy(std::string_view data, const std::string& name) 
   }
   if (shape.empty()) shape.push_back(1);
   if (shape.size() > 3) return Bad(name, absl::StrCat("rank ", shape.size(), " > 3 is not supported"));
-  unsigned __int128 numel = 1;
-  for (int64_t d : shape) numel *= static_cast<uint64_t>(d);
+  // Element count: 0 with any zero dimension; otherwise the product, saturated (a product past
+  // 2^64 can never match the data size).
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  unsigned __int128 numel = empty ? 0 : 1;
+  for (int64_t d : shape) {
+    if (!empty) numel = std::min<unsigned __int128>(numel * static_cast<uint64_t>(d), UINT64_MAX);
+  }
   const unsigned __int128 bytes = numel * DTypeSize(dtype);
   const size_t data_start = header_start + header_len;
   if (bytes != data.size() - data_start) {
