@@ -66,7 +66,8 @@ class Var {
   void Backward(const Tensor& seed) const;
   // Drops the accumulated gradient.
   void ZeroGrad() const;
-  // Replaces the value in place (optimizers); keeps the node identity.
+  // Replaces the value in place (optimizers, checkpoints); keeps the node identity and must keep
+  // the shape (gradients are checked against the shape recorded at creation).
   Tensor& mutable_value() const { return node_->value; }
   Tensor& mutable_grad() const { return node_->grad; }
   // The gradient as a tensor this node owns, for writing in place (zeros when none yet).

@@ -25,7 +25,8 @@ void CheckSameDevice(const Tensor& index, const Tensor& x, const char* op, const
       << DeviceName(x.device()) << " (move it with Tensor::To or ops::CsrToDevice)";
 }
 
-void CheckCsrDevice(const Csr& c, const Tensor& x, const char* op) {
+// A sparse operand: int32 column ids, every array on the dense operand's device.
+void CheckCsr(const Csr& c, const Tensor& x, const char* op) {
   FG_CHECK(!c.has_int64_indices()) << op << ": sparse operands take int32 column ids (convert with "
                                     << "Csr::WithInt32Indices)";
   CheckSameDevice(c.offsets, x, op, "csr offsets");
@@ -46,7 +47,7 @@ int64_t LastOffset(const Tensor& offsets) {
 
 void CheckCsrOperand(const Csr& c, const Tensor& x, const char* op) {
   CheckFloat(x, op, "x");
-  CheckCsrDevice(c, x, op);
+  CheckCsr(c, x, op);
   FG_CHECK(x.rows() == c.num_cols) << op << ": sparse matrix has " << c.num_cols
                                    << " columns but dense operand has shape " << x.ShapeString();
 }
@@ -248,7 +249,7 @@ Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax) {
 
 Tensor SpmmMaxBackward(const Csr& at, const Tensor& argmax, const Tensor& gy) {
   CheckSameNumel(argmax, gy, "SpmmMaxBackward");
-  CheckCsrDevice(at, gy, "SpmmMaxBackward");
+  CheckCsr(at, gy, "SpmmMaxBackward");
   CheckSameDevice(argmax, gy, "SpmmMaxBackward", "argmax");
   Tensor gx = Tensor::Empty(WithRows(gy, at.num_rows), DType::kFloat32, gy.device());
   FG_DISPATCH(gy.device(), SpmmMaxBackward, at.row_ptr(), at.col(), at.num_rows, argmax.i32(),
@@ -263,7 +264,7 @@ Tensor SddmmDot(const Csr& c, const Tensor& a, const Tensor& b, int64_t heads) {
            a.row_width() % heads == 0)
       << "SddmmDot: operands " << a.ShapeString() << " and " << b.ShapeString() << " for a "
       << c.num_rows << "x" << c.num_cols << " matrix with " << heads << " heads";
-  CheckCsrDevice(c, a, "SddmmDot");
+  CheckCsr(c, a, "SddmmDot");
   CheckSameDevice(b, a, "SddmmDot", "b");
   Tensor out = Tensor::Empty({c.nnz(), heads}, DType::kFloat32, a.device());
   FG_DISPATCH(a.device(), SddmmDot, c.row_ptr(), c.col(), c.num_rows, a.f32(), b.f32(),
@@ -277,7 +278,7 @@ Tensor SddmmAdd(const Csr& c, const Tensor& u, const Tensor& v) {
   FG_CHECK(u.rows() == c.num_rows && v.rows() == c.num_cols && u.row_width() == v.row_width())
       << "SddmmAdd: operands " << u.ShapeString() << " and " << v.ShapeString() << " for a "
       << c.num_rows << "x" << c.num_cols << " matrix";
-  CheckCsrDevice(c, u, "SddmmAdd");
+  CheckCsr(c, u, "SddmmAdd");
   CheckSameDevice(v, u, "SddmmAdd", "v");
   Tensor out = Tensor::Empty({c.nnz(), u.row_width()}, DType::kFloat32, u.device());
   FG_DISPATCH(u.device(), SddmmAdd, c.row_ptr(), c.col(), c.num_rows, u.f32(), v.f32(),
