@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/graph/io/npy.h"
 
 namespace fg::hdg {
 
@@ -46,6 +48,20 @@ std::string HdgStats::ToString() const {
   }
   absl::StrAppend(&out, "; ", bytes, " bytes");
   return out;
+}
+
+absl::Status WriteNpy(const Hdg& hdg, const std::string& prefix) {
+  std::vector<int64_t> roots(hdg.num_roots());
+  for (int64_t r = 0; r < hdg.num_roots(); ++r) roots[r] = hdg.roots().i32()[r];
+  FG_RETURN_IF_ERROR(graph::io::WriteNpy(prefix + "roots.npy", Tensor::FromVector(roots)));
+  for (int k = 1; k <= hdg.num_levels(); ++k) {
+    const HdgLevel& l = hdg.level(k);
+    const std::string level = absl::StrCat(prefix, "level", k, ".");
+    FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "indptr.npy", l.csr().offsets));
+    FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "indices.npy", l.csr().indices));
+    if (l.weights.defined()) FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "weights.npy", l.weights));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fg::hdg

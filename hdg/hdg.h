@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "flexgraph/tensor/csr.h"
 #include "hdg/schema.h"
 
@@ -59,5 +60,10 @@ class Hdg {
 };
 
 using HdgPtr = std::shared_ptr<const Hdg>;
+
+// Writes `hdg` as .npy arrays: <prefix>roots.npy (int64 vertex-table rows) and per level k,
+// <prefix>level<k>.{indptr (int64), indices (int32; level 1: vertex-table rows), weights (float,
+// weighted schemas)}.npy. Errors name the file.
+absl::Status WriteNpy(const Hdg& hdg, const std::string& prefix);
 
 }  // namespace fg::hdg

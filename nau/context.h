@@ -81,11 +81,14 @@ class LayerContext {
   // The layer input as a sparse matrix, when it is a constant, mostly-zero table (bag-of-words
   // features of layer 0); DropoutLinear uses it. Null otherwise.
   SparseMatrixPtr input_sparse;
-  // Sums a small Var over all workers of a distributed run, differentiably (null: one process).
-  // Every worker makes the same calls in the same order, whatever rows it owns.
-  std::function<ag::Var(const ag::Var&)> global_sum;
+  // Set by the framework in distributed runs: sums a small Var over the workers, differentiably
+  // (null: one process). Layers use the declared reductions below, never this directly.
+  std::function<ag::Var(const ag::Var&)> sum_across_workers;
 
-  ag::Var GlobalSum(const ag::Var& x) const { return global_sum ? global_sum(x) : x; }
+  // Declared reduction: the mean of x's rows, where x has one row per root of this layer on this
+  // worker, over the roots of all workers ([n, d] -> [d]). The same in one process and many;
+  // every worker makes the same calls in the same order, whatever roots it owns.
+  ag::Var MeanOverRoots(const ag::Var& x) const;
 
   // Seed for dropout number `site` of this layer and epoch.
   uint64_t DropoutSeed(int site) const {

@@ -47,10 +47,8 @@ struct TrainOptions {
   std::optional<nau::Strategy> exec_override;
   std::string summary_json;
   bool quiet = false;
-  // Initial parameter values from .npy files in this directory ("" = the model's initialisers).
-  // Parameter "layer<l>.<child>.<name>" reads <dir>/<parameter name>.npy, or else the file name of
-  // the DGL/PyG baselines (bench/baselines/README.md), e.g. gcn_l0_weight.npy for
-  // layer0.linear.weight. Every parameter must be found, with its exact shape.
+  // Initial parameter values from .npy files in this directory ("" = the model's initialisers):
+  // parameter "layer<l>.<child>.<name>" reads <dir>/<parameter name>.npy, with its exact shape.
   std::string init_weights;
   // Compute the loss of the initial parameters (no dropout, no update) before the first step and
   // report it as TrainResult::epoch0_loss (agreement checks against the baselines).

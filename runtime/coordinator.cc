@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "partition/plan.h"
 #include "proto/flexgraph.grpc.pb.h"
 #include "runtime/grpc_communicator.h"
+#include "runtime/checkpoint.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -93,34 +95,34 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     if (!failure_.ok()) return failure_;
     if (!train_.summary_json.empty()) {
       // Rank 0's summary plus every worker's traffic and time split.
-      std::string json = worker_metrics_[0].summary_json();
-      const size_t close = json.rfind('}');
-      if (close == std::string::npos) {
-        return absl::DataLossError("worker 0 reported no summary");
-      }
-      std::string workers = ",\n  \"world_size\": " + std::to_string(options_.workers) +
-                            ",\n  \"workers\": [";
+      FG_ASSIGN_OR_RETURN(google::protobuf::Struct summary,
+                          StructFromJson(worker_metrics_[0].summary_json(), "summary of worker 0"));
+      auto& fields = *summary.mutable_fields();
+      fields["world_size"] = NumberValue(options_.workers);
+      auto* workers = fields["workers"].mutable_list_value();
       double bytes_total = 0;
       for (int r = 0; r < options_.workers; ++r) {
         const auto& m = worker_metrics_[r];
-        const int epochs = std::max(1, m.epochs());
+        const double epochs = std::max(1, m.epochs());
         bytes_total += m.bytes_features() + m.bytes_partials() + m.bytes_gradients() + m.bytes_allreduce();
-        absl::StrAppend(&workers, r ? ",\n    " : "\n    ", "{\"rank\": ", r,
-                        ", \"bytes_features_per_epoch\": ", m.bytes_features() / epochs,
-                        ", \"bytes_partials_per_epoch\": ", m.bytes_partials() / epochs,
-                        ", \"bytes_gradients_per_epoch\": ", m.bytes_gradients() / epochs,
-                        ", \"bytes_allreduce_per_epoch\": ", m.bytes_allreduce() / epochs,
-                        ", \"compute_seconds\": ", m.compute_seconds(),
-                        ", \"wait_seconds\": ", m.wait_seconds(), ", \"overlap\": ", m.overlap(),
-                        ", \"vectors_per_pass\": {\"chosen\": ", m.vectors_chosen(),
-                        ", \"rows_only\": ", m.vectors_rows_only(),
-                        ", \"partial_only\": ", m.vectors_partial_only(),
-                        ", \"naive\": ", m.vectors_naive(), "}}");
+        auto& w = *workers->add_values()->mutable_struct_value()->mutable_fields();
+        w["rank"] = NumberValue(r);
+        // Whole bytes per epoch.
+        w["bytes_features_per_epoch"] = NumberValue(std::floor(m.bytes_features() / epochs));
+        w["bytes_partials_per_epoch"] = NumberValue(std::floor(m.bytes_partials() / epochs));
+        w["bytes_gradients_per_epoch"] = NumberValue(std::floor(m.bytes_gradients() / epochs));
+        w["bytes_allreduce_per_epoch"] = NumberValue(std::floor(m.bytes_allreduce() / epochs));
+        w["compute_seconds"] = NumberValue(m.compute_seconds());
+        w["wait_seconds"] = NumberValue(m.wait_seconds());
+        w["overlap"] = NumberValue(m.overlap());
+        auto& v = *w["vectors_per_pass"].mutable_struct_value()->mutable_fields();
+        v["chosen"] = NumberValue(m.vectors_chosen());
+        v["rows_only"] = NumberValue(m.vectors_rows_only());
+        v["partial_only"] = NumberValue(m.vectors_partial_only());
+        v["naive"] = NumberValue(m.vectors_naive());
       }
-      absl::StrAppend(&workers, "\n  ],\n  \"bytes_total\": ", bytes_total, "\n");
-      json = json.substr(0, close);
-      while (!json.empty() && (json.back() == '\n' || json.back() == ' ')) json.pop_back();
-      json += workers + "}\n";
+      fields["bytes_total"] = NumberValue(bytes_total);
+      const std::string json = StructToJson(summary);
       FG_RETURN_IF_ERROR(WriteFileAtomically(train_.summary_json, json));
     }
     return absl::OkStatus();

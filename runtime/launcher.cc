@@ -231,7 +231,10 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
     for (Child& ch : children) {
       if (!ch.exited && waitpid(ch.pid, &ch.status, WNOHANG) == ch.pid) ch.exited = true;
       if (!ch.exited) all_done = false;
-      if (ch.exited && !(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0) && failed == nullptr) {
+      // The root cause first: a process killed by a signal, before those that exited with an
+      // error because of it (its peers notice the loss within the same poll).
+      const bool bad = ch.exited && !(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0);
+      if (bad && (failed == nullptr || (WIFSIGNALED(ch.status) && !WIFSIGNALED(failed->status)))) {
         failed = &ch;
       }
     }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
@@ -304,7 +305,7 @@ std::vector<float> LinkPredictionTask::Scores(const Tensor& emb, const std::vect
   return s;
 }
 
-LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) const {
+EpochMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings, const WorkerSum&) {
   const int q = eval_negatives_;
   auto auc = [&](const EvalSet& set, std::vector<float>* pos) {
     *pos = Scores(embeddings, set.src, set.dst);
@@ -317,8 +318,16 @@ LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) con
     labels.resize(scores.size(), 0);
     return nn::RocAuc(scores, labels);
   };
-  LinkPredictionMetrics m;
+  Metrics m;
   std::vector<float> pos;
+  auto report = [](const Metrics& lm) {
+    EpochMetrics e;
+    e.valid = lm.valid_auc;
+    e.extra = {{"valid_auc", lm.valid_auc},
+               {"test_auc", lm.test_auc},
+               {"test_hits_at_10", lm.test_hits_at_10}};
+    return e;
+  };
   if (!valid_.src.empty()) {
     m.valid_auc = auc(valid_, &pos);
     // Test metrics are only reported at the best validation epoch: recompute them when the
@@ -326,7 +335,7 @@ LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) con
     if (m.valid_auc <= best_.valid_auc && best_.valid_auc > 0) {
       m.test_auc = best_.test_auc;
       m.test_hits_at_10 = best_.test_hits_at_10;
-      return m;
+      return report(m);
     }
   }
   m.test_auc = auc(test_, &pos);
@@ -339,7 +348,13 @@ LinkPredictionMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings) con
   for (int64_t i = 0; i < n; ++i) per_query[i].assign(neg.begin() + i * q, neg.begin() + (i + 1) * q);
   m.test_hits_at_10 = nn::HitsAtK(pos, per_query, 10);
   best_ = m;
-  return m;
+  return report(m);
+}
+
+std::string LinkPredictionTask::EpochLine(double loss, const EpochMetrics& m, double seconds) const {
+  return absl::StrFormat("loss %.4f  valid AUC %.4f  test AUC %.4f  hits@10 %.4f  %.3fs", loss,
+                         m.extra.at("valid_auc"), m.extra.at("test_auc"),
+                         m.extra.at("test_hits_at_10"), seconds);
 }
 
 }  // namespace fg::runtime

@@ -30,14 +30,11 @@
 #include "flexgraph/tensor/csr.h"
 #include "nau/context.h"
 #include "runtime/config.h"
+#include "runtime/task.h"
 
 namespace fg::runtime {
 
-struct LinkPredictionMetrics {
-  double valid_auc = 0, test_auc = 0, test_hits_at_10 = 0;
-};
-
-class LinkPredictionTask {
+class LinkPredictionTask : public Task {
  public:
   enum class LossKind { kBce, kMargin };
 
@@ -46,17 +43,22 @@ class LinkPredictionTask {
   static absl::StatusOr<std::unique_ptr<LinkPredictionTask>> Create(graph::Dataset* dataset,
                                                                     const TrainOptions& options);
 
-  // "src___name___dst" of the predicted relation, and its destination type.
+  // "src___name___dst" of the predicted relation.
   const std::string& relation() const { return relation_; }
-  const std::string& dst_type() const { return dst_type_; }
 
+  nau::Task kind() const override { return nau::Task::kLinkPrediction; }
+  // The relation's destination type: the last layer embeds its vertices.
+  const std::string& target_type() const override { return dst_type_; }
+  std::string Describe() const override { return "link prediction of " + relation_; }
   // Rows of the final embeddings: `roots` holds the global vertex id (int64) of each output row.
   // Every endpoint of the relation must have a row; the error names the first one missing.
-  absl::Status SetOutputRows(const Tensor& roots);
-
+  absl::Status SetOutputRows(const Tensor& roots) override;
   // Training loss of `embeddings` [rows, d] at `epoch` (fresh negatives each epoch).
-  ag::Var Loss(const ag::Var& embeddings, int epoch) const;
-  LinkPredictionMetrics Evaluate(const Tensor& embeddings) const;
+  ag::Var Loss(const ag::Var& embeddings, int epoch) const override;
+  // valid = validation AUC; extra: valid_auc, test_auc, test_hits_at_10. Single process only
+  // (`sum` is not used).
+  EpochMetrics Evaluate(const Tensor& embeddings, const WorkerSum& sum) override;
+  std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
   int64_t num_train() const { return static_cast<int64_t>(train_src_.size()); }
 
@@ -86,7 +88,10 @@ class LinkPredictionTask {
   // The training positives as a pair matrix (built on first use) and each pair's entry index.
   mutable SparseMatrixPtr positives_;
   mutable std::vector<int64_t> positive_entry_;
-  mutable LinkPredictionMetrics best_;  // at the best validation AUC so far
+  struct Metrics {
+    double valid_auc = 0, test_auc = 0, test_hits_at_10 = 0;
+  };
+  Metrics best_;  // at the best validation AUC so far
 };
 
 }  // namespace fg::runtime

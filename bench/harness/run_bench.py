@@ -128,7 +128,7 @@ def prepare(a, name):
 
 def write_weights(a, d, name, model, m, seed):
     """Initial weights both systems load: GCN and SAGE as weights/<model>_l{l}_*.npy
-    (bench/baselines/README.md); PinSage and MAGNN under FlexGraph's parameter names
+    (bench/baselines/README.md; FlexGraph reads them through flexgraph_named_weights); PinSage and MAGNN under FlexGraph's parameter names
     (layer{l}.pool.weight.npy, ...; see run_pinsage.py and run_magnn.py; MAGNN's under --work_dir,
     since its dataset directory is the shared one). Returns the directory."""
     import numpy as np
@@ -231,6 +231,26 @@ def median_after(times, warmup):
     return statistics.median(t) if t else float("nan")
 
 
+# The baselines' GCN/SAGE weight files (make_toy_workload.py) under FlexGraph's parameter names.
+FLEXGRAPH_NAMES = {"gcn": {"linear.weight": "weight", "bias": "bias"},
+                   "sage": {"self.weight": "self", "neigh.weight": "neigh", "self.bias": "bias"}}
+
+
+def flexgraph_named_weights(wdir, model, layers):
+    """A directory of links <parameter>.npy -> the baselines' <model>_l<l>_<suffix>.npy, which
+    `flexgraph train --init_weights` reads; PinSage and MAGNN weights already use those names."""
+    if model not in FLEXGRAPH_NAMES:
+        return wdir
+    out = os.path.join(wdir, "flexgraph-names")
+    os.makedirs(out, exist_ok=True)
+    for l in range(layers):
+        for param, suffix in FLEXGRAPH_NAMES[model].items():
+            link = os.path.join(out, f"layer{l}.{param}.npy")
+            if not os.path.lexists(link):
+                os.symlink(os.path.join(os.path.abspath(wdir), f"{model}_l{l}_{suffix}.npy"), link)
+    return out
+
+
 def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
     out = os.path.join(out_dir, f"fg-{model}-{name}.json")
     cmd = [a.flexgraph, "train", "--dataset", d, "--model", model,
@@ -240,7 +260,7 @@ def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
            "--normalize_features", "true" if WORKLOADS[name]["normalize_features"] else "false",
            "--epoch0_loss", "--summary_json", out]
     if wdir:
-        cmd += ["--init_weights", wdir]
+        cmd += ["--init_weights", flexgraph_named_weights(wdir, model, m["layers"])]
     if "heads" in m:
         cmd += ["--heads", str(m["heads"])]
     if m["fg_opts"]:

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -133,6 +134,31 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadO
   if (made.ok()) made = io::WriteCache(ds, cache);
   if (!made.ok()) FG_LOG(Warning) << "could not write the dataset cache: " << made.message();
   return ds;
+}
+
+std::vector<std::string> NormalizeFeatureRows(Dataset* dataset) {
+  std::vector<std::string> skipped;
+  for (auto& [type, feat] : dataset->features) {
+    if (!feat.defined()) continue;
+    const float* f = feat.f32();
+    if (!std::all_of(f, f + feat.numel(), [](float v) { return v >= 0; })) {
+      skipped.push_back(type);
+      continue;
+    }
+    Tensor y = feat.Clone();
+    const int64_t d = y.row_width();
+    ParallelFor(0, y.rows(), [&](int64_t i) {
+      float* r = y.f32() + i * d;
+      double s = 0;
+      for (int64_t j = 0; j < d; ++j) s += r[j];
+      if (s != 0) {
+        const float inv = static_cast<float>(1.0 / s);
+        for (int64_t j = 0; j < d; ++j) r[j] *= inv;
+      }
+    });
+    feat = std::move(y);
+  }
+  return skipped;
 }
 
 }  // namespace fg::graph

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "flexgraph/graph/hetero_graph.h"
@@ -40,6 +41,11 @@ struct Dataset {
   std::string LabeledType() const;
   size_t Bytes() const;
 };
+
+// Row normalisation (Kipf & Welling) for non-negative features such as bag-of-words: divides each
+// row of every non-negative feature matrix by its sum (rows summing to 0 stay). Returns the node
+// types whose features have negative values and were left as they are.
+std::vector<std::string> NormalizeFeatureRows(Dataset* dataset);
 
 struct LoadOptions {
   // Split directory name under split/ ("" = the only one present).

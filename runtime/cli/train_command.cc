@@ -10,6 +10,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
+#include "runtime/checkpoint.h"
 #include "runtime/trainer.h"
 
 namespace fg::cli {
@@ -44,9 +45,7 @@ void AddTrainFlags(FlagSet* f) {
   f->AddString("exec", "", "force built-in aggregations to dense, sparse or graph");
   f->AddString("udf_library", "", "shared library registering additional models");
   f->AddString("summary_json", "", "write the run summary as JSON to this file");
-  f->AddString("init_weights", "",
-               "directory of initial parameter values: <parameter>.npy or the DGL/PyG baselines' "
-               "names (gcn_l0_weight.npy, ...)");
+  f->AddString("init_weights", "", "directory of initial parameter values, one <parameter name>.npy each");
   f->AddBool("epoch0_loss", false, "report the loss of the initial parameters (no dropout) first");
   f->AddString("export_hdg", "",
                "write each layer's HDG levels as .npy arrays into this directory (single process)");

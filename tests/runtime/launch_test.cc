@@ -100,6 +100,9 @@ std::vector<pid_t> WorkerPids(const std::string& coordinator_log) {
 }
 
 
+// The fault-injection plugin (tests/runtime/fault_plugin.cc).
+const std::string kFaultPlugin = std::string(FG_BINARY_DIR) + "/tests/runtime/libfg_fault_plugin.so";
+
 // Runs `flexgraph launch` with worker 1 killed (SIGKILL, by fault injection) as it starts epoch
 // `at_epoch`; with `once`, a restarted run is not killed again.
 struct KilledRun {
@@ -117,7 +120,8 @@ KilledRun LaunchAndKill(const std::string& d, const std::string& extra_launch,
   const auto t0 = std::chrono::steady_clock::now();
   k.exit_status = Shell("env " + fault + " " + kFlexgraph + " launch --workers 2 --heartbeat_timeout 3 --log_dir " +
                         d + "/logs " + extra_launch + " -- train --dataset " + kCora +
-                        " --epochs 12 --threads 1 " + extra_train, &k.output);
+                        " --epochs 12 --threads 1 --udf_library " + kFaultPlugin + " " + extra_train,
+                        &k.output);
   k.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   k.pids = WorkerPids(d + "/logs/coordinator.log");
   return k;

@@ -431,13 +431,11 @@ ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, c
                           Tensor* beta, const nau::LayerContext* ctx) {
   FG_CHECK(!h.empty()) << "MetapathAttention: no metapaths";
   const int64_t n = h[0].rows();
-  auto global = [&](const ag::Var& x) { return ctx != nullptr ? ctx->GlobalSum(x) : x; };
-  const float total = global(ag::Var(Tensor::Full({1}, static_cast<float>(n)))).value().Item();
+  const nau::LayerContext alone;
   std::vector<ag::Var> scores;
   for (const ag::Var& hp : h) {
-    // s_P = q · mean_v tanh(W h_v^P + b), the mean over the roots of all workers.
-    ag::Var mean = ag::Scale(global(ag::SumRows(ag::Tanh(fc.Forward(hp)))),
-                             total > 0 ? 1.0f / total : 0.0f);
+    // s_P = q · mean_v tanh(W h_v^P + b), the mean over all roots.
+    ag::Var mean = (ctx != nullptr ? *ctx : alone).MeanOverRoots(ag::Tanh(fc.Forward(hp)));
     scores.push_back(ag::MatMul(ag::Reshape(mean, {1, fc.out_features()}), q));
   }
   const int64_t p = static_cast<int64_t>(h.size());

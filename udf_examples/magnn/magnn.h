@@ -107,7 +107,7 @@ ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instance
 // Inter-metapath attention over per-metapath embeddings h[P] ([n, D] each, same roots):
 // s_P = mean_v q · tanh(h_v^P W + b), β = softmax_P(s), returns Σ_P β_P h^P. `fc` maps D to the
 // attention dimension, q is [attn_dim, 1]. Writes β to *beta when given. The mean over v covers
-// the roots of every worker: `ctx` (optional) sums the partial means across workers.
+// all roots of the layer (LayerContext::MeanOverRoots of `ctx`, when given).
 ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, const ag::Var& q,
                           Tensor* beta = nullptr, const nau::LayerContext* ctx = nullptr);
 

@@ -1,0 +1,180 @@
+#include "runtime/distributed_executor.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+#include "runtime/collectives.h"
+
+namespace fg::runtime {
+namespace {
+
+// Tag steps of the collectives one epoch makes.
+constexpr int kStepGradients = 2;
+
+}  // namespace
+
+DistributedExecutor::DistributedExecutor(DistributedSetup setup) : setup_(std::move(setup)) {
+  xctx_.comm = setup_.comm;
+  xctx_.pipeline = setup_.pipeline;
+}
+
+void DistributedExecutor::RecordError(const absl::Status& s) {
+  if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
+}
+
+absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
+                                            std::shared_ptr<const hdg::Hdg> hdg,
+                                            const Tensor& input_ids, const Tensor& root_ids,
+                                            int epoch) {
+  if (static_cast<int>(layers_.size()) <= i) layers_.resize(i + 1);
+  LayerPlan& p = layers_[i];
+  p.hdg = std::move(hdg);
+  p.input_ids = input_ids;
+  p.root_ids = root_ids;
+  if (!distributed()) {
+    p.levels = executor_.Plan(*p.hdg, layer);
+    return absl::OkStatus();
+  }
+  FG_ASSIGN_OR_RETURN(p.exchange, BuildLayerExchange(*setup_.comm, *p.hdg, layer.LevelAggregator(1),
+                                                     setup_.owners, input_ids, i, epoch,
+                                                     setup_.exchange));
+  p.levels = executor_.Plan(p.exchange.local_hdg ? *p.exchange.local_hdg : *p.hdg, layer);
+  // Roots are owned rows of the input: their positions in input_ids.
+  Tensor idx = Tensor::Empty({root_ids.numel()}, DType::kInt32);
+  bool identity = idx.numel() == input_ids.numel();
+  const int64_t* in = input_ids.i64();
+  for (int64_t k = 0; k < idx.numel(); ++k) {
+    const int64_t g = root_ids.i64()[k];
+    idx.i32()[k] = static_cast<int32_t>(std::lower_bound(in, in + input_ids.numel(), g) - in);
+    identity = identity && idx.i32()[k] == k;
+  }
+  p.self_rows = identity ? Tensor() : idx;
+  return absl::OkStatus();
+}
+
+void DistributedExecutor::BeginPass(nau::LayerContext* ctx, int epoch, bool training) {
+  xctx_.epoch = epoch;
+  xctx_.phase = training ? 0 : 1;
+  xctx_.reductions = 0;
+  ctx->sum_across_workers = nullptr;
+  if (distributed()) {
+    ctx->sum_across_workers = [this](const ag::Var& x) { return AllReduceSum(xctx_, x); };
+  }
+}
+
+ag::Var DistributedExecutor::RunLayer(int i, nau::Layer& layer, const ag::Var& h,
+                                      nau::LayerContext& ctx) {
+  const LayerPlan& p = layers_[i];
+  ctx.table_global_ids = p.input_ids;
+  ctx.root_global_ids = p.root_ids;
+  if (!distributed()) return executor_.Run(*p.hdg, p.levels, layer, h, ctx);
+  return RunExchanged(p, layer, h, ctx);
+}
+
+ag::Var DistributedExecutor::RunExchanged(const LayerPlan& p, nau::Layer& layer, const ag::Var& h,
+                                          nau::LayerContext& ctx) {
+  const LayerExchange& ex = p.exchange;
+  ag::Var m, self, agg;
+  {
+    ScopedTimer t(ctx.stats ? &ctx.stats->message : nullptr);
+    m = layer.Message(ctx, h);
+    self = p.self_rows.defined() ? ag::GatherRows(h, p.self_rows) : h;
+  }
+  ScopedTimer t(ctx.stats ? &ctx.stats->aggregation : nullptr);
+  const int64_t d = m.row_width();
+  if (ex.partial_path) {
+    ag::Var rows_token = PostRows(xctx_, ex, m);
+    ag::Var part_token = PostPartials(xctx_, ex, m);
+    ag::Var ghosts;
+    if (!xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
+    Stopwatch local;
+    agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
+    if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
+    if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
+    agg = ag::Add(agg, ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum));
+    agg = ag::Add(agg, ReceivePartials(xctx_, ex, part_token, d));
+  } else {
+    ag::Var token = PostRows(xctx_, ex, m);
+    ag::Var ghosts = ReceiveRows(xctx_, ex, token, d);
+    ag::Var table = ConcatRows(m, ghosts);
+    const Tensor& input_ids = p.input_ids;
+    Tensor ids = Tensor::Empty({input_ids.numel() + ex.ghost_ids.numel()}, DType::kInt64);
+    std::copy(input_ids.i64(), input_ids.i64() + input_ids.numel(), ids.i64());
+    std::copy(ex.ghost_ids.i64(), ex.ghost_ids.i64() + ex.ghost_ids.numel(),
+              ids.i64() + input_ids.numel());
+    ctx.table_global_ids = ids;
+    agg = executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
+  }
+  ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);
+  return layer.Update(ctx, self, agg);
+}
+
+void DistributedExecutor::AllReduceGradients(const std::vector<nn::NamedParameter>& params,
+                                             int epoch) {
+  if (!distributed()) return;
+  int64_t total = 0;
+  for (const auto& p : params) total += p.var.value().numel();
+  std::vector<float> flat(total, 0.0f);
+  int64_t at = 0;
+  for (const auto& p : params) {
+    const Tensor& g = p.var.grad();
+    if (g.defined()) std::copy(g.f32(), g.f32() + g.numel(), flat.data() + at);
+    at += p.var.value().numel();
+  }
+  RecordError(RingAllReduce(*setup_.comm, flat.data(), total, epoch, kStepGradients));
+  at = 0;
+  for (const auto& p : params) {
+    Tensor& g = p.var.OwnedGrad();
+    std::copy(flat.data() + at, flat.data() + at + g.numel(), g.f32());
+    at += g.numel();
+  }
+}
+
+void DistributedExecutor::SumDoubles(std::vector<double>* values, int epoch, int step) {
+  if (distributed()) RecordError(AllReduceDoubles(*setup_.comm, values, epoch, step));
+}
+
+std::string DistributedExecutor::Explain(int i) const {
+  const LayerPlan& p = layers_[i];
+  std::string out;
+  if (distributed()) {
+    const LayerExchange& ex = p.exchange;
+    std::string partial, rows;
+    for (const PeerExchange& pe : ex.peers) {
+      if (pe.peer == rank()) continue;
+      std::string& list = pe.partial ? partial : rows;
+      absl::StrAppend(&list, list.empty() ? "" : ",", pe.peer);
+    }
+    absl::StrAppend(&out, "  level 1: distributed - ",
+                    ex.partial_path ? "partial aggregation from workers {" + partial + "}, " : "",
+                    "row fetch from workers {", rows, "}; receives ", ex.recv_chosen,
+                    " vectors per pass (row fetch only ", ex.recv_rows_only, ", partial only ",
+                    ex.recv_partial_only, ", every neighbour row ", ex.recv_naive, ")\n");
+  }
+  absl::StrAppend(&out, nau::HybridExecutor::Explain(p.levels));
+  return out;
+}
+
+void DistributedExecutor::ReportTraffic(const nau::ExecStats& stats, TrainResult* r) const {
+  if (!distributed()) return;
+  Communicator& c = *setup_.comm;
+  r->world_size = c.size();
+  r->bytes_features = c.bytes_sent(TrafficKind::kFeatures);
+  r->bytes_partials = c.bytes_sent(TrafficKind::kPartials);
+  r->bytes_gradients = c.bytes_sent(TrafficKind::kGradients);
+  r->bytes_allreduce = c.bytes_sent(TrafficKind::kAllReduce);
+  r->wait_seconds = c.wait_seconds();
+  r->compute_seconds = stats.Total() - r->wait_seconds;
+  for (const LayerPlan& p : layers_) {
+    r->vectors_chosen += p.exchange.recv_chosen;
+    r->vectors_rows_only += p.exchange.recv_rows_only;
+    r->vectors_partial_only += p.exchange.recv_partial_only;
+    r->vectors_naive += p.exchange.recv_naive;
+  }
+  r->overlap = xctx_.compute_in_flight / std::max(1e-12, xctx_.compute_in_flight + r->wait_seconds);
+}
+
+}  // namespace fg::runtime

@@ -1,0 +1,126 @@
+#include "runtime/node_classification.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/nn/metrics.h"
+#include "nau/context.h"
+
+namespace fg::runtime {
+
+absl::StatusOr<std::unique_ptr<NodeClassificationTask>> NodeClassificationTask::Create(
+    const graph::Dataset& dataset, const std::string& target, const std::string& dataset_name) {
+  auto lab = dataset.labels.find(target);
+  if (lab == dataset.labels.end() || !lab->second.defined()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", dataset_name, " has no labels for node type '", target, "'"));
+  }
+  auto split = dataset.splits.find(target);
+  if (split == dataset.splits.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("split: dataset ", dataset_name, " has no split for node type '", target, "'"));
+  }
+  std::unique_ptr<NodeClassificationTask> t(new NodeClassificationTask());
+  t->dataset_ = &dataset;
+  t->target_ = target;
+  t->dataset_name_ = dataset_name;
+  const nau::VertexSpace space(dataset.graph);
+  const int type = space.TypeIndex(target);
+  t->base_ = space.type_offset(type);
+  t->num_target_ = space.type_size(type);
+  t->num_classes_ = dataset.num_classes.count(target) ? dataset.num_classes.at(target) : 0;
+  t->global_train_ = split->second.train.defined() ? split->second.train.numel() : 0;
+  if (t->global_train_ == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("split: empty training split in ", dataset_name));
+  }
+  return t;
+}
+
+absl::Status NodeClassificationTask::SetOutputRows(const Tensor& roots) {
+  const Tensor& labels = dataset_->labels.at(target_);
+  const graph::Split& split = dataset_->splits.at(target_);
+  labels_ = Tensor::Empty({roots.numel()}, DType::kInt64);
+  for (int64_t k = 0; k < roots.numel(); ++k) {
+    labels_.i64()[k] = labels.i64()[roots.i64()[k] - base_];
+  }
+  auto rows_of = [&](const Tensor& ids, const char* what, Tensor* out) -> absl::Status {
+    std::vector<int32_t> rows;
+    const int64_t n = ids.defined() ? ids.numel() : 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t v = ids.i64()[k];
+      if (v < 0 || v >= num_target_) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " split: node id ", v, " outside [0, ", num_target_, ")"));
+      }
+      const int64_t g = base_ + v;
+      const int64_t* it = std::lower_bound(roots.i64(), roots.i64() + roots.numel(), g);
+      if (it != roots.i64() + roots.numel() && *it == g) {
+        rows.push_back(static_cast<int32_t>(it - roots.i64()));
+      }
+    }
+    *out = Tensor::FromVector(rows);
+    return absl::OkStatus();
+  };
+  FG_RETURN_IF_ERROR(rows_of(split.train, "train", &train_rows_));
+  FG_RETURN_IF_ERROR(rows_of(split.valid, "valid", &valid_rows_));
+  return rows_of(split.test, "test", &test_rows_);
+}
+
+ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
+  if (train_rows_.numel() == 0) {
+    return ag::Scale(ag::Sum(output), 0.0f);  // no local labels: still runs the exchanges
+  }
+  ag::Var loss = ag::NllLoss(ag::LogSoftmax(output), labels_, train_rows_);
+  if (train_rows_.numel() == global_train_) return loss;
+  return ag::Scale(loss, static_cast<float>(train_rows_.numel()) / global_train_);
+}
+
+EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const WorkerSum& sum) {
+  // Counts (correct and total per split; per-class tp, fp, fn on test), summed across workers.
+  const int64_t C = num_classes_;
+  std::vector<double> counts(6 + 3 * C, 0.0);
+  auto tally = [&](const Tensor& rows, int slot, bool per_class) {
+    auto pred = nn::ArgmaxRows(output, rows);
+    for (int64_t k = 0; k < rows.numel(); ++k) {
+      const int64_t truth = labels_.i64()[rows.i32()[k]];
+      counts[slot] += pred[k] == truth;
+      counts[slot + 1] += 1;
+      if (per_class && truth >= 0 && truth < C && pred[k] >= 0 && pred[k] < C) {
+        if (pred[k] == truth) {
+          counts[6 + 3 * truth] += 1;
+        } else {
+          counts[6 + 3 * pred[k] + 1] += 1;
+          counts[6 + 3 * truth + 2] += 1;
+        }
+      }
+    }
+  };
+  tally(train_rows_, 0, false);
+  tally(valid_rows_, 2, false);
+  tally(test_rows_, 4, true);
+  sum(&counts);
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  EpochMetrics m;
+  m.train = ratio(counts[0], counts[1]);
+  m.valid = ratio(counts[2], counts[3]);
+  m.test = ratio(counts[4], counts[5]);
+  m.test_micro_f1 = m.test;
+  std::vector<int64_t> tp(C), fp(C), fn(C);
+  for (int64_t c = 0; c < C; ++c) {
+    tp[c] = static_cast<int64_t>(counts[6 + 3 * c]);
+    fp[c] = static_cast<int64_t>(counts[6 + 3 * c + 1]);
+    fn[c] = static_cast<int64_t>(counts[6 + 3 * c + 2]);
+  }
+  m.test_macro_f1 = nn::MacroF1FromCounts(tp, fp, fn);
+  return m;
+}
+
+std::string NodeClassificationTask::EpochLine(double loss, const EpochMetrics& m,
+                                              double seconds) const {
+  return absl::StrFormat("loss %.4f  train %.4f  valid %.4f  test %.4f  %.3fs", loss, m.train,
+                         m.valid, m.test, seconds);
+}
+
+}  // namespace fg::runtime

@@ -1,0 +1,39 @@
+// Node classification: softmax cross-entropy over the training vertices of the target type;
+// accuracy on train, valid and test, and macro/micro-F1 on test. Labels and split rows are indexed
+// by this worker's output rows. Thread-compatible.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/task.h"
+
+namespace fg::runtime {
+
+class NodeClassificationTask : public Task {
+ public:
+  // `target`: the labelled node type to classify. Errors name the dataset, type or split.
+  static absl::StatusOr<std::unique_ptr<NodeClassificationTask>> Create(
+      const graph::Dataset& dataset, const std::string& target, const std::string& dataset_name);
+
+  nau::Task kind() const override { return nau::Task::kNodeClassification; }
+  const std::string& target_type() const override { return target_; }
+  std::string Describe() const override { return "node classification of " + target_; }
+  int64_t num_classes() const override { return num_classes_; }
+  absl::Status SetOutputRows(const Tensor& roots) override;
+  ag::Var Loss(const ag::Var& output, int epoch) const override;
+  EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) override;
+  std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
+
+ private:
+  NodeClassificationTask() = default;
+
+  const graph::Dataset* dataset_ = nullptr;
+  std::string target_, dataset_name_;
+  int64_t base_ = 0, num_target_ = 0, num_classes_ = 0;
+  int64_t global_train_ = 0;                    // training vertices over all workers
+  Tensor labels_;                               // int64, per output row
+  Tensor train_rows_, valid_rows_, test_rows_;  // int32 output rows
+};
+
+}  // namespace fg::runtime

@@ -1,0 +1,97 @@
+#include "runtime/summary.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace fg::runtime {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+google::protobuf::Value NumberValue(double v) {
+  google::protobuf::Value out;
+  if (std::isfinite(v)) {
+    out.set_number_value(v);
+  } else {
+    out.set_null_value(google::protobuf::NULL_VALUE);
+  }
+  return out;
+}
+
+google::protobuf::Struct SummaryStruct(const TrainResult& r) {
+  google::protobuf::Struct s;
+  auto& f = *s.mutable_fields();
+  f["model"].set_string_value(r.model);
+  f["dataset"].set_string_value(r.dataset);
+  f["seed"] = NumberValue(static_cast<double>(r.seed));
+  f["epochs"] = NumberValue(r.epochs);
+  f["best_epoch"] = NumberValue(r.best_epoch);
+  f["final_loss"] = NumberValue(r.final_loss);
+  f["epoch0_loss"] = NumberValue(r.epoch0_loss);
+  f["train_accuracy"] = NumberValue(r.train_accuracy);
+  f["valid_accuracy"] = NumberValue(r.valid_accuracy);
+  f["test_accuracy"] = NumberValue(r.test_accuracy);
+  f["test_macro_f1"] = NumberValue(r.test_macro_f1);
+  f["test_micro_f1"] = NumberValue(r.test_micro_f1);
+  f["epoch_seconds_median"] = NumberValue(r.epoch_seconds_median);
+  f["hdg_bytes"] = NumberValue(static_cast<double>(r.hdg_bytes));
+  f["peak_rss_bytes"] = NumberValue(static_cast<double>(r.peak_rss_bytes));
+  f["num_vertices"] = NumberValue(static_cast<double>(r.num_vertices));
+  f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));
+  auto& stages = *f["stage_seconds"].mutable_struct_value()->mutable_fields();
+  const nau::ExecStats& st = r.stats;
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"selection", st.selection}, {"message", st.message},
+        {"aggregation", st.aggregation}, {"update", st.update}, {"loss", st.loss},
+        {"backward", st.backward}, {"optimizer", st.optimizer}, {"evaluation", st.evaluation}}) {
+    stages[name] = NumberValue(value);
+  }
+  for (const auto& [key, value] : r.extra) f[key] = NumberValue(value);
+  auto list = [](const std::vector<double>& v, google::protobuf::Value* out) {
+    auto* l = out->mutable_list_value();
+    for (double x : v) *l->add_values() = NumberValue(x);
+  };
+  list(r.losses, &f["losses"]);
+  list(r.epoch_seconds, &f["epoch_seconds"]);
+  return s;
+}
+
+std::string StructToJson(const google::protobuf::Struct& s) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  std::string json;
+  // A Struct of numbers, strings, lists and nested Structs always prints.
+  (void)google::protobuf::util::MessageToJsonString(s, &json, options);
+  return json;
+}
+
+absl::StatusOr<google::protobuf::Struct> StructFromJson(const std::string& json,
+                                                        const std::string& where) {
+  google::protobuf::Struct s;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &s);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object: ", status.ToString()));
+  }
+  return s;
+}
+
+std::string SummaryJson(const TrainResult& r) { return StructToJson(SummaryStruct(r)); }
+
+void PrintSummary(const TrainResult& r, std::FILE* out) {
+  std::fprintf(out,
+               "summary: model %s  dataset %s  epochs %d  best epoch %d  valid %.4f  test %.4f  "
+               "macro-F1 %.4f  median epoch %.4fs  HDG %.1f MiB  peak RSS %.1f MiB\n"
+               "stages: %s\n",
+               r.model.c_str(), r.dataset.c_str(), r.epochs, r.best_epoch, r.valid_accuracy,
+               r.test_accuracy, r.test_macro_f1, r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
+               r.peak_rss_bytes / 1048576.0, r.stats.Shares().c_str());
+}
+
+}  // namespace fg::runtime

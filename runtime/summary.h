@@ -1,0 +1,63 @@
+// The result of a training run and its reports: the human-readable summary lines and the
+// machine-readable summary (`--summary_json`), a google.protobuf.Struct printed as JSON.
+// Thread-compatible.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/struct.pb.h>
+
+#include "absl/status/statusor.h"
+#include "nau/exec_stats.h"
+
+namespace fg::runtime {
+
+struct TrainResult {
+  std::string model, dataset;
+  uint64_t seed = 0;
+  int epochs = 0;      // epochs completed in total
+  int best_epoch = 0;  // 1-based epoch with the best validation metric
+  double final_loss = 0;
+  double train_accuracy = 0, valid_accuracy = 0;
+  double test_accuracy = 0, test_macro_f1 = 0, test_micro_f1 = 0;
+  double epoch0_loss = std::nan("");  // loss of the initial parameters (--epoch0_loss)
+  std::vector<double> losses;         // training loss per epoch
+  std::vector<double> epoch_seconds;  // training step time per epoch
+  double epoch_seconds_median = 0;
+  int64_t hdg_bytes = 0;
+  int64_t peak_rss_bytes = 0;
+  int64_t num_vertices = 0, num_edges = 0;
+  nau::ExecStats stats;
+  std::map<std::string, double> extra;  // task-specific metrics (e.g. test_auc)
+  // Distributed runs: this worker's traffic and time split (zero in single-process runs).
+  int world_size = 1;
+  int64_t bytes_features = 0, bytes_partials = 0, bytes_gradients = 0, bytes_allreduce = 0;
+  double compute_seconds = 0, wait_seconds = 0, overlap = 0;
+  // Vectors received per forward pass (all layers): as chosen per peer, and the alternatives.
+  int64_t vectors_chosen = 0, vectors_rows_only = 0, vectors_partial_only = 0, vectors_naive = 0;
+};
+
+// Median of `v` (0 when empty).
+double Median(std::vector<double> v);
+
+// The summary: keys as in TrainResult (stage times under "stage_seconds"), task metrics at the top
+// level; non-finite numbers are null.
+google::protobuf::Struct SummaryStruct(const TrainResult& r);
+std::string SummaryJson(const TrainResult& r);
+
+// JSON text of a Struct (indented), and back; parse errors name `where`.
+std::string StructToJson(const google::protobuf::Struct& s);
+absl::StatusOr<google::protobuf::Struct> StructFromJson(const std::string& json,
+                                                        const std::string& where);
+// A number, or null when not finite.
+google::protobuf::Value NumberValue(double v);
+
+// The "summary:" and "stages:" lines for stderr.
+void PrintSummary(const TrainResult& r, std::FILE* out);
+
+}  // namespace fg::runtime

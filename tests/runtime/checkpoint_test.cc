@@ -1,0 +1,124 @@
+// Checkpoints, initial parameter files and the summary JSON.
+#include "runtime/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "flexgraph/graph/io/npy.h"
+#include "runtime/summary.h"
+
+namespace fg::runtime {
+namespace {
+
+std::string Dir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// Two parameters and an Adam optimizer that has taken one step.
+struct Params {
+  ag::Var w = ag::Var(Tensor::FromVector(std::vector<float>{1, 2, 3, 4}).Reshape({2, 2}), true);
+  ag::Var b = ag::Var(Tensor::FromVector(std::vector<float>{0.5f, -0.5f}), true);
+  std::vector<nn::NamedParameter> named() { return {{"layer0.w", w}, {"layer0.b", b}}; }
+};
+
+TEST(Checkpoint, RestoresParametersMomentsAndProgress) {
+  const std::string d = Dir("fg_ckpt");
+  Params p;
+  nn::Optimizer opt(nn::OptimizerKind::kAdam, p.named(), {.lr = 0.1f, .weight_decay = 0});
+  p.w.OwnedGrad() = Tensor::FromVector(std::vector<float>{1, -1, 2, -2}).Reshape({2, 2});
+  p.b.OwnedGrad() = Tensor::FromVector(std::vector<float>{3, -3});
+  opt.Step();
+  TrainResult progress;
+  progress.losses = {1.5, 1.25};
+  progress.epoch_seconds = {0.1, 0.2};
+  progress.best_epoch = 2;
+  progress.valid_accuracy = 0.75;
+  progress.test_accuracy = 0.5;
+  const RunIdentity run{"gcn", "cora", 7};
+  ASSERT_TRUE(SaveCheckpoint(d, run, 2, opt, progress).ok());
+  EXPECT_TRUE(HasCheckpoint(d));
+  EXPECT_FALSE(std::filesystem::exists(d + "/checkpoint.pb.tmp"));
+
+  Params q;
+  nn::Optimizer fresh(nn::OptimizerKind::kAdam, q.named(), {.lr = 0.1f, .weight_decay = 0});
+  TrainResult restored;
+  auto epochs = LoadCheckpoint(d, run, fresh, &restored);
+  ASSERT_TRUE(epochs.ok()) << epochs.status();
+  EXPECT_EQ(*epochs, 2);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(q.w.value().f32()[i], p.w.value().f32()[i]);
+  for (int64_t i = 0; i < 2; ++i) EXPECT_EQ(q.b.value().f32()[i], p.b.value().f32()[i]);
+  EXPECT_EQ(fresh.step_count(), opt.step_count());
+  for (size_t k = 0; k < 2; ++k) {
+    for (int64_t i = 0; i < opt.first_moments()[k].numel(); ++i) {
+      EXPECT_EQ(fresh.first_moments()[k].f32()[i], opt.first_moments()[k].f32()[i]);
+      EXPECT_EQ(fresh.second_moments()[k].f32()[i], opt.second_moments()[k].f32()[i]);
+    }
+  }
+  EXPECT_EQ(restored.losses, progress.losses);
+  EXPECT_EQ(restored.epoch_seconds, progress.epoch_seconds);
+  EXPECT_EQ(restored.best_epoch, 2);
+  EXPECT_EQ(restored.valid_accuracy, 0.75);
+  EXPECT_EQ(restored.test_accuracy, 0.5);
+
+  // Another run's checkpoint is refused, naming the path and both runs.
+  auto other = LoadCheckpoint(d, {"sage", "cora", 7}, fresh, &restored);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("checkpoint.pb"), std::string::npos);
+  EXPECT_NE(other.status().message().find("sage"), std::string::npos);
+}
+
+TEST(Checkpoint, InitialParametersByNameWithClearErrors) {
+  const std::string d = Dir("fg_init_weights");
+  Params p;
+  ASSERT_TRUE(graph::io::WriteNpy(d + "/layer0.w.npy",
+                                  Tensor::FromVector(std::vector<float>{9, 8, 7, 6}).Reshape({2, 2}))
+                  .ok());
+  // Missing file: names the parameter and the path looked for.
+  auto missing = LoadInitialParameters(d, p.named());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("layer0.b"), std::string::npos) << missing;
+  EXPECT_NE(missing.message().find(d + "/layer0.b.npy"), std::string::npos) << missing;
+  // Wrong shape: names the file and the parameter's shape.
+  ASSERT_TRUE(graph::io::WriteNpy(d + "/layer0.b.npy", Tensor::FromVector(std::vector<float>{1, 2, 3})).ok());
+  auto shape = LoadInitialParameters(d, p.named());
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.message().find("layer0.b.npy"), std::string::npos) << shape;
+  EXPECT_NE(shape.message().find("[2]"), std::string::npos) << shape;
+  ASSERT_TRUE(graph::io::WriteNpy(d + "/layer0.b.npy", Tensor::FromVector(std::vector<float>{1, 2})).ok());
+  ASSERT_TRUE(LoadInitialParameters(d, p.named()).ok());
+  EXPECT_EQ(p.w.value().f32()[0], 9.0f);
+  EXPECT_EQ(p.w.value().f32()[3], 6.0f);
+  EXPECT_EQ(p.b.value().f32()[1], 2.0f);
+}
+
+TEST(Summary, JsonCarriesEveryFieldAndNullForNonFinite) {
+  TrainResult r;
+  r.model = "magnn \"quoted\"";
+  r.epochs = 3;
+  r.losses = {1.0, 0.5, 0.25};
+  r.hdg_bytes = int64_t{1} << 40;
+  r.extra["test_auc"] = 0.875;
+  r.stats.aggregation = 2.5;
+  const std::string json = SummaryJson(r);
+  auto parsed = StructFromJson(json, "summary");
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << json;
+  const auto& f = parsed->fields();
+  EXPECT_EQ(f.at("model").string_value(), r.model);
+  EXPECT_EQ(f.at("epochs").number_value(), 3);
+  EXPECT_EQ(f.at("hdg_bytes").number_value(), static_cast<double>(int64_t{1} << 40));
+  EXPECT_EQ(f.at("test_auc").number_value(), 0.875);
+  EXPECT_EQ(f.at("epoch0_loss").kind_case(), google::protobuf::Value::kNullValue);  // NaN
+  EXPECT_EQ(f.at("stage_seconds").struct_value().fields().at("aggregation").number_value(), 2.5);
+  ASSERT_EQ(f.at("losses").list_value().values_size(), 3);
+  EXPECT_EQ(f.at("losses").list_value().values(2).number_value(), 0.25);
+  EXPECT_FALSE(StructFromJson("{\"a\": ", "broken.json").ok());
+  EXPECT_NE(StructFromJson("[1]", "list.json").status().message().find("list.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fg::runtime
