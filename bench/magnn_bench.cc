@@ -159,7 +159,7 @@ struct LayerReport {
 // of the model (forward + backward ~ 3 passes).
 LayerReport DescribeHdgs(runtime::Trainer& trainer, int64_t max_instances) {
   const graph::Dataset& ds = trainer.dataset();
-  const runtime::TrainOptions& o = trainer.options();
+  const flexgraph::ModelConfig& o = trainer.config().model();
   nau::VertexSpace space(ds.graph);
   nau::ModelSpec spec;
   spec.dataset = &ds;
@@ -167,14 +167,14 @@ LayerReport DescribeHdgs(runtime::Trainer& trainer, int64_t max_instances) {
   spec.target_type = ds.LabeledType();
   nau::Model& model = trainer.model();
   LayerReport rep;
-  const double d = o.hidden, heads = o.heads;
+  const double d = o.hidden(), heads = o.heads();
   for (int64_t t = 0; t < space.num_types(); ++t) {
     rep.flops += 3 * 2.0 * space.type_size(t) * spec.FeatureDim(space.type_name(t)) * d;
   }
   for (int i = 0; i < model.num_layers(); ++i) {
     nau::Layer& layer = model.layer(i);
     const std::vector<int32_t> roots = model.Roots(i, spec);
-    nau::SelectContext ctx(&ds, &space, o.seed, 0, i);
+    nau::SelectContext ctx(&ds, &space, trainer.config().train().seed(), 0, i);
     Stopwatch watch;
     auto built = hdg::HdgBuilder(layer.Schema(), space.size())
                      .Build(roots, [&](int32_t r, hdg::NeighborWriter& out) {
@@ -213,7 +213,7 @@ LayerReport DescribeHdgs(runtime::Trainer& trainer, int64_t max_instances) {
   return rep;
 }
 
-int Run(const std::string& title, runtime::TrainOptions o, int64_t max_instances) {
+int Run(const std::string& title, const flexgraph::RunConfig& o, int64_t max_instances) {
   Stopwatch load;
   auto created = runtime::Trainer::Create(o);
   if (!created.ok()) {
@@ -224,11 +224,11 @@ int Run(const std::string& title, runtime::TrainOptions o, int64_t max_instances
   const graph::Dataset& ds = trainer.dataset();
   std::printf("%s: %s, %lld vertices, %lld edges, %d layer(s), encoder %s (loaded and HDGs built "
               "in %.1fs)\n",
-              title.c_str(), o.dataset.c_str(), static_cast<long long>(ds.graph.num_nodes[0] +
+              title.c_str(), o.dataset().path().c_str(), static_cast<long long>(ds.graph.num_nodes[0] +
                                                                        ds.graph.num_nodes[1] +
                                                                        ds.graph.num_nodes[2]),
-              static_cast<long long>(ds.graph.TotalEdges()), o.layers,
-              o.model_options["encoder"].c_str(), load.Seconds());
+              static_cast<long long>(ds.graph.TotalEdges()), trainer.config().model().layers(),
+              trainer.config().model().options().at("encoder").c_str(), load.Seconds());
   const LayerReport rep = DescribeHdgs(trainer, max_instances);
   std::printf("  total HDG bytes (as trained): %lld\n", static_cast<long long>(trainer.HdgBytes()));
   const std::clock_t cpu0 = std::clock();
@@ -267,24 +267,22 @@ int main(int argc, char** argv) {
     }
     flags[k.substr(2)] = argv[i + 1];
   }
-  flexgraph::RunConfig config;
-  config.mutable_model()->set_name("magnn");
-  auto resolved = runtime::ResolveOptions(config);
-  FG_CHECK(resolved.ok()) << resolved.status();
-  runtime::TrainOptions o = *resolved;
-  o.epochs = std::atoi(flags["epochs"].c_str());
-  o.patience = 0;
-  o.threads = std::atoi(flags["threads"].c_str());
-  o.quiet = true;
-  if (!flags["layers"].empty()) o.layers = std::atoi(flags["layers"].c_str());
-  if (!flags["max_instances"].empty()) o.model_options["max_instances"] = flags["max_instances"];
-  o.model_options["encoder"] = flags["encoder"];
-  const int64_t cap = std::atoll(o.model_options["max_instances"].c_str());
+  flexgraph::RunConfig o;
+  o.mutable_model()->set_name("magnn");
+  o.mutable_train()->set_epochs(std::atoi(flags["epochs"].c_str()));
+  o.mutable_train()->set_patience(0);
+  o.mutable_train()->set_threads(std::atoi(flags["threads"].c_str()));
+  o.mutable_output()->set_quiet(true);
+  if (!flags["layers"].empty()) o.mutable_model()->set_layers(std::atoi(flags["layers"].c_str()));
+  auto& options = *o.mutable_model()->mutable_options();
+  options["max_instances"] = flags["max_instances"].empty() ? "1024" : flags["max_instances"];
+  options["encoder"] = flags["encoder"];
+  const int64_t cap = std::atoll(options["max_instances"].c_str());
   int rc = 0;
   if (flags["only"] != "synthetic") {
-    runtime::TrainOptions imdb = o;
-    imdb.dataset = flags["imdb"];
-    imdb.split = "magnn";
+    flexgraph::RunConfig imdb = o;
+    imdb.mutable_dataset()->set_path(flags["imdb"]);
+    imdb.mutable_dataset()->set_split("magnn");
     rc |= Run("IMDB", imdb, cap);
   }
   if (flags["only"] != "imdb") {
@@ -299,8 +297,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("\ngenerated %s in %.1fs\n", path.c_str(), gen.Seconds());
-    runtime::TrainOptions syn = o;
-    syn.dataset = path;
+    flexgraph::RunConfig syn = o;
+    syn.mutable_dataset()->set_path(path);
     rc |= Run(absl::StrCat("IMDB-like x", scale), syn, cap);
   }
   return rc;

@@ -54,18 +54,17 @@ int main(int argc, char** argv) {
   }
   auto flag = [&](const char* k) { return std::atoi(flags[k].c_str()); };
 
-  runtime::TrainOptions o;
-  o.dataset = absl::StrCat("rmat:scale=", flags["scale"], ",edge_factor=", flags["edge_factor"],
-                           ",features=", flags["features"], ",classes=8");
-  o.model = "pinsage";
-  o.hidden = flag("hidden");
-  o.layers = 2;
-  o.dropout = 0.5f;
-  o.threads = 2;
-  o.quiet = true;
-  o.model_options = {{"num_traces", flags["num_traces"]},
-                     {"n_hops", flags["n_hops"]},
-                     {"top_k", flags["top_k"]}};
+  flexgraph::RunConfig o;
+  o.mutable_dataset()->set_path(absl::StrCat("rmat:scale=", flags["scale"], ",edge_factor=",
+                                             flags["edge_factor"], ",features=", flags["features"],
+                                             ",classes=8"));
+  o.mutable_model()->set_name("pinsage");
+  o.mutable_model()->set_hidden(flag("hidden"));
+  o.mutable_model()->set_layers(2);
+  o.mutable_model()->set_dropout(0.5f);
+  o.mutable_train()->set_threads(2);
+  o.mutable_output()->set_quiet(true);
+  for (const char* k : {"num_traces", "n_hops", "top_k"}) (*o.mutable_model()->mutable_options())[k] = flags[k];
   Stopwatch load;
   auto created = runtime::Trainer::Create(o);
   if (!created.ok()) {
@@ -76,7 +75,7 @@ int main(int argc, char** argv) {
   const graph::Dataset& ds = trainer.dataset();
   const int64_t n = ds.graph.num_nodes[0];
   std::printf("PinSage on %s: %lld vertices, %lld edges (loaded and first HDG in %.1fs)\n",
-              o.dataset.c_str(), static_cast<long long>(n),
+              o.dataset().path().c_str(), static_cast<long long>(n),
               static_cast<long long>(ds.graph.TotalEdges()), load.Seconds());
   std::printf("walks: num_traces %s, n_hops %s, top_k %s; model: 2 layers, features %s, hidden %s\n",
               flags["num_traces"].c_str(), flags["n_hops"].c_str(), flags["top_k"].c_str(),
@@ -88,7 +87,7 @@ int main(int argc, char** argv) {
   nau::VertexSpace space(ds.graph);
   std::vector<int32_t> roots(n);
   for (int64_t v = 0; v < n; ++v) roots[v] = static_cast<int32_t>(v);
-  nau::SelectContext ctx(&ds, &space, o.seed, 0, 0);
+  nau::SelectContext ctx(&ds, &space, trainer.config().train().seed(), 0, 0);
   const nau::Layer& layer = model.layer(0);
   auto build = [&]() {
     auto h = hdg::HdgBuilder(layer.Schema(), n).Build(roots, [&](int32_t r, hdg::NeighborWriter& w) {

@@ -2,36 +2,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "nau/options.h"
 #include "flexgraph/base/logging.h"
 
 namespace fg::nau {
-
-absl::StatusOr<int64_t> ModelSpec::IntOption(const std::string& name, int64_t def) const {
-  auto it = options.find(name);
-  if (it == options.end()) return def;
-  int64_t v;
-  if (!absl::SimpleAtoi(it->second, &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model option '", name, "' expects an integer, got '", it->second, "'"));
-  }
-  return v;
-}
-
-absl::StatusOr<double> ModelSpec::DoubleOption(const std::string& name, double def) const {
-  auto it = options.find(name);
-  if (it == options.end()) return def;
-  double v;
-  if (!absl::SimpleAtod(it->second, &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model option '", name, "' expects a number, got '", it->second, "'"));
-  }
-  return v;
-}
-
-std::string ModelSpec::StringOption(const std::string& name, const std::string& def) const {
-  auto it = options.find(name);
-  return it == options.end() ? def : it->second;
-}
 
 int64_t ModelSpec::FeatureDim(const std::string& type) const {
   auto it = dataset->features.find(type);

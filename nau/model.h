@@ -1,8 +1,11 @@
 // Models: a stack of NAU layers plus the input transform, and the registry that finds a model by
-// name (`flexgraph train --model gcn`). A model registers itself with defaults that reproduce its
-// paper's setup:
+// name (`flexgraph train --model gcn`). A model registers itself with its paper's setup as defaults
+// (a flexgraph.RunConfig in text format, proto/config.proto) and the options it reads:
 //
-//   FG_REGISTER_MODEL(gcn, "GCN (Kipf & Welling)", GcnDefaults(), [] { return std::make_unique<Gcn>(); });
+//   FG_REGISTER_MODEL(gcn, "GCN (Kipf & Welling)",
+//                     "model { hidden: 16 dropout: 0.5 } train { lr: 0.01 weight_decay: 5e-4 }",
+//                     {{"input_dropout", nau::OptionType::kInt, "1", "dropout on the input: 0 or 1"}},
+//                     [] { return std::make_unique<Gcn>(); });
 //
 // Thread-compatible.
 #pragma once
@@ -18,12 +21,14 @@
 #include "flexgraph/graph/dataset.h"
 #include "nau/context.h"
 #include "nau/layer.h"
+#include "nau/options.h"
 
 namespace fg::nau {
 
 enum class Task { kNodeClassification, kLinkPrediction };
 
-// Hyperparameters resolved from defaults, config and flags, plus the data a model builds against.
+// What a model builds against: the resolved hyperparameters of the run (runtime/config.h resolves
+// them from the RunConfig), its options and the data.
 struct ModelSpec {
   const graph::Dataset* dataset = nullptr;
   const VertexSpace* vertices = nullptr;
@@ -34,28 +39,9 @@ struct ModelSpec {
   float dropout = 0.5f;
   int heads = 1;
   uint64_t seed = 0;
-  std::map<std::string, std::string> options;
-
-  // Options with a default; a malformed value is an error naming the option.
-  absl::StatusOr<int64_t> IntOption(const std::string& name, int64_t def) const;
-  absl::StatusOr<double> DoubleOption(const std::string& name, double def) const;
-  std::string StringOption(const std::string& name, const std::string& def) const;
+  OptionValues options;  // the model's declared options (and its task's), as set or defaulted
   // Input feature width of a node type (0 when it has none).
   int64_t FeatureDim(const std::string& type) const;
-};
-
-struct ModelDefaults {
-  int epochs = 200;
-  float lr = 0.01f;
-  float weight_decay = 5e-4f;
-  int hidden = 16;
-  int layers = 2;
-  float dropout = 0.5f;
-  int heads = 1;
-  int patience = 0;
-  bool normalize_features = true;
-  std::string optimizer = "adam";
-  std::map<std::string, std::string> options;
 };
 
 class Model : public nn::Module {
@@ -96,8 +82,13 @@ class StackedModel : public Model {
 struct ModelInfo {
   std::string name;
   std::string description;
-  ModelDefaults defaults;
+  // The model's defaults: a flexgraph.RunConfig in text format (its paper's setup).
+  std::string defaults;
+  OptionList options;
   std::function<std::unique_ptr<Model>()> factory;
+  // The model also predicts links (datasets with only an edge split); it then reads the
+  // link-prediction task's options too.
+  bool predicts_links = false;
 };
 
 class ModelRegistry {
@@ -117,6 +108,7 @@ struct ModelRegistrar {
 
 }  // namespace fg::nau
 
-#define FG_REGISTER_MODEL(id, description, defaults, factory)         \
-  static ::fg::nau::ModelRegistrar fg_model_registrar_##id(           \
-      ::fg::nau::ModelInfo{#id, description, defaults, factory})
+// FG_REGISTER_MODEL(id, description, defaults, options, factory[, predicts_links]).
+#define FG_REGISTER_MODEL(id, ...)                              \
+  static ::fg::nau::ModelRegistrar fg_model_registrar_##id(     \
+      ::fg::nau::ModelInfo{#id, __VA_ARGS__})

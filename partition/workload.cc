@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <memory>
 
+#include <google/protobuf/text_format.h>
+
 #include "absl/strings/numbers.h"
+#include "proto/config.pb.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/rng.h"
@@ -184,14 +187,16 @@ absl::Status AddRegisteredLayers(const Env& env, const nau::ModelInfo& info,
   spec.dataset = &ds;
   spec.vertices = &space;
   spec.target_type = env.target;
-  spec.hidden = o.hidden > 0 ? o.hidden : info.defaults.hidden;
-  spec.layers = o.layers > 0 ? o.layers : info.defaults.layers;
-  spec.heads = o.heads > 0 ? o.heads : info.defaults.heads;
+  flexgraph::RunConfig defaults;
+  google::protobuf::TextFormat::ParseFromString(info.defaults, &defaults);
+  const flexgraph::ModelConfig& d = defaults.model();
+  spec.hidden = o.hidden > 0 ? o.hidden : d.has_hidden() ? d.hidden() : 16;
+  spec.layers = o.layers > 0 ? o.layers : d.has_layers() ? d.layers() : 2;
+  spec.heads = o.heads > 0 ? o.heads : d.has_heads() ? d.heads() : 1;
   spec.num_classes = env.num_classes > 0 ? env.num_classes : spec.hidden;
-  spec.dropout = info.defaults.dropout;
+  spec.dropout = d.has_dropout() ? d.dropout() : 0.5f;
   spec.seed = o.seed;
-  spec.options = info.defaults.options;
-  for (const auto& [k, v] : o.options) spec.options[k] = v;
+  spec.options = nau::OptionValues(info.options, o.options);
   std::unique_ptr<nau::Model> model = info.factory();
   FG_RETURN_IF_ERROR(Annotate(model->Build(spec), absl::StrCat("model ", o.model)));
 

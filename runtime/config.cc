@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "nau/model.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/base/status.h"
+#include "runtime/link_prediction.h"
 
 namespace fg::runtime {
 namespace {
@@ -27,100 +29,109 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   std::string file_, first_;
 };
 
+// What every run starts from; models override parts with their registered defaults.
+constexpr char kBaseDefaults[] = R"pb(
+  dataset { split: "" target_type: "" normalize_features: true cache_dir: "" }
+  model { hidden: 16 layers: 2 dropout: 0.5 heads: 1 }
+  train {
+    epochs: 200 lr: 0.01 weight_decay: 5e-4 seed: 0 patience: 0 optimizer: "adam"
+    checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
+    init_weights: "" exec: ""
+  }
+  partition { parts: 1 method: "metis" plan_file: "" }
+  output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
+)pb";
+
 }  // namespace
+
+absl::StatusOr<flexgraph::RunConfig> ParseConfigText(const std::string& text, const std::string& where) {
+  flexgraph::RunConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors(where);
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &config)) {
+    return absl::InvalidArgumentError(errors.first().empty() ? absl::StrCat(where, ": parse error")
+                                                             : errors.first());
+  }
+  return config;
+}
 
 absl::StatusOr<flexgraph::RunConfig> ReadConfigFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open config file"));
   std::stringstream text;
   text << in.rdbuf();
-  flexgraph::RunConfig config;
-  google::protobuf::TextFormat::Parser parser;
-  CollectErrors errors(path);
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &config)) {
-    return absl::InvalidArgumentError(errors.first().empty() ? absl::StrCat(path, ": parse error")
-                                                             : errors.first());
-  }
-  return config;
+  return ParseConfigText(text.str(), path);
 }
 
-absl::StatusOr<TrainOptions> ResolveOptions(const flexgraph::RunConfig& c) {
-  TrainOptions o;
-  if (c.model().has_name()) o.model = c.model().name();
-  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(o.model);
+nau::OptionList ModelOptions(const nau::ModelInfo& info) {
+  nau::OptionList options = info.options;
+  if (info.predicts_links) {
+    for (const nau::OptionSpec& o : LinkPredictionTask::Options()) {
+      if (nau::FindOption(options, o.name) == nullptr) options.push_back(o);
+    }
+  }
+  return options;
+}
+
+absl::StatusOr<flexgraph::RunConfig> ResolveConfig(const flexgraph::RunConfig& user) {
+  auto base = ParseConfigText(kBaseDefaults, "built-in defaults");
+  FG_CHECK(base.ok()) << base.status();
+  flexgraph::RunConfig c = *base;
+  c.mutable_dataset()->set_path(kDefaultDataset);
+  c.mutable_model()->set_name(user.model().has_name() ? user.model().name() : kDefaultModel);
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(c.model().name());
   if (info == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model: unknown model '", o.model, "' (registered: ",
+        absl::StrCat("model: unknown model '", c.model().name(), "' (registered: ",
                      absl::StrJoin(nau::ModelRegistry::Get().Names(), ", "), ")"));
   }
-  const nau::ModelDefaults& d = info->defaults;
-  o.epochs = d.epochs;
-  o.lr = d.lr;
-  o.weight_decay = d.weight_decay;
-  o.hidden = d.hidden;
-  o.layers = d.layers;
-  o.dropout = d.dropout;
-  o.heads = d.heads;
-  o.patience = d.patience;
-  o.optimizer = d.optimizer;
-  o.normalize_features = d.normalize_features;
-  o.model_options = d.options;
-
-  const auto& ds = c.dataset();
-  if (ds.has_path()) o.dataset = ds.path();
-  if (ds.has_split()) o.split = ds.split();
-  if (ds.has_target_type()) o.target_type = ds.target_type();
-  if (ds.has_normalize_features()) o.normalize_features = ds.normalize_features();
-  if (ds.has_cache_dir()) o.cache_dir = ds.cache_dir();
-  const auto& m = c.model();
-  if (m.has_hidden()) o.hidden = m.hidden();
-  if (m.has_layers()) o.layers = m.layers();
-  if (m.has_dropout()) o.dropout = m.dropout();
-  if (m.has_heads()) o.heads = m.heads();
-  for (const auto& [k, v] : m.options()) o.model_options[k] = v;
-  const auto& t = c.train();
-  if (t.has_epochs()) o.epochs = t.epochs();
-  if (t.has_lr()) o.lr = t.lr();
-  if (t.has_weight_decay()) o.weight_decay = t.weight_decay();
-  if (t.has_seed()) o.seed = t.seed();
-  if (t.has_patience()) o.patience = t.patience();
-  if (t.has_optimizer()) o.optimizer = t.optimizer();
-  if (t.has_checkpoint_every()) o.checkpoint_every = t.checkpoint_every();
-  if (t.has_checkpoint_dir()) o.checkpoint_dir = t.checkpoint_dir();
-  if (t.has_threads()) o.threads = t.threads();
-  if (t.has_device()) o.device = t.device();
-  return o;
+  FG_ASSIGN_OR_RETURN(flexgraph::RunConfig model_defaults,
+                      ParseConfigText(info->defaults, absl::StrCat("defaults of model ", info->name)));
+  c.MergeFrom(model_defaults);
+  c.MergeFrom(user);
+  const std::map<std::string, std::string> options(c.model().options().begin(),
+                                                   c.model().options().end());
+  FG_RETURN_IF_ERROR(
+      nau::CheckOptions(ModelOptions(*info), options, absl::StrCat("model ", info->name)));
+  FG_RETURN_IF_ERROR(ValidateConfig(c));
+  return c;
 }
 
-absl::Status ValidateOptions(const TrainOptions& o) {
+absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   auto bad = [](const std::string& field, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
   };
-  if (o.epochs < 1) return bad("epochs", absl::StrCat("must be positive, got ", o.epochs));
-  if (!(o.lr > 0)) return bad("lr", absl::StrCat("must be positive, got ", o.lr));
-  if (o.weight_decay < 0) return bad("weight_decay", "must not be negative");
-  if (o.hidden < 1) return bad("hidden", absl::StrCat("must be positive, got ", o.hidden));
-  if (o.layers < 1) return bad("layers", absl::StrCat("must be positive, got ", o.layers));
-  if (o.heads < 1) return bad("heads", absl::StrCat("must be positive, got ", o.heads));
-  if (!(o.dropout >= 0 && o.dropout < 1)) {
-    return bad("dropout", absl::StrCat("must be in [0, 1), got ", o.dropout));
+  const auto& m = c.model();
+  const auto& t = c.train();
+  if (t.epochs() < 1) return bad("epochs", absl::StrCat("must be positive, got ", t.epochs()));
+  if (!(t.lr() > 0)) return bad("lr", absl::StrCat("must be positive, got ", t.lr()));
+  if (t.weight_decay() < 0) return bad("weight_decay", "must not be negative");
+  if (m.hidden() < 1) return bad("hidden", absl::StrCat("must be positive, got ", m.hidden()));
+  if (m.layers() < 1) return bad("layers", absl::StrCat("must be positive, got ", m.layers()));
+  if (m.heads() < 1) return bad("heads", absl::StrCat("must be positive, got ", m.heads()));
+  if (!(m.dropout() >= 0 && m.dropout() < 1)) {
+    return bad("dropout", absl::StrCat("must be in [0, 1), got ", m.dropout()));
   }
-  if (o.patience < 0) return bad("patience", "must not be negative");
-  if (o.threads < 0) return bad("threads", "must not be negative");
-  if (o.checkpoint_every < 0) return bad("checkpoint_every", "must not be negative");
-  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) {
+  if (t.patience() < 0) return bad("patience", "must not be negative");
+  if (t.threads() < 0) return bad("threads", "must not be negative");
+  if (t.stop_after() < 0) return bad("stop_after", "must not be negative");
+  if (t.checkpoint_every() < 0) return bad("checkpoint_every", "must not be negative");
+  if (t.checkpoint_every() > 0 && t.checkpoint_dir().empty()) {
     return bad("checkpoint_dir", "is required with checkpoint_every");
   }
-  if (o.resume && o.checkpoint_dir.empty()) return bad("checkpoint_dir", "is required with resume");
-  if (o.optimizer != "adam" && o.optimizer != "adamw" && o.optimizer != "sgd") {
-    return bad("optimizer", absl::StrCat("unknown optimizer '", o.optimizer,
-                                         "' (adam, adamw or sgd)"));
+  if (t.resume() && t.checkpoint_dir().empty()) return bad("checkpoint_dir", "is required with resume");
+  if (t.optimizer() != "adam" && t.optimizer() != "adamw" && t.optimizer() != "sgd") {
+    return bad("optimizer", absl::StrCat("unknown optimizer '", t.optimizer(), "' (adam, adamw or sgd)"));
   }
-  if (o.device != "cpu" && o.device != "cuda") {
-    return bad("device", absl::StrCat("unknown device '", o.device, "' (cpu or cuda)"));
+  if (t.device() != "cpu" && t.device() != "cuda") {
+    return bad("device", absl::StrCat("unknown device '", t.device(), "' (cpu or cuda)"));
   }
-  if (o.dataset.empty()) return bad("dataset", "is empty");
+  nau::Strategy s;
+  if (!t.exec().empty() && !nau::ParseStrategy(t.exec(), &s)) {
+    return bad("exec", absl::StrCat("expected dense, sparse or graph, got '", t.exec(), "'"));
+  }
+  if (c.dataset().path().empty()) return bad("dataset", "is empty");
   return absl::OkStatus();
 }
 

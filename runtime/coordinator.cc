@@ -21,11 +21,13 @@ namespace fg::runtime {
 
 class Coordinator::Impl final : public flexgraph::Coordinator::Service {
  public:
-  Impl(CoordinatorOptions options, TrainOptions train)
+  Impl(CoordinatorOptions options, flexgraph::RunConfig train)
       : options_(std::move(options)), train_(std::move(train)) {}
 
   absl::Status Init() {
-    FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset, {.split = train_.split}));
+    graph::LoadOptions load;
+    load.split = train_.dataset().split();
+    FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset().path(), load));
     FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
     partition::PartitionPlan plan;
     if (!options_.plan_file.empty()) {
@@ -38,10 +40,12 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       }
     } else {
       FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
-      partition::WorkloadOptions wl{.model = train_.model, .hidden = train_.hidden,
-                                    .layers = train_.layers, .heads = train_.heads,
-                                    .seed = train_.seed, .target_type = train_.target_type,
-                                    .options = train_.model_options};
+      const auto& m = train_.model();
+      partition::WorkloadOptions wl{.model = m.name(), .hidden = m.hidden(),
+                                    .layers = m.layers(), .heads = m.heads(),
+                                    .seed = train_.train().seed(),
+                                    .target_type = train_.dataset().target_type(),
+                                    .options = {m.options().begin(), m.options().end()}};
       auto cost = partition::CostModel::Create(ds, wl, partition::CostCoefficients{});
       if (!cost.ok()) {  // a model without a cost description: partition as for GCN
         wl = partition::WorkloadOptions{};
@@ -50,7 +54,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, *cost,
                                                      {.num_parts = options_.workers,
                                                       .method = method,
-                                                      .seed = train_.seed}));
+                                                      .seed = train_.train().seed()}));
     }
     owners_ = plan.owners;
     summary_ = plan.stats.ToTable();
@@ -93,7 +97,8 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !failure_.ok() || AllFinal(); });
     if (!failure_.ok()) return failure_;
-    if (!train_.summary_json.empty()) {
+    const std::string& summary_path = train_.output().summary_json();
+    if (!summary_path.empty()) {
       // Rank 0's summary plus every worker's traffic and time split.
       FG_ASSIGN_OR_RETURN(google::protobuf::Struct summary,
                           StructFromJson(worker_metrics_[0].summary_json(), "summary of worker 0"));
@@ -123,7 +128,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       }
       fields["bytes_total"] = NumberValue(bytes_total);
       const std::string json = StructToJson(summary);
-      FG_RETURN_IF_ERROR(WriteFileAtomically(train_.summary_json, json));
+      FG_RETURN_IF_ERROR(WriteFileAtomically(summary_path, json));
     }
     return absl::OkStatus();
   }
@@ -259,7 +264,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   }
 
   CoordinatorOptions options_;
-  TrainOptions train_;
+  flexgraph::RunConfig train_;
   std::vector<int32_t> owners_;
   std::string summary_;
   std::unique_ptr<grpc::Server> server_;
@@ -281,7 +286,7 @@ Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Coordinator::~Coordinator() = default;
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options,
-                                                                const TrainOptions& train) {
+                                                                const flexgraph::RunConfig& train) {
   if (options.workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("workers must be positive, got ", options.workers));
   }

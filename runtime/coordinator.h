@@ -27,7 +27,7 @@ struct CoordinatorOptions {
 class Coordinator {
  public:
   static absl::StatusOr<std::unique_ptr<Coordinator>> Start(const CoordinatorOptions& options,
-                                                            const TrainOptions& train);
+                                                            const flexgraph::RunConfig& train);
   ~Coordinator();
   int port() const;
   // Blocks until every worker reported its final metrics (OK, summary written when asked) or the

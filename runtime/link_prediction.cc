@@ -19,22 +19,6 @@ namespace {
 constexpr uint64_t kTrainNegatives = 0x7EA1;
 constexpr uint64_t kEvalNegatives = 0xE7A1;
 
-absl::StatusOr<int64_t> IntOption(const TrainOptions& o, const std::string& name, int64_t def) {
-  auto it = o.model_options.find(name);
-  if (it == o.model_options.end()) return def;
-  int64_t v;
-  if (!absl::SimpleAtoi(it->second, &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("link prediction option '", name, "' expects an integer, got '", it->second, "'"));
-  }
-  return v;
-}
-
-std::string StringOption(const TrainOptions& o, const std::string& name, const std::string& def) {
-  auto it = o.model_options.find(name);
-  return it == o.model_options.end() ? def : it->second;
-}
-
 // Appends the (src, dst) pairs of an int64 [k, 2] tensor, checking their range.
 absl::Status AppendPairs(const Tensor& pairs, const std::string& what, int64_t num_src,
                          int64_t num_dst, std::vector<int32_t>* src, std::vector<int32_t>* dst) {
@@ -90,14 +74,27 @@ SparseMatrixPtr PairMatrix(int64_t num_rows, const std::vector<int32_t>& rows,
 
 }  // namespace
 
+nau::OptionList LinkPredictionTask::Options() {
+  using nau::OptionType;
+  return {{"relation", OptionType::kString, "", "predicted relation src___name___dst (\"\": the only edge split)"},
+          {"loss", OptionType::kString, "bce", "bce (binary cross-entropy) or margin (PinSage's max-margin)"},
+          {"margin", OptionType::kFloat, "0.1", "margin of the margin loss"},
+          {"negatives", OptionType::kInt, "4", "negative destinations per training pair and epoch"},
+          {"eval_negatives", OptionType::kInt, "100", "negatives per validation/test pair (hits@10)"}};
+}
+
 absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
-    graph::Dataset* dataset, const TrainOptions& options) {
+    graph::Dataset* dataset, const flexgraph::RunConfig& config) {
   std::unique_ptr<LinkPredictionTask> t(new LinkPredictionTask());
-  std::string key = StringOption(options, "relation", "");
+  const std::string& name = config.dataset().path();
+  const nau::OptionValues options(
+      Options(), std::map<std::string, std::string>(config.model().options().begin(),
+                                                    config.model().options().end()));
+  std::string key = options.String("relation");
   if (key.empty()) {
     if (dataset->edge_splits.size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "dataset ", options.dataset, " has ", dataset->edge_splits.size(),
+          "dataset ", name, " has ", dataset->edge_splits.size(),
           " edge splits: choose the predicted relation with --model_opt relation=<src___name___dst>"));
     }
     key = dataset->edge_splits.begin()->first;
@@ -106,13 +103,13 @@ absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
   const graph::Relation* found = g.FindRelation(key);
   if (found == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("relation: '", key, "' is not a relation of dataset ", options.dataset));
+        absl::StrCat("relation: '", key, "' is not a relation of dataset ", name));
   }
   key = found->Key();
   auto split = dataset->edge_splits.find(key);
   if (split == dataset->edge_splits.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("split: dataset ", options.dataset, " has no edge split for relation ", key));
+        absl::StrCat("split: dataset ", name, " has no edge split for relation ", key));
   }
   const int rel_index = static_cast<int>(found - g.relations.data());
   graph::Relation& rel = g.relations[rel_index];
@@ -124,9 +121,9 @@ absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
   const nau::VertexSpace space(g);
   t->src_offset_ = space.type_offset(space.TypeIndex(rel.src_type));
   t->dst_offset_ = space.type_offset(space.TypeIndex(rel.dst_type));
-  t->seed_ = options.seed;
+  t->seed_ = config.train().seed();
 
-  const std::string loss = StringOption(options, "loss", "bce");
+  const std::string& loss = options.String("loss");
   if (loss == "bce") {
     t->loss_ = LossKind::kBce;
   } else if (loss == "margin") {
@@ -135,16 +132,14 @@ absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("link prediction option 'loss' expects bce or margin, got '", loss, "'"));
   }
-  double margin = 0.1;
-  if (auto it = options.model_options.find("margin"); it != options.model_options.end()) {
-    if (!absl::SimpleAtod(it->second, &margin) || !(margin >= 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "link prediction option 'margin' expects a non-negative number, got '", it->second, "'"));
-    }
+  FG_ASSIGN_OR_RETURN(double margin, options.Float("margin"));
+  if (!(margin >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link prediction option 'margin' must not be negative, got ", margin));
   }
   t->margin_ = static_cast<float>(margin);
-  FG_ASSIGN_OR_RETURN(int64_t negatives, IntOption(options, "negatives", 4));
-  FG_ASSIGN_OR_RETURN(int64_t eval_negatives, IntOption(options, "eval_negatives", 100));
+  FG_ASSIGN_OR_RETURN(int64_t negatives, options.Int("negatives"));
+  FG_ASSIGN_OR_RETURN(int64_t eval_negatives, options.Int("eval_negatives"));
   if (negatives < 1 || negatives > 1000) {
     return absl::InvalidArgumentError(
         absl::StrCat("link prediction option 'negatives' must lie in [1, 1000], got ", negatives));

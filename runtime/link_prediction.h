@@ -14,8 +14,8 @@
 //     each positive against all of its negatives. Test metrics are computed when the validation
 //     AUC improves (the trainer reports them at the best validation epoch); other epochs repeat
 //     those of the best epoch so far.
-// Options (TrainOptions::model_options): relation (the only edge split), loss (bce), margin (0.1),
-// negatives (4), eval_negatives (100). Errors name the option or the split.
+// Options (ModelConfig.options, declared by Options()): relation (the only edge split), loss (bce),
+// margin (0.1), negatives (4), eval_negatives (100). Errors name the option or the split.
 // Thread-compatible; evaluation runs parallel loops inside.
 #pragma once
 
@@ -29,7 +29,8 @@
 #include "flexgraph/graph/dataset.h"
 #include "flexgraph/tensor/csr.h"
 #include "nau/context.h"
-#include "runtime/config.h"
+#include "nau/options.h"
+#include "proto/config.pb.h"
 #include "runtime/task.h"
 
 namespace fg::runtime {
@@ -40,8 +41,10 @@ class LinkPredictionTask : public Task {
 
   // Picks the relation, checks its split, removes the relation's non-training edges from
   // dataset->graph and draws the evaluation negatives. `dataset` must outlive the task.
-  static absl::StatusOr<std::unique_ptr<LinkPredictionTask>> Create(graph::Dataset* dataset,
-                                                                    const TrainOptions& options);
+  static absl::StatusOr<std::unique_ptr<LinkPredictionTask>> Create(
+      graph::Dataset* dataset, const flexgraph::RunConfig& config);
+  // The options the task reads (models that predict links accept them).
+  static nau::OptionList Options();
 
   // "src___name___dst" of the predicted relation.
   const std::string& relation() const { return relation_; }

@@ -6,17 +6,18 @@
 
 namespace fg::runtime {
 
-absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset, const TrainOptions& options) {
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset,
+                                               const flexgraph::RunConfig& config) {
   if (dataset->labels.empty() && !dataset->edge_splits.empty()) {
-    return LinkPredictionTask::Create(dataset, options);
+    return LinkPredictionTask::Create(dataset, config);
   }
-  const std::string target =
-      options.target_type.empty() ? dataset->LabeledType() : options.target_type;
+  const flexgraph::DatasetConfig& data = config.dataset();
+  const std::string target = data.target_type().empty() ? dataset->LabeledType() : data.target_type();
   if (nau::VertexSpace(dataset->graph).TypeIndex(target) < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("target_type: node type '", target, "' not in dataset ", options.dataset));
+        absl::StrCat("target_type: node type '", target, "' not in dataset ", data.path()));
   }
-  return NodeClassificationTask::Create(*dataset, target, options.dataset);
+  return NodeClassificationTask::Create(*dataset, target, data.path());
 }
 
 }  // namespace fg::runtime

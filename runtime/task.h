@@ -21,7 +21,7 @@
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/graph/dataset.h"
 #include "nau/model.h"
-#include "runtime/config.h"
+#include "proto/config.pb.h"
 
 namespace fg::runtime {
 
@@ -57,6 +57,8 @@ class Task {
 // The task the dataset supervises: node classification when it has node labels, link prediction
 // when it has only an edge split (which also removes the held-out edges from dataset->graph).
 // `dataset` must outlive the task.
-absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset, const TrainOptions& options);
+// `config` is resolved (runtime/config.h).
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset,
+                                               const flexgraph::RunConfig& config);
 
 }  // namespace fg::runtime

@@ -23,14 +23,14 @@ constexpr int kStepLoss = 1, kStepMetrics = 3, kStepEvalLoss = 5;
 
 }  // namespace
 
-Trainer::Trainer(TrainOptions options, DistributedSetup dist)
-    : options_(std::move(options)), exec_(std::move(dist)) {}
+Trainer::Trainer(flexgraph::RunConfig config, DistributedSetup dist)
+    : config_(std::move(config)), exec_(std::move(dist)) {}
 Trainer::~Trainer() = default;
 
-absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options,
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunConfig& config,
                                                          DistributedSetup dist) {
-  FG_RETURN_IF_ERROR(ValidateOptions(options));
-  if (options.device == "cuda") {
+  FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, ResolveConfig(config));
+  if (resolved.train().device() == "cuda") {
     if (!CudaAvailable()) {
       return absl::FailedPreconditionError(
           absl::StrCat("device: cuda requested but unusable: ", CudaUnavailableReason()));
@@ -41,22 +41,24 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
         "device: cuda is not supported by the trainer yet (its tensors stay on the CPU); use "
         "--device cpu");
   }
-  std::unique_ptr<Trainer> t(new Trainer(options, std::move(dist)));
+  std::unique_ptr<Trainer> t(new Trainer(std::move(resolved), std::move(dist)));
   FG_RETURN_IF_ERROR(t->Init());
   return t;
 }
 
 absl::Status Trainer::Init() {
-  if (options_.threads > 0) SetNumThreads(options_.threads);
-  Progress::SetQuiet(options_.quiet);
-  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(options_.model);
-  if (info == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("model: unknown model '", options_.model, "'"));
-  }
+  const flexgraph::DatasetConfig& data = config_.dataset();
+  const flexgraph::ModelConfig& mc = config_.model();
+  const flexgraph::TrainConfig& tc = config_.train();
+  if (tc.threads() > 0) SetNumThreads(tc.threads());
+  Progress::SetQuiet(config_.output().quiet());
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(mc.name());  // resolved: registered
   {
-    Progress progress(absl::StrCat("load ", options_.dataset), 0);
-    FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(options_.dataset, {.split = options_.split,
-                                                                        .cache_dir = options_.cache_dir}));
+    Progress progress(absl::StrCat("load ", data.path()), 0);
+    graph::LoadOptions load;
+    load.split = data.split();
+    load.cache_dir = data.cache_dir();
+    FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(data.path(), load));
   }
   FG_RETURN_IF_ERROR(dataset_.graph.ToInt32Indices());
   space_ = nau::VertexSpace(dataset_.graph);
@@ -65,18 +67,18 @@ absl::Status Trainer::Init() {
                                                    exec_.setup().owners.size(),
                                                    " vertices, dataset has ", space_.size()));
   }
-  FG_ASSIGN_OR_RETURN(task_, MakeTask(&dataset_, options_));
+  FG_ASSIGN_OR_RETURN(task_, MakeTask(&dataset_, config_));
   if (task_->kind() == nau::Task::kLinkPrediction && distributed()) {
     return absl::UnimplementedError("link prediction runs single-process only");
   }
-  const std::string target = options_.target_type.empty() ? task_->target_type() : options_.target_type;
+  const std::string target = data.target_type().empty() ? task_->target_type() : data.target_type();
   if (space_.TypeIndex(target) < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("target_type: node type '", target, "' not in dataset ", options_.dataset));
+        absl::StrCat("target_type: node type '", target, "' not in dataset ", data.path()));
   }
-  if (options_.normalize_features) {
+  if (data.normalize_features()) {
     for (const std::string& type : graph::NormalizeFeatureRows(&dataset_)) {
-      if (!options_.quiet) {
+      if (!config_.output().quiet()) {
         std::fprintf(stderr, "features of '%s' have negative values: not row-normalised\n",
                      type.c_str());
       }
@@ -87,30 +89,31 @@ absl::Status Trainer::Init() {
   spec_.vertices = &space_;
   spec_.target_type = target;
   spec_.num_classes = task_->num_classes();
-  spec_.hidden = options_.hidden;
-  spec_.layers = options_.layers;
-  spec_.dropout = options_.dropout;
-  spec_.heads = options_.heads;
-  spec_.seed = options_.seed;
-  spec_.options = options_.model_options;
+  spec_.hidden = mc.hidden();
+  spec_.layers = mc.layers();
+  spec_.dropout = mc.dropout();
+  spec_.heads = mc.heads();
+  spec_.seed = tc.seed();
+  spec_.options = nau::OptionValues(
+      ModelOptions(*info), std::map<std::string, std::string>(mc.options().begin(), mc.options().end()));
   model_ = info->factory();
-  FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", options_.model)));
+  FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", mc.name())));
   if (task_->kind() == nau::Task::kLinkPrediction && model_->task() != task_->kind()) {
-    return absl::InvalidArgumentError(absl::StrCat("model ", options_.model,
+    return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
                                                    " does not predict links; dataset ",
-                                                   options_.dataset, " has no node labels, only ",
+                                                   data.path(), " has no node labels, only ",
                                                    task_->Describe()));
   }
-  if (!options_.init_weights.empty()) {
-    FG_RETURN_IF_ERROR(LoadInitialParameters(options_.init_weights, model_->parameters()));
+  if (!tc.init_weights().empty()) {
+    FG_RETURN_IF_ERROR(LoadInitialParameters(tc.init_weights(), model_->parameters()));
   }
-  nn::OptimizerKind kind = options_.optimizer == "sgd"    ? nn::OptimizerKind::kSgd
-                           : options_.optimizer == "adamw" ? nn::OptimizerKind::kAdamW
-                                                           : nn::OptimizerKind::kAdam;
+  nn::OptimizerKind kind = tc.optimizer() == "sgd"    ? nn::OptimizerKind::kSgd
+                           : tc.optimizer() == "adamw" ? nn::OptimizerKind::kAdamW
+                                                       : nn::OptimizerKind::kAdam;
   optimizer_ = std::make_unique<nn::Optimizer>(
       kind, model_->parameters(),
-      nn::OptimizerOptions{.lr = options_.lr, .weight_decay = options_.weight_decay});
-  exec_.SetOverride(options_.exec_override);
+      nn::OptimizerOptions{.lr = tc.lr(), .weight_decay = tc.weight_decay()});
+  if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) exec_.SetOverride(s);
 
   // This worker's rows: every vertex in a single process, the owned ones in a distributed run.
   std::vector<int64_t> table;
@@ -157,7 +160,8 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     } else {
       std::vector<int32_t> roots(layer_roots_[i].numel());
       for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(layer_roots_[i].i64()[k]);
-      nau::SelectContext ctx(&dataset_, &space_, options_.seed, sampled ? epoch / period : 0, i);
+      nau::SelectContext ctx(&dataset_, &space_, config_.train().seed(),
+                             sampled ? epoch / period : 0, i);
       hdg::HdgBuilder builder(layer.Schema(), space_.size());
       FG_ASSIGN_OR_RETURN(hdg::Hdg built,
                           builder.Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
@@ -178,7 +182,7 @@ ag::Var Trainer::Forward(int epoch, bool training) {
   nau::LayerContext ctx;
   ctx.training = training;
   ctx.epoch = epoch;
-  ctx.seed = options_.seed;
+  ctx.seed = config_.train().seed();
   ctx.stats = training ? &stats_ : nullptr;
   exec_.BeginPass(&ctx, epoch, training);
   ag::Var h = model_->Input(ctx, spec_);
@@ -281,38 +285,40 @@ int64_t Trainer::HdgBytes() const {
 }
 
 absl::StatusOr<TrainResult> Trainer::Run() {
+  const flexgraph::TrainConfig& tc = config_.train();
+  const flexgraph::OutputConfig& out = config_.output();
   TrainResult r;
-  r.model = options_.model;
-  r.dataset = options_.dataset;
-  r.seed = options_.seed;
+  r.model = config_.model().name();
+  r.dataset = config_.dataset().path();
+  r.seed = tc.seed();
   r.num_vertices = space_.size();
   r.num_edges = dataset_.graph.TotalEdges();
-  const RunIdentity run{options_.model, options_.dataset, options_.seed};
+  const RunIdentity run{r.model, r.dataset, r.seed};
   int start = 0;
   double best_valid = -1;
   int since_best = 0;
-  const bool have_checkpoint = options_.resume && HasCheckpoint(options_.checkpoint_dir);
-  if (options_.resume && !have_checkpoint && !options_.quiet) {
+  const bool have_checkpoint = tc.resume() && HasCheckpoint(tc.checkpoint_dir());
+  if (tc.resume() && !have_checkpoint && !out.quiet()) {
     std::fprintf(stderr, "resume: no checkpoint in %s yet; starting at epoch 1\n",
-                 options_.checkpoint_dir.c_str());
+                 tc.checkpoint_dir().c_str());
   }
   if (have_checkpoint) {
-    FG_ASSIGN_OR_RETURN(start, LoadCheckpoint(options_.checkpoint_dir, run, *optimizer_, &r));
-    if (!options_.quiet) {
-      std::fprintf(stderr, "resumed from %s at epoch %d\n", options_.checkpoint_dir.c_str(), start);
+    FG_ASSIGN_OR_RETURN(start, LoadCheckpoint(tc.checkpoint_dir(), run, *optimizer_, &r));
+    if (!out.quiet()) {
+      std::fprintf(stderr, "resumed from %s at epoch %d\n", tc.checkpoint_dir().c_str(), start);
     }
     best_valid = r.valid_accuracy;
     since_best = start - r.best_epoch;
   }
-  if (options_.explain) std::fprintf(stderr, "%s", Explain().c_str());
-  if (!options_.export_hdg.empty()) FG_RETURN_IF_ERROR(ExportHdgs(options_.export_hdg));
-  if (options_.epoch0_loss && start == 0) {
+  if (out.explain()) std::fprintf(stderr, "%s", Explain().c_str());
+  if (!out.export_hdg().empty()) FG_RETURN_IF_ERROR(ExportHdgs(out.export_hdg()));
+  if (out.epoch0_loss() && start == 0) {
     r.epoch0_loss = EvalLoss();
     FG_RETURN_IF_ERROR(status());
-    if (!options_.quiet) std::fprintf(stderr, "epoch0_loss %.9g\n", r.epoch0_loss);
+    if (!out.quiet()) std::fprintf(stderr, "epoch0_loss %.9g\n", r.epoch0_loss);
   }
   int ran = 0;
-  for (int epoch = start; epoch < options_.epochs; ++epoch) {
+  for (int epoch = start; epoch < tc.epochs(); ++epoch) {
     RunEpochHooks(exec_.rank(), epoch + 1);
     Stopwatch watch;
     const double loss = TrainStep(epoch);
@@ -340,23 +346,23 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     r.train_accuracy = m.train;
     r.epochs = epoch + 1;
-    if (!options_.quiet) {
+    if (!out.quiet()) {
       std::fprintf(stderr, "epoch %4d  %s\n", epoch + 1, task_->EpochLine(loss, m, seconds).c_str());
     }
     // Parameters are identical on every worker: rank 0 writes the checkpoint for all.
-    if (options_.checkpoint_every > 0 && (epoch + 1) % options_.checkpoint_every == 0 &&
+    if (tc.checkpoint_every() > 0 && (epoch + 1) % tc.checkpoint_every() == 0 &&
         exec_.rank() == 0) {
-      FG_RETURN_IF_ERROR(SaveCheckpoint(options_.checkpoint_dir, run, epoch + 1, *optimizer_, r));
+      FG_RETURN_IF_ERROR(SaveCheckpoint(tc.checkpoint_dir(), run, epoch + 1, *optimizer_, r));
     }
     ++ran;
-    if (options_.patience > 0 && since_best >= options_.patience) {
-      if (!options_.quiet) {
+    if (tc.patience() > 0 && since_best >= tc.patience()) {
+      if (!out.quiet()) {
         std::fprintf(stderr, "early stop: no validation improvement for %d epochs\n",
-                     options_.patience);
+                     tc.patience());
       }
       break;
     }
-    if (options_.stop_after > 0 && ran >= options_.stop_after) break;
+    if (tc.stop_after() > 0 && ran >= tc.stop_after()) break;
   }
   r.final_loss = r.losses.empty() ? 0 : r.losses.back();
   // The median skips the first epoch (warm-up) when there are enough epochs.
@@ -367,7 +373,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.peak_rss_bytes = PeakRssBytes();
   r.stats = stats_;
   exec_.ReportTraffic(stats_, &r);
-  if (!options_.quiet) {
+  if (!out.quiet()) {
     PrintSummary(r, stderr);
     if (!r.extra.empty()) {
       std::string line = task_->Describe() + " at the best validation epoch:";

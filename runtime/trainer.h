@@ -22,11 +22,12 @@ namespace fg::runtime {
 
 class Trainer {
  public:
-  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options,
+  // `config` is resolved first (runtime/config.h), so unset fields take their defaults.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const flexgraph::RunConfig& config,
                                                           DistributedSetup dist = {});
   ~Trainer();
 
-  // Trains for the configured epochs (continuing from a checkpoint with options.resume).
+  // Trains for the configured epochs (continuing from a checkpoint with train.resume).
   absl::StatusOr<TrainResult> Run();
 
   // One training step at `epoch` (0-based): forward, loss, backward, optimizer. Returns the loss.
@@ -40,20 +41,21 @@ class Trainer {
 
   nau::Model& model() { return *model_; }
   const graph::Dataset& dataset() const { return dataset_; }
-  const TrainOptions& options() const { return options_; }
+  // The resolved configuration.
+  const flexgraph::RunConfig& config() const { return config_; }
   int64_t HdgBytes() const;
-  // Writes the current HDGs as TrainOptions::export_hdg describes (single process only).
+  // Writes the current HDGs as OutputConfig.export_hdg describes (single process only).
   absl::Status ExportHdgs(const std::string& dir) const;
 
  private:
-  Trainer(TrainOptions options, DistributedSetup dist);
+  Trainer(flexgraph::RunConfig config, DistributedSetup dist);
   absl::Status Init();
   absl::Status EnsureHdgs(int epoch);
   ag::Var Forward(int epoch, bool training);
   EpochMetrics Evaluate(int epoch);
   bool distributed() const { return exec_.distributed(); }
 
-  TrainOptions options_;
+  flexgraph::RunConfig config_;
   graph::Dataset dataset_;
   nau::VertexSpace space_;
   nau::ModelSpec spec_;

@@ -35,7 +35,8 @@ int RankFromEnvironment() {
   return -1;
 }
 
-absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options, const TrainOptions& train) {
+absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
+                                      const flexgraph::RunConfig& train) {
   FG_ASSIGN_OR_RETURN(auto server, WorkerServer::Start(options.host, 0, options.token));
   const std::string advertise =
       absl::StrCat(options.advertise_host.empty() ? options.host : options.advertise_host, ":",
@@ -95,8 +96,8 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options, const TrainO
   });
 
   absl::StatusOr<TrainResult> result = [&]() -> absl::StatusOr<TrainResult> {
-    TrainOptions t = train;
-    if (rank != 0) t.quiet = true;
+    flexgraph::RunConfig t = train;
+    if (rank != 0) t.mutable_output()->set_quiet(true);
     FG_ASSIGN_OR_RETURN(auto trainer,
                         Trainer::Create(t, {comm.get(), owners, options.exchange, options.pipeline}));
     return trainer->Run();

@@ -29,6 +29,8 @@ struct WorkerOptions {
 // The rank a scheduler assigned through the environment, or -1.
 int RankFromEnvironment();
 
-absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options, const TrainOptions& train);
+// `train` is the run's resolved configuration (runtime/config.h).
+absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
+                                      const flexgraph::RunConfig& train);
 
 }  // namespace fg::runtime

@@ -21,13 +21,13 @@ int UsageError(const FlagSet& flags, const std::string& message) {
 }
 
 // Parses the train flags after `--`.
-absl::StatusOr<runtime::TrainOptions> PassthroughTrainOptions(const FlagSet& flags) {
+absl::StatusOr<flexgraph::RunConfig> PassthroughTrainConfig(const FlagSet& flags) {
   std::vector<std::string> args = flags.passthrough();
   if (!args.empty() && args[0] == "train") args.erase(args.begin());
   FlagSet train("train", "");
   AddTrainFlags(&train);
   if (auto s = train.Parse(args); !s.ok()) return s;
-  return TrainOptionsFromFlags(train);
+  return RunConfigFromFlags(train);
 }
 
 std::string TokenFrom(const FlagSet& flags) {
@@ -63,7 +63,7 @@ int Launch(const std::vector<std::string>& args) {
   if (!timeout.ok()) return UsageError(flags, absl::StrCat("launch: ", timeout.status().message()));
   if (*workers < 1) return UsageError(flags, "launch: --workers must be positive");
   // Validate the train flags here, before starting anything.
-  if (auto t = PassthroughTrainOptions(flags); !t.ok()) {
+  if (auto t = PassthroughTrainConfig(flags); !t.ok()) {
     std::fprintf(stderr, "flexgraph launch: %s\n", std::string(t.status().message()).c_str());
     return 2;
   }
@@ -98,7 +98,7 @@ int Coordinator(const std::vector<std::string>& args) {
     std::printf("%s", flags.Usage().c_str());
     return 0;
   }
-  auto train = PassthroughTrainOptions(flags);
+  auto train = PassthroughTrainConfig(flags);
   if (!train.ok()) {
     std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(train.status().message()).c_str());
     return 2;
@@ -156,7 +156,7 @@ int Worker(const std::vector<std::string>& args) {
     std::printf("%s", flags.Usage().c_str());
     return 0;
   }
-  auto train = PassthroughTrainOptions(flags);
+  auto train = PassthroughTrainConfig(flags);
   if (!train.ok()) {
     std::fprintf(stderr, "flexgraph worker: %s\n", std::string(train.status().message()).c_str());
     return 2;

@@ -1,14 +1,18 @@
-// Flags shared by `flexgraph train` and the distributed commands, and their conversion into
-// TrainOptions (config file first, then flags; errors name the flag or field).
+// Flags of `flexgraph train` (and of the distributed commands after `--`): each overrides one field
+// of flexgraph.RunConfig (proto/config.proto), on top of --config; the result is resolved with the
+// model's defaults (runtime/config.h). Errors name the flag, the field or the option.
 #pragma once
 
 #include "absl/status/statusor.h"
+#include "proto/config.pb.h"
 #include "runtime/cli/flags.h"
-#include "runtime/config.h"
 
 namespace fg::cli {
 
 void AddTrainFlags(FlagSet* flags);
-absl::StatusOr<runtime::TrainOptions> TrainOptionsFromFlags(const FlagSet& flags);
+// Loads --udf_library, reads --config, applies the flags and resolves the configuration.
+absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags);
+// `flexgraph train --model M --help`: the model's description, defaults and options.
+std::string DescribeModel(const std::string& name);
 
 }  // namespace fg::cli

@@ -14,16 +14,15 @@ namespace {
 
 const std::string kCora = std::string(FG_SHARED_DATA_DIR) + "/cora";
 
-TrainOptions Options(const std::string& model, int epochs, const std::string& dataset = kCora) {
+flexgraph::RunConfig Options(const std::string& model, int epochs,
+                             const std::string& dataset = kCora) {
   flexgraph::RunConfig config;
   config.mutable_model()->set_name(model);
-  auto o = ResolveOptions(config);
-  EXPECT_TRUE(o.ok()) << o.status();
-  o->dataset = dataset;
-  o->epochs = epochs;
-  o->quiet = true;
-  o->threads = 1;
-  return *o;
+  config.mutable_dataset()->set_path(dataset);
+  config.mutable_train()->set_epochs(epochs);
+  config.mutable_train()->set_threads(1);
+  config.mutable_output()->set_quiet(true);
+  return config;
 }
 
 // Contiguous blocks of vertex ids with a stride, so every worker has boundary vertices.
@@ -33,7 +32,7 @@ std::vector<int32_t> Owners(int64_t n, int parts) {
   return owners;
 }
 
-std::vector<TrainResult> RunWorkers(const TrainOptions& o, int parts, ExchangeMode mode,
+std::vector<TrainResult> RunWorkers(const flexgraph::RunConfig& o, int parts, ExchangeMode mode,
                                    int64_t num_vertices) {
   auto group = MakeInProcessGroup(parts);
   std::vector<TrainResult> results(parts);
@@ -53,7 +52,7 @@ std::vector<TrainResult> RunWorkers(const TrainOptions& o, int parts, ExchangeMo
 }
 
 void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
-                                std::vector<int> parts_list, TrainOptions o) {
+                                std::vector<int> parts_list, flexgraph::RunConfig o) {
   auto single = Trainer::Create(o);
   ASSERT_TRUE(single.ok()) << single.status();
   auto base = (*single)->Run();
@@ -95,10 +94,10 @@ TEST(Distributed, PinSageMatchesSingleProcessForP2To4) {
 
 TEST(Distributed, MagnnMatchesSingleProcess) {
   // Hierarchical, custom aggregators (row fetch) and a cross-worker mean in metapath fusion.
-  TrainOptions o = Options("magnn", 4, std::string(FG_SHARED_DATA_DIR) + "/imdb");
-  o.hidden = 16;
-  o.heads = 2;
-  o.model_options["max_instances"] = "8";
+  flexgraph::RunConfig o = Options("magnn", 4, std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  o.mutable_model()->set_hidden(16);
+  o.mutable_model()->set_heads(2);
+  (*o.mutable_model()->mutable_options())["max_instances"] = "8";
   ExpectMatchesSingleProcess("magnn", ExchangeMode::kAuto, {2, 3}, o);
 }
 

@@ -251,6 +251,26 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_EQ(Shell(kFlexgraph + " train --config " + cfg, &out), 2);
   EXPECT_NE(out.find("bad_config.txt:2"), std::string::npos) << out;
   EXPECT_NE(out.find("epochz"), std::string::npos) << out;
+  // Model options: listed per model, unknown or mistyped ones are errors naming them.
+  EXPECT_EQ(Shell(kFlexgraph + " train --model pinsage --help", &out), 0);
+  for (const char* option : {"num_traces", "top_k", "negatives", "default 10"}) {
+    EXPECT_NE(out.find(option), std::string::npos) << option << ": " << out;
+  }
+  EXPECT_EQ(Shell(kFlexgraph + " train --model gcn --model_opt typo=1", &out), 2);
+  EXPECT_NE(out.find("unknown option 'typo' for model gcn (valid: input_dropout)"), std::string::npos)
+      << out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch --workers 2 -- train --model magnn --model_opt max_instances=x", &out), 2);
+  EXPECT_NE(out.find("'max_instances' of model magnn expects an integer"), std::string::npos) << out;
+  // A config file and flags: the flag wins.
+  const std::string good = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_config.txt";
+  std::ofstream(good) << "dataset { path: \"sbm:nodes=200,classes=2,features=4\" }\n"
+                         "train { epochs: 7 }\nmodel { name: \"sage\" hidden: 8 }\n";
+  const std::string json = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_config.json";
+  ASSERT_EQ(Shell(kFlexgraph + " train --quiet --config " + good + " --epochs 2 --summary_json " + json, &out), 0)
+      << out;
+  const std::string summary = Read(json);
+  EXPECT_EQ(Field(summary, "epochs"), 2) << summary;
+  EXPECT_NE(summary.find("\"model\": \"sage\""), std::string::npos) << summary;
 }
 
 }  // namespace

@@ -12,18 +12,18 @@ namespace {
 
 const std::string kCora = std::string(FG_SHARED_DATA_DIR) + "/cora";
 
-TrainOptions CoraOptions(const std::string& model) {
+flexgraph::RunConfig CoraOptions(const std::string& model) {
   flexgraph::RunConfig config;
   config.mutable_model()->set_name(model);
-  auto o = ResolveOptions(config);
-  EXPECT_TRUE(o.ok()) << o.status();
-  o->dataset = kCora;
-  o->quiet = true;
-  return *o;
+  config.mutable_dataset()->set_path(kCora);
+  config.mutable_output()->set_quiet(true);
+  auto c = ResolveConfig(config);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
 }
 
-TrainResult TrainOrDie(const TrainOptions& o) {
-  auto trainer = Trainer::Create(o);
+TrainResult TrainOrDie(const flexgraph::RunConfig& c) {
+  auto trainer = Trainer::Create(c);
   EXPECT_TRUE(trainer.ok()) << trainer.status();
   auto r = (*trainer)->Run();
   EXPECT_TRUE(r.ok()) << r.status();
@@ -50,23 +50,23 @@ TEST(Trainer, GinOnCora) {
 }
 
 TEST(Trainer, DeterministicAndResumesBitExactly) {
-  TrainOptions o = CoraOptions("gcn");
-  o.epochs = 12;
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_train()->set_epochs(12);
   TrainResult full = TrainOrDie(o);
   TrainResult again = TrainOrDie(o);
   EXPECT_EQ(full.losses, again.losses);
 
   const std::string dir = ::testing::TempDir() + "/fg_resume_ckpt_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
-  TrainOptions first = o;
-  first.checkpoint_every = 5;
-  first.checkpoint_dir = dir;
-  first.stop_after = 7;  // checkpoint at 5, stop at 7: resume redoes 6 and 7
+  flexgraph::RunConfig first = o;
+  first.mutable_train()->set_checkpoint_every(5);
+  first.mutable_train()->set_checkpoint_dir(dir);
+  first.mutable_train()->set_stop_after(7);  // checkpoint at 5, stop at 7: resume redoes 6 and 7
   TrainResult partial = TrainOrDie(first);
   EXPECT_EQ(partial.epochs, 7);
-  TrainOptions second = first;
-  second.stop_after = 0;
-  second.resume = true;
+  flexgraph::RunConfig second = first;
+  second.mutable_train()->set_stop_after(0);
+  second.mutable_train()->set_resume(true);
   TrainResult resumed = TrainOrDie(second);
   EXPECT_EQ(resumed.epochs, 12);
   EXPECT_EQ(resumed.losses, full.losses);
@@ -77,26 +77,89 @@ TEST(Trainer, DeterministicAndResumesBitExactly) {
 TEST(Trainer, InvalidOptionsNameTheField) {
   flexgraph::RunConfig config;
   config.mutable_model()->set_name("nosuchmodel");
-  auto unknown = ResolveOptions(config);
+  auto unknown = ResolveConfig(config);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("model: unknown model 'nosuchmodel'"), std::string::npos);
-  TrainOptions o = CoraOptions("gcn");
-  o.hidden = 0;
-  EXPECT_NE(ValidateOptions(o).message().find("hidden"), std::string::npos);
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_model()->set_hidden(0);
+  EXPECT_NE(ValidateConfig(o).message().find("hidden"), std::string::npos);
+  EXPECT_NE(Trainer::Create(o).status().message().find("hidden"), std::string::npos);
   o = CoraOptions("gcn");
-  o.dropout = 1.5f;
-  EXPECT_NE(ValidateOptions(o).message().find("dropout"), std::string::npos);
+  o.mutable_model()->set_dropout(1.5f);
+  EXPECT_NE(ValidateConfig(o).message().find("dropout"), std::string::npos);
   o = CoraOptions("gcn");
-  o.dataset = "/nonexistent/dataset";
+  o.mutable_train()->set_exec("fast");
+  EXPECT_NE(ValidateConfig(o).message().find("exec"), std::string::npos);
+  o = CoraOptions("gcn");
+  o.mutable_dataset()->set_path("/nonexistent/dataset");
   EXPECT_FALSE(Trainer::Create(o).ok());
   o = CoraOptions("gcn");
-  o.split = "nosuchsplit";
+  o.mutable_dataset()->set_split("nosuchsplit");
   EXPECT_FALSE(Trainer::Create(o).ok());
 }
 
+TEST(Trainer, ModelOptionsAreDeclaredAndChecked) {
+  // An unknown option names itself and the valid ones.
+  flexgraph::RunConfig c;
+  c.mutable_model()->set_name("gcn");
+  (*c.mutable_model()->mutable_options())["typo"] = "1";
+  auto typo = ResolveConfig(c);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("unknown option 'typo'"), std::string::npos) << typo.status();
+  EXPECT_NE(typo.status().message().find("input_dropout"), std::string::npos) << typo.status();
+  // A value of the wrong type names the option and the type.
+  c.mutable_model()->mutable_options()->clear();
+  (*c.mutable_model()->mutable_options())["input_dropout"] = "yes";
+  auto mistyped = ResolveConfig(c);
+  ASSERT_FALSE(mistyped.ok());
+  EXPECT_NE(mistyped.status().message().find("'input_dropout'"), std::string::npos);
+  EXPECT_NE(mistyped.status().message().find("integer"), std::string::npos);
+  // Models that predict links accept the link-prediction task's options; others do not.
+  c.mutable_model()->mutable_options()->clear();
+  (*c.mutable_model()->mutable_options())["negatives"] = "8";
+  EXPECT_FALSE(ResolveConfig(c).ok());
+  c.mutable_model()->set_name("pinsage");
+  EXPECT_TRUE(ResolveConfig(c).ok());
+  // Every registered model's defaults parse, and every option it declares has a typed default.
+  for (const std::string& name : nau::ModelRegistry::Get().Names()) {
+    flexgraph::RunConfig m;
+    m.mutable_model()->set_name(name);
+    auto resolved = ResolveConfig(m);
+    ASSERT_TRUE(resolved.ok()) << name << ": " << resolved.status();
+    EXPECT_EQ(resolved->model().name(), name);
+    const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(name);
+    for (const nau::OptionSpec& o : ModelOptions(*info)) {
+      if (o.default_value.empty()) continue;  // chosen by the model (its help says how)
+      EXPECT_TRUE(nau::CheckOptions(ModelOptions(*info), {{o.name, o.default_value}}, name).ok())
+          << name << " option " << o.name;
+    }
+  }
+}
+
+TEST(Trainer, ConfigLayersResolveInOrder) {
+  // Built-in defaults < the model's defaults < the user's config.
+  flexgraph::RunConfig c;
+  c.mutable_model()->set_name("magnn");
+  c.mutable_train()->set_lr(0.5f);
+  auto r = ResolveConfig(c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->train().lr(), 0.5f);              // user
+  EXPECT_EQ(r->model().heads(), 8);              // MAGNN's default
+  EXPECT_EQ(r->train().optimizer(), "adam");     // built-in
+  EXPECT_EQ(r->dataset().path(), kDefaultDataset);
+  // Resolving a resolved configuration changes nothing.
+  auto again = ResolveConfig(*r);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->SerializeAsString(), r->SerializeAsString());
+  // A config file's errors name the file, line and column.
+  auto bad = ParseConfigText("train { epochs: 3 }\nmodel { hiden: 4 }\n", "run.cfg");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("run.cfg:2:"), std::string::npos) << bad.status();
+}
+
 TEST(Trainer, SummaryJsonHasTheDocumentedKeys) {
-  TrainOptions o = CoraOptions("gcn");
-  o.epochs = 3;
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_train()->set_epochs(3);
   std::string json = SummaryJson(TrainOrDie(o));
   for (const char* key : {"model", "dataset", "epochs", "seed", "final_loss", "test_accuracy",
                           "test_macro_f1", "valid_accuracy", "epoch_seconds_median", "hdg_bytes",

@@ -207,7 +207,7 @@ struct Tiny {
     spec.dropout = 0.0f;
     spec.heads = 2;
     spec.seed = 3;
-    spec.options = std::move(options);
+    spec.options = nau::OptionValues(nau::ModelRegistry::Get().Find("magnn")->options, std::move(options));
     return spec;
   }
 };
@@ -337,19 +337,17 @@ TEST(Magnn, TwoLayersRunOnEveryNodeTypeThenTheTarget) {
 // --- accuracy on IMDB ------------------------------------------------------------------------------
 
 TEST(Magnn, ImdbMovieGenreMacroF1) {
-  flexgraph::RunConfig config;
-  config.mutable_model()->set_name("magnn");
-  auto o = runtime::ResolveOptions(config);
-  ASSERT_TRUE(o.ok()) << o.status();
-  o->dataset = std::string(FG_SHARED_DATA_DIR) + "/imdb";
-  o->split = "magnn";
-  o->quiet = true;
+  flexgraph::RunConfig o;
+  o.mutable_model()->set_name("magnn");
+  o.mutable_dataset()->set_path(std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  o.mutable_dataset()->set_split("magnn");
+  o.mutable_output()->set_quiet(true);
   // MAGNN's setup (2 layers, RotatE, 8 heads); seed 1 peaks on validation at epoch 8 of its
   // early-stopped run, so 10 epochs select the same model in a fraction of the time.
-  o->seed = 1;
-  o->epochs = 10;
-  o->patience = 0;
-  auto trainer = runtime::Trainer::Create(*o);
+  o.mutable_train()->set_seed(1);
+  o.mutable_train()->set_epochs(10);
+  o.mutable_train()->set_patience(0);
+  auto trainer = runtime::Trainer::Create(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   auto r = (*trainer)->Run();
   ASSERT_TRUE(r.ok()) << r.status();

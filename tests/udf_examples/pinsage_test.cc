@@ -70,7 +70,7 @@ struct Selection {
   }
   // The model built with these options (node classification when the first type is labeled).
   absl::StatusOr<std::unique_ptr<PinSage>> Model(std::map<std::string, std::string> options) {
-    spec.options = std::move(options);
+    spec.options = nau::OptionValues(nau::ModelRegistry::Get().Find("pinsage")->options, std::move(options));
     auto m = std::make_unique<PinSage>();
     absl::Status s = m->Build(spec);
     if (!s.ok()) return s;
@@ -414,20 +414,18 @@ TEST(PinSageLayer, UpdateIsNormalisedOnHiddenLayersOnly) {
 
 const std::string kData = std::string(FG_SHARED_DATA_DIR);
 
-runtime::TrainOptions Options(const std::string& dataset) {
+flexgraph::RunConfig Options(const std::string& dataset) {
   flexgraph::RunConfig config;
   config.mutable_model()->set_name("pinsage");
-  auto o = runtime::ResolveOptions(config);
-  EXPECT_TRUE(o.ok()) << o.status();
-  o->dataset = dataset;
-  o->quiet = true;
-  return *o;
+  config.mutable_dataset()->set_path(dataset);
+  config.mutable_output()->set_quiet(true);
+  return config;
 }
 
 TEST(PinSageTraining, CoraNodeClassification) {
-  runtime::TrainOptions o = Options(kData + "/cora");
-  o.seed = 1;
-  o.epochs = 60;  // the best validation epoch comes early (about 20-40); keeps the test short
+  flexgraph::RunConfig o = Options(kData + "/cora");
+  o.mutable_train()->set_seed(1);
+  o.mutable_train()->set_epochs(60);  // the best validation epoch comes early (about 20-40); keeps the test short
   auto trainer = runtime::Trainer::Create(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   const std::string explain = (*trainer)->Explain();
@@ -441,14 +439,14 @@ TEST(PinSageTraining, CoraNodeClassification) {
 }
 
 TEST(PinSageTraining, ExportedHdgIsTheNeighbourSelection) {
-  runtime::TrainOptions o = Options("sbm:nodes=300,classes=3,features=8,avg_degree=4,seed=2");
-  o.epochs = 1;
-  o.export_hdg = ::testing::TempDir() + "/fg_pinsage_hdg_" + std::to_string(getpid());
+  flexgraph::RunConfig o = Options("sbm:nodes=300,classes=3,features=8,avg_degree=4,seed=2");
+  o.mutable_train()->set_epochs(1);
+  o.mutable_output()->set_export_hdg(::testing::TempDir() + "/fg_pinsage_hdg_" + std::to_string(getpid()));
   auto trainer = runtime::Trainer::Create(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   ASSERT_TRUE((*trainer)->Run().ok());
   auto read = [&](const std::string& name) {
-    auto t = graph::io::ReadNpy(o.export_hdg + "/" + name);
+    auto t = graph::io::ReadNpy(o.output().export_hdg() + "/" + name);
     EXPECT_TRUE(t.ok()) << name << ": " << t.status();
     return t.ok() ? *t : Tensor();
   };
@@ -490,8 +488,8 @@ TEST(PinSageTraining, ExportedHdgIsTheNeighbourSelection) {
       EXPECT_GT(w.f32()[e], 0.0f);
     }
   }
-  EXPECT_TRUE(std::filesystem::exists(o.export_hdg + "/layer1.level1.indices.npy"));
-  std::filesystem::remove_all(o.export_hdg);
+  EXPECT_TRUE(std::filesystem::exists(o.output().export_hdg() + "/layer1.level1.indices.npy"));
+  std::filesystem::remove_all(o.output().export_hdg());
 }
 
 TEST(PinSageTraining, LastFmLinkPrediction) {
@@ -499,13 +497,13 @@ TEST(PinSageTraining, LastFmLinkPrediction) {
   // negatives); the trainer's defaults are Cora's, so one layer and a higher learning rate here.
   // Full-batch training converges slowly: AUC passes 0.95 after about 120 epochs (best valid at
   // 141 for this seed); item-based CF reaches 0.950 and LightGCN about 0.953 on the same negatives.
-  runtime::TrainOptions o = Options(kData + "/lastfm");
-  o.seed = 1;
-  o.epochs = 150;
-  o.layers = 1;
-  o.lr = 0.03f;
-  o.dropout = 0.1f;
-  o.weight_decay = 0.0f;
+  flexgraph::RunConfig o = Options(kData + "/lastfm");
+  o.mutable_train()->set_seed(1);
+  o.mutable_train()->set_epochs(150);
+  o.mutable_model()->set_layers(1);
+  o.mutable_train()->set_lr(0.03f);
+  o.mutable_model()->set_dropout(0.1f);
+  o.mutable_train()->set_weight_decay(0.0f);
   auto trainer = runtime::Trainer::Create(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   EXPECT_EQ((*trainer)->model().task(), nau::Task::kLinkPrediction);

@@ -39,20 +39,13 @@ class Hop : public nau::Layer {
   nn::Linear fc_;
 };
 
-nau::ModelDefaults Defaults() {
-  nau::ModelDefaults d;
-  d.epochs = 100;
-  d.lr = 0.2f;
-  d.weight_decay = 5e-5f;
-  d.layers = 2;  // hops
-  d.dropout = 0.0f;
-  return d;
-}
-
 }  // namespace
 
 FG_REGISTER_MODEL(sgc, "SGC: K parameter-free propagation hops, then one linear classifier",
-                  Defaults(), [] {
+                  // layers = hops
+                  R"pb(model { layers: 2 dropout: 0 }
+                       train { epochs: 100 lr: 0.2 weight_decay: 5e-5 })pb",
+                  {}, [] {
                     return std::make_unique<nau::StackedModel>(
                         [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
                            bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {

@@ -58,24 +58,11 @@ class GcnLayer : public nau::Layer {
   bool project_first_;
 };
 
-nau::ModelDefaults GcnDefaults() {
-  nau::ModelDefaults d;  // Kipf & Welling's Cora setup
-  d.epochs = 200;
-  d.lr = 0.01f;
-  d.weight_decay = 5e-4f;
-  d.hidden = 16;
-  d.layers = 2;
-  d.dropout = 0.5f;
-  d.normalize_features = true;
-  d.options["input_dropout"] = "1";
-  return d;
-}
-
 std::unique_ptr<nau::Model> MakeGcn() {
   return std::make_unique<nau::StackedModel>(
       [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
          bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
-        auto input_dropout = spec.IntOption("input_dropout", 1);
+        auto input_dropout = spec.options.Int("input_dropout");
         if (!input_dropout.ok()) return input_dropout.status();
         return std::make_unique<GcnLayer>(in, out, last, spec.dropout, i > 0 || *input_dropout,
                                           spec.seed, i);
@@ -84,7 +71,13 @@ std::unique_ptr<nau::Model> MakeGcn() {
 
 }  // namespace
 
+// Kipf & Welling's Cora setup.
 FG_REGISTER_MODEL(gcn, "GCN: symmetric-normalised neighbourhood sum with self loops (Kipf & Welling)",
-                  GcnDefaults(), MakeGcn);
+                  R"pb(model { hidden: 16 layers: 2 dropout: 0.5 }
+                       train { epochs: 200 lr: 0.01 weight_decay: 5e-4 }
+                       dataset { normalize_features: true })pb",
+                  {{"input_dropout", nau::OptionType::kInt, "1",
+                    "dropout on layer 0's input: 1 (Kipf & Welling) or 0"}},
+                  MakeGcn);
 
 }  // namespace fg::udf

@@ -48,24 +48,11 @@ class GinLayer : public nau::Layer {
   float dropout_, eps_;
 };
 
-nau::ModelDefaults GinDefaults() {
-  nau::ModelDefaults d;
-  d.epochs = 200;
-  d.lr = 0.01f;
-  d.weight_decay = 5e-4f;
-  d.hidden = 16;
-  d.layers = 2;
-  d.dropout = 0.5f;
-  d.normalize_features = true;
-  d.options["eps"] = "0";
-  return d;
-}
-
 std::unique_ptr<nau::Model> MakeGin() {
   return std::make_unique<nau::StackedModel>(
       [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
          bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
-        auto eps = spec.DoubleOption("eps", 0.0);
+        auto eps = spec.options.Float("eps");
         if (!eps.ok()) return eps.status();
         return std::make_unique<GinLayer>(in, spec.hidden, out, last, spec.dropout,
                                           static_cast<float>(*eps), spec.seed, i);
@@ -75,6 +62,11 @@ std::unique_ptr<nau::Model> MakeGin() {
 }  // namespace
 
 FG_REGISTER_MODEL(gin, "GIN-0: sum aggregation and a two-layer MLP update (Xu et al.)",
-                  GinDefaults(), MakeGin);
+                  R"pb(model { hidden: 16 layers: 2 dropout: 0.5 }
+                       train { epochs: 200 lr: 0.01 weight_decay: 5e-4 }
+                       dataset { normalize_features: true })pb",
+                  {{"eps", nau::OptionType::kFloat, "0",
+                    "GIN's epsilon: a vertex's own features weigh 1 + eps in the sum"}},
+                  MakeGin);
 
 }  // namespace fg::udf

@@ -99,13 +99,17 @@ absl::StatusOr<Encoder> ParseEncoder(const std::string& name) {
 
 absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec) {
   Options o;
-  o.metapaths = spec.StringOption("metapaths", o.metapaths);
-  FG_ASSIGN_OR_RETURN(o.encoder, ParseEncoder(spec.StringOption("encoder", "rotate")));
-  FG_ASSIGN_OR_RETURN(o.max_instances, spec.IntOption("max_instances", o.max_instances));
-  FG_ASSIGN_OR_RETURN(int64_t resample, spec.IntOption("resample", o.resample));
-  FG_ASSIGN_OR_RETURN(o.attn_dim, spec.IntOption("attn_dim", o.attn_dim));
-  FG_ASSIGN_OR_RETURN(double attn_dropout, spec.DoubleOption("attn_dropout", spec.dropout));
-  FG_ASSIGN_OR_RETURN(double slope, spec.DoubleOption("slope", o.slope));
+  const nau::OptionValues& opt = spec.options;
+  o.metapaths = opt.String("metapaths");
+  FG_ASSIGN_OR_RETURN(o.encoder, ParseEncoder(opt.String("encoder")));
+  FG_ASSIGN_OR_RETURN(o.max_instances, opt.Int("max_instances"));
+  FG_ASSIGN_OR_RETURN(int64_t resample, opt.Int("resample"));
+  FG_ASSIGN_OR_RETURN(o.attn_dim, opt.Int("attn_dim"));
+  double attn_dropout = spec.dropout;
+  if (opt.Has("attn_dropout")) {
+    FG_ASSIGN_OR_RETURN(attn_dropout, opt.Float("attn_dropout"));
+  }
+  FG_ASSIGN_OR_RETURN(double slope, opt.Float("slope"));
   auto bad = [](const std::string& option, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("model option '", option, "': ", why));
   };
@@ -813,29 +817,25 @@ class Magnn : public nau::Model {
 
 }  // namespace
 
-nau::ModelDefaults MagnnDefaults() {
-  nau::ModelDefaults d;  // MAGNN's IMDB setup
-  d.epochs = 100;
-  d.patience = 10;
-  d.lr = 0.005f;
-  d.weight_decay = 0.001f;
-  d.hidden = 64;
-  d.layers = 2;
-  d.heads = 8;
-  d.dropout = 0.5f;
-  d.normalize_features = false;  // MAGNN feeds IMDB's bag-of-words as is
-  d.options["metapaths"] = "auto";
-  d.options["encoder"] = "rotate";
-  d.options["max_instances"] = "1024";
-  d.options["attn_dim"] = "128";
-  return d;
-}
-
 std::unique_ptr<nau::Model> MakeMagnn() { return std::make_unique<Magnn>(); }
 
 FG_REGISTER_MODEL(magnn,
                   "MAGNN: metapath instances, RotatE/linear/mean instance encoders, "
                   "instance and metapath attention (Fu et al.)",
-                  MagnnDefaults(), MakeMagnn);
+                  // MAGNN's IMDB setup; IMDB's bag-of-words features are fed as they are.
+                  R"pb(model { hidden: 64 layers: 2 heads: 8 dropout: 0.5 }
+                       train { epochs: 100 patience: 10 lr: 0.005 weight_decay: 0.001 }
+                       dataset { normalize_features: false })pb",
+                  {{"metapaths", nau::OptionType::kString, "auto",
+                    "metapaths per node type, e.g. M-D-M,M-A-M (auto: nau::DefaultMetapaths)"},
+                   {"encoder", nau::OptionType::kString, "rotate", "instance encoder: rotate, linear or mean"},
+                   {"max_instances", nau::OptionType::kInt, "1024",
+                    "instances per (root, metapath), sampled beyond (0: all)"},
+                   {"resample", nau::OptionType::kInt, "0", "resample capped instances every k epochs (0: once)"},
+                   {"attn_dim", nau::OptionType::kInt, "128", "inter-metapath attention vector dimension"},
+                   {"attn_dropout", nau::OptionType::kFloat, "",
+                    "dropout on instance attention weights (default: the model's dropout)"},
+                   {"slope", nau::OptionType::kFloat, "0.2", "LeakyReLU slope of the instance attention scores"}},
+                  MakeMagnn);
 
 }  // namespace fg::udf::magnn

@@ -111,8 +111,7 @@ ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instance
 ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, const ag::Var& q,
                           Tensor* beta = nullptr, const nau::LayerContext* ctx = nullptr);
 
-// The registered model ("magnn") and its defaults.
-nau::ModelDefaults MagnnDefaults();
+// The registered model ("magnn").
 std::unique_ptr<nau::Model> MakeMagnn();
 
 }  // namespace fg::udf::magnn

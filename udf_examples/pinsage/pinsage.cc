@@ -21,7 +21,7 @@ Tensor RowRange(int64_t lo, int64_t hi) {
 // with an edge split.
 absl::StatusOr<const graph::Relation*> PredictedRelation(const nau::ModelSpec& spec) {
   const graph::Dataset& ds = *spec.dataset;
-  std::string key = spec.StringOption("relation", "");
+  std::string key = spec.options.String("relation");
   if (key.empty()) {
     if (ds.edge_splits.size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -43,18 +43,20 @@ absl::StatusOr<const graph::Relation*> PredictedRelation(const nau::ModelSpec& s
 absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& spec,
                                                          nau::Task task) {
   PinSageOptions o;
+  const nau::OptionValues& opt = spec.options;
+  // Link prediction walks wider unless told otherwise: a user listens to about 35 artists.
   const bool link = task == nau::Task::kLinkPrediction;
-  if (link) {  // wider neighbourhoods: a user listens to about 35 artists in training
-    o.walk.num_traces = 20;
-    o.walk.top_k = 30;
-  }
-  FG_ASSIGN_OR_RETURN(int64_t traces, spec.IntOption("num_traces", o.walk.num_traces));
-  FG_ASSIGN_OR_RETURN(int64_t hops, spec.IntOption("n_hops", o.walk.n_hops));
-  FG_ASSIGN_OR_RETURN(int64_t top_k, spec.IntOption("top_k", o.walk.top_k));
-  FG_ASSIGN_OR_RETURN(o.walk.restart_prob, spec.DoubleOption("restart_prob", o.walk.restart_prob));
-  FG_ASSIGN_OR_RETURN(int64_t reselect, spec.IntOption("reselect_every", 0));
-  FG_ASSIGN_OR_RETURN(int64_t emb, spec.IntOption("embedding_dim", 0));
-  FG_ASSIGN_OR_RETURN(int64_t pad, spec.IntOption("pad", 0));
+  auto preset = [&](const char* name, int64_t link_value) -> absl::StatusOr<int64_t> {
+    if (link && !opt.Has(name)) return link_value;
+    return opt.Int(name);
+  };
+  FG_ASSIGN_OR_RETURN(int64_t traces, preset("num_traces", 20));
+  FG_ASSIGN_OR_RETURN(int64_t hops, opt.Int("n_hops"));
+  FG_ASSIGN_OR_RETURN(int64_t top_k, preset("top_k", 30));
+  FG_ASSIGN_OR_RETURN(o.walk.restart_prob, opt.Float("restart_prob"));
+  FG_ASSIGN_OR_RETURN(int64_t reselect, opt.Int("reselect_every"));
+  FG_ASSIGN_OR_RETURN(int64_t emb, opt.Int("embedding_dim"));
+  FG_ASSIGN_OR_RETURN(int64_t pad, opt.Int("pad"));
   if (pad != 0 && pad != 1) {
     return absl::InvalidArgumentError(absl::StrCat("pinsage: pad must be 0 or 1, got ", pad));
   }
@@ -67,8 +69,8 @@ absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& sp
   o.walk.top_k = narrow(top_k);
   o.reselect_every = narrow(reselect);
   o.embedding_dim = narrow(emb);
-  o.walk_types = spec.StringOption("walk", "");
-  const std::string count = spec.StringOption("count", link ? "all" : "root_type");
+  o.walk_types = opt.String("walk");
+  const std::string count = link && !opt.Has("count") ? "all" : opt.String("count");
   if (count != "root_type" && count != "all") {
     return absl::InvalidArgumentError(
         absl::StrCat("pinsage: count must be root_type or all, got '", count, "'"));
@@ -231,18 +233,6 @@ std::vector<int32_t> PinSage::Roots(int i, const nau::ModelSpec& spec) const {
 
 namespace {
 
-nau::ModelDefaults PinSageDefaults() {
-  nau::ModelDefaults d;
-  d.epochs = 200;
-  d.lr = 0.01f;
-  d.weight_decay = 5e-4f;
-  d.hidden = 64;
-  d.layers = 2;
-  d.dropout = 0.5f;
-  d.normalize_features = true;
-  return d;  // walk options default per task (PinSageOptions::FromSpec)
-}
-
 std::unique_ptr<nau::Model> MakePinSage() { return std::make_unique<PinSage>(); }
 
 }  // namespace
@@ -250,6 +240,24 @@ std::unique_ptr<nau::Model> MakePinSage() { return std::make_unique<PinSage>(); 
 FG_REGISTER_MODEL(pinsage,
                   "PinSage: random-walk top-k neighbours, importance pooling (Ying et al.); node "
                   "classification, or link prediction on datasets with an edge split",
-                  PinSageDefaults(), MakePinSage);
+                  R"pb(model { hidden: 64 layers: 2 dropout: 0.5 }
+                       train { epochs: 200 lr: 0.01 weight_decay: 5e-4 }
+                       dataset { normalize_features: true })pb",
+                  {{"num_traces", nau::OptionType::kInt, "10", "random walks per root (20 for link prediction)"},
+                   {"n_hops", nau::OptionType::kInt, "3", "steps per walk"},
+                   {"top_k", nau::OptionType::kInt, "10",
+                    "neighbours kept: the most visited vertices (30 for link prediction)"},
+                   {"restart_prob", nau::OptionType::kFloat, "0", "probability of restarting a walk at its root"},
+                   {"reselect_every", nau::OptionType::kInt, "0", "redraw the walks every k epochs (0: once)"},
+                   {"embedding_dim", nau::OptionType::kInt, "0", "width of the pooled neighbourhood (0: hidden)"},
+                   {"pad", nau::OptionType::kInt, "0",
+                    "1: pad every root to top_k neighbours (uniform arity, dense execution)"},
+                   {"walk", nau::OptionType::kString, "",
+                    "typed walk such as artist-user-artist (\"\": any type; link prediction: dst-src-dst)"},
+                   {"count", nau::OptionType::kString, "root_type",
+                    "visits counted: root_type or all (all for link prediction)"},
+                   {"relation", nau::OptionType::kString, "",
+                    "link prediction: the predicted relation src___name___dst (\"\": the only edge split)"}},
+                  MakePinSage, /*predicts_links=*/true);
 
 }  // namespace fg::udf

@@ -50,18 +50,6 @@ class SageLayer : public nau::Layer {
   bool project_first_;
 };
 
-nau::ModelDefaults SageDefaults() {
-  nau::ModelDefaults d;
-  d.epochs = 200;
-  d.lr = 0.01f;
-  d.weight_decay = 5e-4f;
-  d.hidden = 16;
-  d.layers = 2;
-  d.dropout = 0.5f;
-  d.normalize_features = true;
-  return d;
-}
-
 std::unique_ptr<nau::Model> MakeSage() {
   return std::make_unique<nau::StackedModel>(
       [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
@@ -73,6 +61,9 @@ std::unique_ptr<nau::Model> MakeSage() {
 }  // namespace
 
 FG_REGISTER_MODEL(sage, "GraphSAGE-mean: own features plus the mean of in-neighbours (Hamilton et al.)",
-                  SageDefaults(), MakeSage);
+                  R"pb(model { hidden: 16 layers: 2 dropout: 0.5 }
+                       train { epochs: 200 lr: 0.01 weight_decay: 5e-4 }
+                       dataset { normalize_features: true })pb",
+                  {}, MakeSage);
 
 }  // namespace fg::udf

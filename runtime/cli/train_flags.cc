@@ -1,0 +1,164 @@
+#include "runtime/cli/train_flags.h"
+
+#include <dlfcn.h>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/text_format.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/base/status.h"
+#include "runtime/config.h"
+
+namespace fg::cli {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+// One flag per RunConfig field it overrides. Switches are boolean flags without a value.
+struct ConfigFlag {
+  const char* flag;
+  const char* field;  // "<section>.<field>" of flexgraph.RunConfig
+  const char* help;
+  bool is_switch = false;
+};
+
+const ConfigFlag kConfigFlags[] = {
+    {"dataset", "dataset.path", "dataset directory (OGB raw layout) or generator spec"},
+    {"split", "dataset.split", "split name under split/ (default: the only one)"},
+    {"target_type", "dataset.target_type", "node type to classify (heterogeneous datasets)"},
+    {"normalize_features", "dataset.normalize_features", "row-normalise input features: true or false"},
+    {"cache_dir", "dataset.cache_dir", "binary dataset cache directory"},
+    {"model", "model.name", "registered model (--model M --help lists its options)"},
+    {"hidden", "model.hidden", "hidden width"},
+    {"layers", "model.layers", "number of layers"},
+    {"dropout", "model.dropout", "dropout probability"},
+    {"heads", "model.heads", "attention heads (models with attention)"},
+    {"epochs", "train.epochs", "training epochs"},
+    {"lr", "train.lr", "learning rate"},
+    {"weight_decay", "train.weight_decay", "weight decay"},
+    {"seed", "train.seed", "random seed"},
+    {"patience", "train.patience", "early stopping patience in epochs (0: off)"},
+    {"optimizer", "train.optimizer", "adam, adamw or sgd"},
+    {"threads", "train.threads", "worker threads (0: all cores)"},
+    {"device", "train.device", "cpu or cuda"},
+    {"checkpoint_every", "train.checkpoint_every", "write a checkpoint every k epochs"},
+    {"checkpoint_dir", "train.checkpoint_dir", "checkpoint directory"},
+    {"resume", "train.resume", "resume from the checkpoint in --checkpoint_dir", true},
+    {"stop_after", "train.stop_after", "stop after this many epochs in this process (tests of resume)"},
+    {"init_weights", "train.init_weights", "directory of initial parameter values, one <parameter>.npy each"},
+    {"exec", "train.exec", "force built-in aggregations to dense, sparse or graph"},
+    {"explain", "output.explain", "print each layer's HDG and the executor's plan", true},
+    {"summary_json", "output.summary_json", "write the run summary as JSON to this file"},
+    {"quiet", "output.quiet", "no progress output", true},
+    {"epoch0_loss", "output.epoch0_loss", "report the loss of the initial parameters (no dropout) first", true},
+    {"export_hdg", "output.export_hdg", "write each layer's HDG levels as .npy arrays into this directory (single process)"},
+};
+
+// Sets field `path` of `config` from the flag's text; errors name the flag.
+absl::Status SetField(flexgraph::RunConfig* config, const std::string& path, const std::string& flag,
+                      const std::string& value) {
+  const std::pair<std::string, std::string> parts = absl::StrSplit(path, '.');
+  const auto* section_field = config->GetDescriptor()->FindFieldByName(parts.first);
+  FG_CHECK(section_field != nullptr) << path;
+  Message* section = config->GetReflection()->MutableMessage(config, section_field);
+  const FieldDescriptor* f = section->GetDescriptor()->FindFieldByName(parts.second);
+  FG_CHECK(f != nullptr) << path;
+  const auto* r = section->GetReflection();
+  auto bad = [&](const char* what) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": expected ", what, ", got '", value, "'"));
+  };
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      r->SetString(section, f, value);
+      break;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      if (value != "true" && value != "false") return bad("true or false");
+      r->SetBool(section, f, value == "true");
+      break;
+    case FieldDescriptor::CPPTYPE_INT32: {
+      int32_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      r->SetInt32(section, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      uint64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("a non-negative integer");
+      r->SetUInt64(section, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_FLOAT: {
+      float v;
+      if (!absl::SimpleAtof(value, &v)) return bad("a number");
+      r->SetFloat(section, f, v);
+      break;
+    }
+    default:
+      FG_CHECK(false) << "flag for unsupported field type: " << path;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddTrainFlags(FlagSet* f) {
+  f->AddString("config", "", "protobuf text file with a flexgraph.RunConfig (flags override it)");
+  for (const ConfigFlag& c : kConfigFlags) {
+    if (c.is_switch) {
+      f->AddBool(c.flag, false, c.help);
+    } else {
+      f->AddString(c.flag, "", c.help);
+    }
+  }
+  f->AddString("model_opt", "", "model options as key=value[,key=value...] (--model M --help lists them)");
+  f->AddString("udf_library", "", "shared library registering additional models");
+}
+
+absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f) {
+  if (f.IsSet("udf_library")) {
+    const std::string lib = f.Get("udf_library");
+    if (dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--udf_library: cannot load ", lib, ": ", dlerror()));
+    }
+  }
+  flexgraph::RunConfig config;
+  if (f.IsSet("config")) {
+    FG_ASSIGN_OR_RETURN(config, runtime::ReadConfigFile(f.Get("config")));
+  }
+  for (const ConfigFlag& c : kConfigFlags) {
+    if (f.IsSet(c.flag)) FG_RETURN_IF_ERROR(SetField(&config, c.field, c.flag, f.Get(c.flag)));
+  }
+  if (f.IsSet("model_opt")) {
+    for (absl::string_view kv : absl::StrSplit(f.Get("model_opt"), ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      if (p.first.empty() || kv.find('=') == absl::string_view::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--model_opt: expected key=value, got '", std::string(kv), "'"));
+      }
+      (*config.mutable_model()->mutable_options())[p.first] = p.second;
+    }
+  }
+  return runtime::ResolveConfig(config);
+}
+
+std::string DescribeModel(const std::string& name) {
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(name);
+  if (info == nullptr) return "";
+  std::string defaults;
+  if (auto d = runtime::ParseConfigText(info->defaults, name); d.ok()) {
+    google::protobuf::TextFormat::Printer printer;
+    printer.SetSingleLineMode(true);
+    printer.PrintToString(*d, &defaults);
+  }
+  const nau::OptionList options = runtime::ModelOptions(*info);
+  return absl::StrCat("model ", name, ": ", info->description, "\n  defaults: ", defaults, "\n",
+                      options.empty() ? "  no model options\n"
+                                      : absl::StrCat("options (--model_opt name=value,...):\n",
+                                                     nau::DescribeOptions(options)));
+}
+
+}  // namespace fg::cli
