@@ -98,6 +98,20 @@ absl::StatusOr<flexgraph::RunConfig> ResolveConfig(const flexgraph::RunConfig& u
   return c;
 }
 
+nau::ModelSpec ModelSpecFrom(const flexgraph::RunConfig& config) {
+  const flexgraph::ModelConfig& m = config.model();
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(m.name());
+  FG_CHECK(info != nullptr) << "ModelSpecFrom: unresolved model '" << m.name() << "'";
+  nau::ModelSpec spec;
+  spec.hidden = m.hidden();
+  spec.layers = m.layers();
+  spec.dropout = m.dropout();
+  spec.heads = m.heads();
+  spec.seed = config.train().seed();
+  spec.options = nau::OptionValues(ModelOptions(*info), {m.options().begin(), m.options().end()});
+  return spec;
+}
+
 absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   auto bad = [](const std::string& field, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));

@@ -29,6 +29,10 @@ nau::OptionList ModelOptions(const nau::ModelInfo& info);
 // model does not declare or of the wrong type, values out of range.
 absl::StatusOr<flexgraph::RunConfig> ResolveConfig(const flexgraph::RunConfig& user);
 
+// The model's view of a resolved configuration: hyperparameters, seed and options (with the model's
+// declarations). The caller sets the data fields (dataset, vertices, target type, classes).
+nau::ModelSpec ModelSpecFrom(const flexgraph::RunConfig& config);
+
 // Checks ranges (positive sizes, dropout in [0, 1), known optimizer/device/exec), naming the field.
 absl::Status ValidateConfig(const flexgraph::RunConfig& config);
 

@@ -47,12 +47,17 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunCon
 }
 
 absl::Status Trainer::Init() {
-  const flexgraph::DatasetConfig& data = config_.dataset();
-  const flexgraph::ModelConfig& mc = config_.model();
-  const flexgraph::TrainConfig& tc = config_.train();
-  if (tc.threads() > 0) SetNumThreads(tc.threads());
+  if (config_.train().threads() > 0) SetNumThreads(config_.train().threads());
   Progress::SetQuiet(config_.output().quiet());
-  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(mc.name());  // resolved: registered
+  FG_RETURN_IF_ERROR(LoadData());
+  FG_RETURN_IF_ERROR(BuildModel());
+  PlaceRows();
+  FG_RETURN_IF_ERROR(task_->SetOutputRows(layer_roots_.back()));
+  return EnsureHdgs(0);
+}
+
+absl::Status Trainer::LoadData() {
+  const flexgraph::DatasetConfig& data = config_.dataset();
   {
     Progress progress(absl::StrCat("load ", data.path()), 0);
     graph::LoadOptions load;
@@ -71,10 +76,10 @@ absl::Status Trainer::Init() {
   if (task_->kind() == nau::Task::kLinkPrediction && distributed()) {
     return absl::UnimplementedError("link prediction runs single-process only");
   }
-  const std::string target = data.target_type().empty() ? task_->target_type() : data.target_type();
-  if (space_.TypeIndex(target) < 0) {
+  target_ = data.target_type().empty() ? task_->target_type() : data.target_type();
+  if (space_.TypeIndex(target_) < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("target_type: node type '", target, "' not in dataset ", data.path()));
+        absl::StrCat("target_type: node type '", target_, "' not in dataset ", data.path()));
   }
   if (data.normalize_features()) {
     for (const std::string& type : graph::NormalizeFeatureRows(&dataset_)) {
@@ -84,19 +89,19 @@ absl::Status Trainer::Init() {
       }
     }
   }
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::BuildModel() {
+  const flexgraph::DatasetConfig& data = config_.dataset();
+  const flexgraph::ModelConfig& mc = config_.model();
+  const flexgraph::TrainConfig& tc = config_.train();
+  spec_ = ModelSpecFrom(config_);
   spec_.dataset = &dataset_;
   spec_.vertices = &space_;
-  spec_.target_type = target;
+  spec_.target_type = target_;
   spec_.num_classes = task_->num_classes();
-  spec_.hidden = mc.hidden();
-  spec_.layers = mc.layers();
-  spec_.dropout = mc.dropout();
-  spec_.heads = mc.heads();
-  spec_.seed = tc.seed();
-  spec_.options = nau::OptionValues(
-      ModelOptions(*info), std::map<std::string, std::string>(mc.options().begin(), mc.options().end()));
-  model_ = info->factory();
+  model_ = nau::ModelRegistry::Get().Find(mc.name())->factory();  // resolved: registered
   FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", mc.name())));
   if (task_->kind() == nau::Task::kLinkPrediction && model_->task() != task_->kind()) {
     return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
@@ -114,7 +119,10 @@ absl::Status Trainer::Init() {
       kind, model_->parameters(),
       nn::OptimizerOptions{.lr = tc.lr(), .weight_decay = tc.weight_decay()});
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) exec_.SetOverride(s);
+  return absl::OkStatus();
+}
 
+void Trainer::PlaceRows() {
   // This worker's rows: every vertex in a single process, the owned ones in a distributed run.
   std::vector<int64_t> table;
   for (int64_t v = 0; v < space_.size(); ++v) {
@@ -129,7 +137,6 @@ absl::Status Trainer::Init() {
     }
     layer_roots_.push_back(Tensor::FromVector(ids));
   }
-  FG_RETURN_IF_ERROR(task_->SetOutputRows(layer_roots_.back()));
   // Homogeneous features: keep only this worker's rows (the default Model::Input uses them).
   if (distributed() && space_.num_types() == 1) {
     Tensor idx = Tensor::Empty({table_ids_.numel()}, DType::kInt32);
@@ -138,7 +145,6 @@ absl::Status Trainer::Init() {
       if (feat.defined()) feat = ops::GatherRows(feat, idx);
     }
   }
-  return EnsureHdgs(0);
 }
 
 absl::Status Trainer::EnsureHdgs(int epoch) {

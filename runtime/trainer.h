@@ -50,6 +50,12 @@ class Trainer {
  private:
   Trainer(flexgraph::RunConfig config, DistributedSetup dist);
   absl::Status Init();
+  // The dataset, the task it supervises and the feature normalisation.
+  absl::Status LoadData();
+  // The model over the task's target type, its initial parameters and the optimizer.
+  absl::Status BuildModel();
+  // This worker's input rows and every layer's roots: all vertices alone, the owned ones with peers.
+  void PlaceRows();
   absl::Status EnsureHdgs(int epoch);
   ag::Var Forward(int epoch, bool training);
   EpochMetrics Evaluate(int epoch);
@@ -58,6 +64,7 @@ class Trainer {
   flexgraph::RunConfig config_;
   graph::Dataset dataset_;
   nau::VertexSpace space_;
+  std::string target_;  // node type of the last layer's roots
   nau::ModelSpec spec_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<nau::Model> model_;
