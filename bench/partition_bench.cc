@@ -5,9 +5,8 @@
 //   partition_bench [--rmat_scale 16] [--parts 2,4,8,16] [--datasets rmat,cora,imdb]
 //                   [--models gcn,pinsage,magnn] [--calibration FILE] [--network_gbps 10]
 // GCN needs one node type: on IMDB it runs on the homogeneous view (the union graph of all
-// relations, every vertex a root). When the registered model cannot run on a dataset (MAGNN needs
-// typed metapaths, PinSage on typed graphs a typed walk), the built-in stand-in of
-// partition/workload.h is used and the table says so.
+// relations, every vertex a root). The cost models are the registered models' own (their
+// selections and Layer::Cost); where a model cannot run on a dataset the table says n/a and why.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/graph/dataset.h"
+#include "nau/metapath.h"
 #include "partition/plan.h"
 #include "partition/union_graph.h"
 
@@ -134,15 +134,14 @@ int Main(int argc, char** argv) {
       }
       WorkloadOptions wo;
       wo.model = model;
-      auto cost = CostModel::Create(*data, wo, *k);
-      if (!cost.ok()) {
-        std::fprintf(stderr, "%s %s: %s; trying the built-in stand-in\n", shown.c_str(),
-                     model.c_str(), std::string(cost.status().message()).c_str());
-        wo.source = WorkloadSource::kBuiltin;
-        // Untyped metapaths (N-N-N) explode on skewed graphs: sample as MAGNN's minibatch code does.
-        if (model == "magnn" && data->graph.IsHomogeneous()) wo.options["max_instances"] = "32";
-        cost = CostModel::Create(*data, wo, *k);
+      // One node type: the metapath N-N-N, whose instances explode on skewed graphs, sampled as
+      // MAGNN's minibatch code does.
+      if (model == "magnn" && data->graph.IsHomogeneous()) {
+        const std::string n = nau::TypeToken(data->graph, 0);
+        wo.options["metapaths"] = absl::StrCat(n, "-", n, "-", n);
+        wo.options["max_instances"] = "32";
       }
+      auto cost = CostModel::Create(*data, wo, *k);
       if (!cost.ok()) {
         std::printf("| %s | %s | - | n/a: %s |||||||||\n", shown.c_str(), model.c_str(),
                     std::string(cost.status().message()).c_str());
@@ -150,7 +149,7 @@ int Main(int argc, char** argv) {
         continue;
       }
       for (int P : args.parts) {
-        std::string row = absl::StrCat("| ", shown, " | ", model, " (", cost->workload().source, ") | ", P);
+        std::string row = absl::StrCat("| ", shown, " | ", model, " | ", P);
         double balanced_seconds = 0;
         for (Method m : {Method::kHash, Method::kMetis, Method::kBalanced}) {
           PartitionRequest req;

@@ -11,7 +11,9 @@
 //   };
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/nn/module.h"
@@ -21,6 +23,17 @@
 #include "nau/context.h"
 
 namespace fg::nau {
+
+// What one layer computes per vertex and forward pass, for the partitioner's cost model
+// (partition/workload.h). Widths are floats per row.
+struct LayerCost {
+  int64_t in = 0, out = 0;  // widths of the layer's input rows and output rows
+  // Width of the vectors aggregated at HDG level k: level_widths[k - 1], levels past the end take
+  // the last entry. Level 1's width is also what peers exchange per remote leaf.
+  std::vector<int64_t> level_widths;
+  double message_flops = 0;  // dense flops per input row, before aggregation (Message)
+  double update_flops = 0;   // dense flops per root (Update)
+};
 
 class Layer : public nn::Module {
  public:
@@ -45,6 +58,13 @@ class Layer : public nn::Module {
   virtual Aggregator LevelAggregator(int level) const = 0;
   // Update UDF: `self` is the layer input at the roots, `nbr` the aggregated neighborhood.
   virtual ag::Var Update(UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) = 0;
+
+  // Cost figures of the layer when the model feeds it rows of width `in` and expects rows of width
+  // `out`; a layer that knows its own widths reports those. Default, a plain layer: Message is the
+  // identity, every level aggregates input rows, Update is one in x out transform per root.
+  virtual LayerCost Cost(int64_t in, int64_t out) const {
+    return {.in = in, .out = out, .level_widths = {in}, .update_flops = 2.0 * in * out};
+  }
 };
 
 }  // namespace fg::nau

@@ -1,5 +1,7 @@
 #include "nau/model.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nau/options.h"
@@ -29,6 +31,20 @@ std::vector<int32_t> Model::Roots(int i, const ModelSpec& spec) const {
   std::vector<int32_t> roots(hi - lo);
   for (int64_t v = lo; v < hi; ++v) roots[v - lo] = static_cast<int32_t>(v);
   return roots;
+}
+
+absl::StatusOr<hdg::Hdg> SelectHdg(const Layer& layer, int index, const ModelSpec& spec, int epoch,
+                                   const std::vector<int32_t>& roots) {
+  const int round = layer.SampledSelection() ? epoch / std::max(1, layer.SelectionPeriod()) : 0;
+  const SelectContext ctx(spec.dataset, spec.vertices, spec.seed, round, index);
+  return hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
+      .Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
+        layer.SelectNeighbors(ctx, root, out);
+      });
+}
+
+std::string SharedSelectionKey(const Layer& layer) {
+  return layer.SampledSelection() ? "" : layer.SelectionKey();
 }
 
 void Model::AdoptLayerParameters() {

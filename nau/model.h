@@ -79,6 +79,16 @@ class StackedModel : public Model {
   std::vector<std::unique_ptr<Layer>> layers_;
 };
 
+// NeighborSelection as training runs it (the trainer and the partitioner's cost model both use it).
+// The HDG of `layer`, layer `index` of a model built from `spec`, over `roots` (global vertex ids)
+// at training epoch `epoch`: randomness keyed by (spec.seed, round, index, root), the round being
+// epoch / SelectionPeriod() for sampled selections and 0 for the others. Errors name the root.
+absl::StatusOr<hdg::Hdg> SelectHdg(const Layer& layer, int index, const ModelSpec& spec, int epoch,
+                                   const std::vector<int32_t>& roots);
+// The key under which layers over as many roots share one HDG (the first one built): the layer's
+// SelectionKey() when its selection is deterministic, "" (never shared) when it samples.
+std::string SharedSelectionKey(const Layer& layer);
+
 struct ModelInfo {
   std::string name;
   std::string description;

@@ -294,7 +294,7 @@ absl::StatusOr<CostModel> CostModel::Create(const graph::Dataset& dataset,
                                             const WorkloadOptions& options,
                                             const CostCoefficients& coefficients) {
   FG_ASSIGN_OR_RETURN(Csr g, BuildUnionGraph(dataset.graph));
-  FG_ASSIGN_OR_RETURN(Workload w, BuildWorkload(dataset, g, options));
+  FG_ASSIGN_OR_RETURN(Workload w, BuildWorkload(dataset, options));
   return CostModel(std::move(g), std::make_shared<const Workload>(std::move(w)), coefficients);
 }
 

@@ -13,7 +13,7 @@
 // setting (default 10 Gbit/s). Thread-safety: CostModel is immutable after Create(), safe to share.
 //
 //   FG_ASSIGN_OR_RETURN(CostCoefficients k, LoadOrCalibrate(""));
-//   FG_ASSIGN_OR_RETURN(CostModel cost, CostModel::Create(dataset, {.model = "gcn"}, k));
+//   FG_ASSIGN_OR_RETURN(CostModel cost, CostModel::Create(dataset, {.model = config.model().name()}, k));
 //   PartitionStats s = ComputeStats(dataset, owners, 4, cost);
 #pragma once
 
@@ -74,7 +74,7 @@ class CostModel {
   // Forward plus backward: backward costs about twice the forward pass.
   static constexpr double kEpochFactor = 3.0;
 
-  // Builds the union graph and the workload of `options.model` on `dataset`.
+  // Builds the union graph and the workload of `options.model` on `dataset` (BuildWorkload).
   static absl::StatusOr<CostModel> Create(const graph::Dataset& dataset,
                                           const WorkloadOptions& options,
                                           const CostCoefficients& coefficients);

@@ -4,7 +4,7 @@
 // the Rebalancer ("balanced"). Plans are stored as a binary flexgraph.PartitionPlan
 // (proto/partition.proto). Thread-safety: plans are values; functions share no state.
 //
-//   FG_ASSIGN_OR_RETURN(CostModel cost, CostModel::Create(ds, {.model = "gcn"}, coefficients));
+//   FG_ASSIGN_OR_RETURN(CostModel cost, CostModel::Create(ds, {.model = config.model().name()}, coefficients));
 //   FG_ASSIGN_OR_RETURN(PartitionPlan plan,
 //                       Partition(ds, cost, {.num_parts = 4, .method = Method::kBalanced}));
 //   FG_RETURN_IF_ERROR(SavePlan(plan, "cora.plan"));

@@ -1,19 +1,13 @@
 // Workload: what a model's layers make each vertex compute and fetch on a dataset, taken from the
 // HDGs the layers' NeighborSelection builds on the actual graph. It is the input of the cost model
-// (partition/cost_model.h). A model registered in nau::ModelRegistry is built as the trainer builds
-// it (ModelSpec, Roots, SelectNeighbors); for models not registered in this binary, built-in
-// selections stand in with the published setups:
-//   pinsage  top_k most visited vertices of `num_traces` random walks of `n_hops` steps (weighted
-//            by visit counts); on heterogeneous graphs walks cross other types and keep the root's type
-//   magnn    metapath instances T-X-T for every relation between the target type T and a type X
-//            (T-T-T on homogeneous graphs), at most `max_instances` per metapath and root (sampled)
-// Widths: GCN aggregates min(in, out) (it projects first when that narrows), PinSage and MAGNN
-// hidden (MAGNN's upper levels hidden x heads), other models their input width.
+// (partition/cost_model.h). The model is the one registered in nau::ModelRegistry, built and
+// selected exactly as the trainer does it at epoch 0 (ModelSpec, Model::Build, Roots,
+// nau::SelectHdg, HDGs shared by nau::SharedSelectionKey), so the cost model balances the HDGs
+// training computes. Widths and dense flops come from each layer's nau::Layer::Cost.
 // Immutable after building; thread-safe for reads. BuildWorkload runs selections in parallel and is
 // deterministic (counter-based randomness keyed by seed and global vertex id).
 //
-//   FG_ASSIGN_OR_RETURN(Csr g, BuildUnionGraph(dataset.graph));
-//   FG_ASSIGN_OR_RETURN(Workload w, BuildWorkload(dataset, g, {.model = "gcn"}));
+//   FG_ASSIGN_OR_RETURN(Workload w, BuildWorkload(dataset, {.model = config.model().name()}));
 #pragma once
 
 #include <cstdint>
@@ -23,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "flexgraph/graph/dataset.h"
+#include "hdg/hdg.h"
 
 namespace fg::partition {
 
@@ -38,11 +33,12 @@ struct LayerWorkload {
   int64_t message_width = 0;         // floats per leaf vector (what peers exchange)
   bool decomposable = false;         // bottom reduction may run as partial aggregation
   std::vector<int64_t> nodes_per_level, entries_per_level;  // HDG totals, levels 1..L
+  // The layer's HDG as training builds it (roots and leaves are global ids; layers may share one).
+  hdg::HdgPtr hdg;
 };
 
 struct Workload {
   std::string model;
-  std::string source;  // "registered" (the model's own layers) or "built-in"
   int64_t num_vertices = 0;
   std::vector<LayerWorkload> layers;
   // Per vertex, summed over the layers where it is a root or an input row, per forward pass:
@@ -53,30 +49,18 @@ struct Workload {
   int64_t hdg_entries = 0;
 };
 
-// Where a model's selections come from.
-enum class WorkloadSource {
-  kAuto,        // the registered model when there is one, else the built-in stand-in
-  kRegistered,  // the registered model only
-  kBuiltin,     // the built-in stand-in only (pinsage, magnn)
-};
-
 struct WorkloadOptions {
-  std::string model = "gcn";
-  WorkloadSource source = WorkloadSource::kAuto;
+  std::string model;  // the name of a model registered in nau::ModelRegistry
   int hidden = 0;   // 0: the model's default
   int layers = 0;   // 0: the model's default
   int heads = 0;    // 0: the model's default
   uint64_t seed = 0;
   std::string target_type;  // "": the dataset's labeled type
-  std::map<std::string, std::string> options;  // model options (e.g. num_traces=10, max_instances=32)
+  std::map<std::string, std::string> options;  // the model's declared options (nau/options.h)
 };
 
-// Builds the workload of `options.model` on `dataset`; `union_graph` is BuildUnionGraph(dataset.graph)
-// (built-in selections walk it). Errors name the unknown model, option or target type.
-absl::StatusOr<Workload> BuildWorkload(const graph::Dataset& dataset, const Csr& union_graph,
-                                       const WorkloadOptions& options);
-
-// Models BuildWorkload knows without a registration ("pinsage", "magnn").
-std::vector<std::string> BuiltinWorkloadModels();
+// Builds the workload of `options.model` on `dataset`. Errors name the unregistered model (and
+// list the registered ones), the target type, or what the model's Build rejects.
+absl::StatusOr<Workload> BuildWorkload(const graph::Dataset& dataset, const WorkloadOptions& options);
 
 }  // namespace fg::partition

@@ -46,12 +46,10 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                                     .seed = train_.train().seed(),
                                     .target_type = train_.dataset().target_type(),
                                     .options = {m.options().begin(), m.options().end()}};
-      auto cost = partition::CostModel::Create(ds, wl, partition::CostCoefficients{});
-      if (!cost.ok()) {  // a model without a cost description: partition as for GCN
-        wl = partition::WorkloadOptions{};
-        FG_ASSIGN_OR_RETURN(cost, partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
-      }
-      FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, *cost,
+      FG_ASSIGN_OR_RETURN(
+          partition::CostModel cost,
+          partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
+      FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, cost,
                                                      {.num_parts = options_.workers,
                                                       .method = method,
                                                       .seed = train_.train().seed()}));

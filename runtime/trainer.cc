@@ -157,8 +157,8 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     const int period = std::max(1, layer.SelectionPeriod());
     const bool stale = lg.hdg == nullptr || (sampled && epoch / period != lg.built_epoch / period);
     if (!stale) continue;
-    const std::string key = layer.SelectionKey();
-    auto it = key.empty() || sampled ? by_key.end() : by_key.find(key);
+    const std::string key = nau::SharedSelectionKey(layer);
+    auto it = key.empty() ? by_key.end() : by_key.find(key);
     const bool same_roots =
         it != by_key.end() && layer_roots_[it->second].numel() == layer_roots_[i].numel();
     if (same_roots) {
@@ -166,15 +166,9 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     } else {
       std::vector<int32_t> roots(layer_roots_[i].numel());
       for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(layer_roots_[i].i64()[k]);
-      nau::SelectContext ctx(&dataset_, &space_, config_.train().seed(),
-                             sampled ? epoch / period : 0, i);
-      hdg::HdgBuilder builder(layer.Schema(), space_.size());
-      FG_ASSIGN_OR_RETURN(hdg::Hdg built,
-                          builder.Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
-                            layer.SelectNeighbors(ctx, root, out);
-                          }));
+      FG_ASSIGN_OR_RETURN(hdg::Hdg built, nau::SelectHdg(layer, i, spec_, epoch, roots));
       lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
-      if (!key.empty() && !sampled) by_key[key] = i;
+      if (!key.empty()) by_key[key] = i;
     }
     lg.built_epoch = epoch;
     // The layer's input rows: layer 0 reads the table, layer i > 0 the roots of layer i - 1.

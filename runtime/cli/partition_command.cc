@@ -16,6 +16,7 @@
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/graph/dataset.h"
+#include "nau/model.h"
 #include "partition/file_util.h"
 #include "partition/plan.h"
 #include "runtime/cli/commands.h"
@@ -41,7 +42,8 @@ void AddFlags(FlagSet* f) {
   f->AddString("cache_dir", "", "binary dataset cache directory");
   f->AddString("parts", "2", "number of parts (workers)");
   f->AddString("method", "balanced", "hash, range, metis or balanced (METIS + cost-model rebalancing)");
-  f->AddString("model", runtime::kDefaultModel, "model whose cost model weighs the vertices");
+  f->AddString("model", runtime::kDefaultModel,
+               "registered model whose HDGs and layer costs weigh the vertices");
   f->AddString("target_type", "", "node type the model classifies (heterogeneous datasets)");
   f->AddString("hidden", "", "hidden width (model default)");
   f->AddString("layers", "", "number of layers (model default)");
@@ -95,6 +97,11 @@ absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
       }
       inv.workload.options[p.first] = p.second;
     }
+  }
+  // Options are checked as `train` checks them; BuildWorkload names an unregistered model.
+  if (const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(inv.workload.model)) {
+    FG_RETURN_IF_ERROR(nau::CheckOptions(runtime::ModelOptions(*info), inv.workload.options,
+                                         absl::StrCat("model ", info->name)));
   }
   if (f.IsSet("network_gbps")) {
     FG_ASSIGN_OR_RETURN(double gbps, f.GetDouble("network_gbps"));
@@ -150,11 +157,10 @@ absl::Status Run(Invocation& inv) {
     FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, cost, inv.request));
   }
   const partition::Workload& w = cost.workload();
-  std::printf("%s: %lld vertices, %lld union-graph edges; model %s (%s, %zu layers, %lld HDG "
-              "entries)\n",
+  std::printf("%s: %lld vertices, %lld union-graph edges; model %s (%zu layers, %lld HDG entries)\n",
               ds.name.c_str(), static_cast<long long>(cost.num_vertices()),
               static_cast<long long>(cost.union_graph().nnz() / 2), w.model.c_str(),
-              w.source.c_str(), w.layers.size(), static_cast<long long>(w.hdg_entries));
+              w.layers.size(), static_cast<long long>(w.hdg_entries));
   std::printf("cost model (%s): %.3g ns per entry-float, %.3g ns per row-float, %.3g GFLOP/s GEMM, "
               "%.3g ns per gathered float, network %.3g Gbit/s\n",
               calibration.c_str(), k.entry_float_seconds * 1e9, k.row_float_seconds * 1e9,

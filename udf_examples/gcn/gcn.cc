@@ -45,6 +45,18 @@ class GcnLayer : public nau::Layer {
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::WeightedSum(); }
 
+  // Projecting first moves the transform from the roots to the input rows and aggregates out-wide
+  // rows.
+  nau::LayerCost Cost(int64_t, int64_t) const override {
+    nau::LayerCost c = Layer::Cost(fc_.in_features(), fc_.out_features());
+    if (project_first_) {
+      c.level_widths = {c.out};
+      c.message_flops = c.update_flops;
+      c.update_flops = 0;
+    }
+    return c;
+  }
+
   ag::Var Update(nau::UpdateContext&, const ag::Var&, const ag::Var& nbr) override {
     ag::Var h = ag::AddBias(project_first_ ? nbr : fc_.Forward(nbr), bias_);
     return last_ ? h : ag::Relu(h);

@@ -35,6 +35,14 @@ class GinLayer : public nau::Layer {
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Sum(); }
 
+  // Update is a two-layer MLP per root.
+  nau::LayerCost Cost(int64_t, int64_t) const override {
+    nau::LayerCost c = Layer::Cost(fc1_.in_features(), fc2_.out_features());
+    c.update_flops = 2.0 * fc1_.in_features() * fc1_.out_features() +
+                     2.0 * fc2_.in_features() * fc2_.out_features();
+    return c;
+  }
+
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     ag::Var s = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
     ag::Var z = ag::Add(ag::Scale(s, 1.0f + eps_), nbr);

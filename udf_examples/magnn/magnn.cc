@@ -569,6 +569,16 @@ class MagnnLayer : public nau::Layer {
     return last_ ? h : ag::Elu(h);
   }
 
+  // Instances encode d-wide rows; instance and metapath attention run per head (heads x d wide);
+  // Update transforms heads x d to out per root.
+  nau::LayerCost Cost(int64_t, int64_t) const override {
+    const int64_t width = heads_ * d_;
+    return {.in = d_,
+            .out = out_fc_.out_features(),
+            .level_widths = {d_, width},
+            .update_flops = 2.0 * width * out_fc_.out_features()};
+  }
+
  private:
   bool PerHeadEncodings() const { return opt_.encoder == Encoder::kLinear && heads_ > 1; }
 

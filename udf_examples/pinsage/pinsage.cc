@@ -124,6 +124,15 @@ ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {
   return ag::Relu(nau::DropoutLinear(ctx, h, ctx.table_global_ids, pool_, dropout_, 0));
 }
 
+nau::LayerCost PinSageLayer::Cost(int64_t, int64_t) const {
+  const int64_t in = pool_.in_features(), pool = pool_.out_features();
+  return {.in = in,
+          .out = update_.out_features(),
+          .level_widths = {pool},
+          .message_flops = 2.0 * in * pool,
+          .update_flops = 2.0 * update_.in_features() * update_.out_features()};
+}
+
 ag::Var PinSageLayer::Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) {
   // W [s || n] + w as s W_self + n W_nbr + w with W's two row blocks: no concatenated copy, and
   // the self term takes the sparse input path. The same counter-based mask as Message: a vertex's

@@ -62,6 +62,8 @@ class PinSageLayer : public nau::Layer {
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override;
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::WeightedMean(); }
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override;
+  // Q per input row, pooled (pool-wide) messages, W over [self || pooled] per root.
+  nau::LayerCost Cost(int64_t in, int64_t out) const override;
 
  private:
   std::shared_ptr<const WalkPlan> plan_;

@@ -36,6 +36,19 @@ class SageLayer : public nau::Layer {
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Mean(); }
 
+  // Two in x out transforms: the self one per root, the neighbour one per root or, projecting
+  // first, per input row (then out-wide rows are aggregated).
+  nau::LayerCost Cost(int64_t, int64_t) const override {
+    nau::LayerCost c = Layer::Cost(self_.in_features(), self_.out_features());
+    if (project_first_) {
+      c.level_widths = {c.out};
+      c.message_flops = c.update_flops;
+    } else {
+      c.update_flops *= 2;
+    }
+    return c;
+  }
+
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
     ag::Var s = nau::DropoutLinear(ctx, self, ctx.root_global_ids, self_, dropout_, 0);
