@@ -21,6 +21,7 @@
 #include "nau/metapath.h"
 #include "partition/plan.h"
 #include "partition/union_graph.h"
+#include "runtime/config.h"
 
 namespace fg::partition {
 namespace {
@@ -132,15 +133,22 @@ int Main(int argc, char** argv) {
         data = &view;
         shown = label + " (union)";
       }
-      WorkloadOptions wo;
-      wo.model = model;
+      flexgraph::RunConfig config;
+      config.mutable_model()->set_name(model);
       // One node type: the metapath N-N-N, whose instances explode on skewed graphs, sampled as
       // MAGNN's minibatch code does.
       if (model == "magnn" && data->graph.IsHomogeneous()) {
         const std::string n = nau::TypeToken(data->graph, 0);
-        wo.options["metapaths"] = absl::StrCat(n, "-", n, "-", n);
-        wo.options["max_instances"] = "32";
+        auto& options = *config.mutable_model()->mutable_options();
+        options["metapaths"] = absl::StrCat(n, "-", n, "-", n);
+        options["max_instances"] = "32";
       }
+      auto resolved = fg::runtime::ResolveConfig(config);
+      if (!resolved.ok()) {
+        std::fprintf(stderr, "partition_bench: %s\n", std::string(resolved.status().message()).c_str());
+        return 1;
+      }
+      const WorkloadOptions wo = fg::runtime::WorkloadOptionsFrom(*resolved);
       auto cost = CostModel::Create(*data, wo, *k);
       if (!cost.ok()) {
         std::printf("| %s | %s | - | n/a: %s |||||||||\n", shown.c_str(), model.c_str(),

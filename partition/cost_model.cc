@@ -21,7 +21,7 @@
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/ops/ops.h"
-#include "partition/file_util.h"
+#include "flexgraph/graph/io/file.h"
 #include "partition/union_graph.h"
 #include "proto/partition.pb.h"
 
@@ -218,11 +218,11 @@ absl::Status SaveCalibration(const CostCoefficients& k, const std::string& path)
   if (!google::protobuf::TextFormat::PrintToString(p, &text)) {
     return absl::InternalError(absl::StrCat(path, ": cannot format the calibration"));
   }
-  return WriteFileAtomic(path, "# FlexGraph cost model calibration (flexgraph.CostCalibration)\n" + text);
+  return graph::io::WriteFileAtomically(path, "# FlexGraph cost model calibration (flexgraph.CostCalibration)\n" + text);
 }
 
 absl::StatusOr<CostCoefficients> LoadCalibration(const std::string& path) {
-  FG_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  FG_ASSIGN_OR_RETURN(std::string text, graph::io::ReadFileToString(path));
   flexgraph::CostCalibration p;
   if (!google::protobuf::TextFormat::ParseFromString(text, &p)) {
     return absl::InvalidArgumentError(

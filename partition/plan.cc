@@ -5,7 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
-#include "partition/file_util.h"
+#include "flexgraph/graph/io/file.h"
 #include "partition/union_graph.h"
 #include "proto/partition.pb.h"
 
@@ -185,11 +185,11 @@ absl::Status SavePlan(const PartitionPlan& plan, const std::string& path) {
   if (!ToProto(plan).SerializeToString(&bytes)) {
     return absl::InternalError(absl::StrCat(path, ": cannot serialize the partition plan"));
   }
-  return WriteFileAtomic(path, bytes);
+  return graph::io::WriteFileAtomically(path, bytes);
 }
 
 absl::StatusOr<PartitionPlan> LoadPlan(const std::string& path) {
-  FG_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  FG_ASSIGN_OR_RETURN(std::string bytes, graph::io::ReadFileToString(path));
   flexgraph::PartitionPlan p;
   if (!p.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(

@@ -3,13 +3,10 @@
 #include <algorithm>
 #include <memory>
 
-#include <google/protobuf/text_format.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/status.h"
 #include "nau/model.h"
-#include "proto/config.pb.h"
 
 namespace fg::partition {
 namespace {
@@ -95,33 +92,20 @@ void AddLayer(hdg::HdgPtr h, const std::vector<int32_t>& roots, const nau::Layer
   w->layers.push_back(std::move(lw));
 }
 
-// The model's spec as the trainer resolves it: the given sizes, else the model's registered
-// defaults, else the built-in ones (runtime/config.cc).
-absl::StatusOr<nau::ModelSpec> ResolveSpec(const graph::Dataset& dataset,
-                                           const nau::VertexSpace* space,
-                                           const nau::ModelInfo& info, const WorkloadOptions& o) {
-  nau::ModelSpec spec;
+// The options' spec completed with the data, as the trainer completes it.
+absl::StatusOr<nau::ModelSpec> CompleteSpec(const graph::Dataset& dataset, const nau::VertexSpace* space,
+                                            const WorkloadOptions& o) {
+  nau::ModelSpec spec = o.spec;
   spec.dataset = &dataset;
   spec.vertices = space;
-  spec.target_type = o.target_type.empty() ? dataset.LabeledType() : o.target_type;
+  if (spec.target_type.empty()) spec.target_type = dataset.LabeledType();
   if (space->TypeIndex(spec.target_type) < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target type '", spec.target_type, "' is not a node type of dataset ", dataset.name));
   }
-  flexgraph::RunConfig defaults;
-  if (!google::protobuf::TextFormat::ParseFromString(info.defaults, &defaults)) {
-    return absl::InvalidArgumentError(absl::StrCat("defaults of model ", info.name, " do not parse"));
-  }
-  const flexgraph::ModelConfig& d = defaults.model();
-  spec.hidden = o.hidden > 0 ? o.hidden : d.has_hidden() ? d.hidden() : 16;
-  spec.layers = o.layers > 0 ? o.layers : d.has_layers() ? d.layers() : 2;
-  spec.heads = o.heads > 0 ? o.heads : d.has_heads() ? d.heads() : 1;
-  spec.dropout = d.has_dropout() ? d.dropout() : 0.5f;
   auto classes = dataset.num_classes.find(spec.target_type);
   spec.num_classes = classes != dataset.num_classes.end() && classes->second > 0 ? classes->second
                                                                                  : spec.hidden;
-  spec.seed = o.seed;
-  spec.options = nau::OptionValues(info.options, o.options);
   return spec;
 }
 
@@ -141,7 +125,7 @@ absl::StatusOr<Workload> BuildWorkload(const graph::Dataset& dataset, const Work
                      absl::StrJoin(nau::ModelRegistry::Get().Names(), ", "), ")"));
   }
   const nau::VertexSpace space(dataset.graph);
-  FG_ASSIGN_OR_RETURN(const nau::ModelSpec spec, ResolveSpec(dataset, &space, *info, o));
+  FG_ASSIGN_OR_RETURN(const nau::ModelSpec spec, CompleteSpec(dataset, &space, o));
   std::unique_ptr<nau::Model> model = info->factory();
   FG_RETURN_IF_ERROR(Annotate(model->Build(spec), absl::StrCat("model ", o.model)));
 

@@ -7,7 +7,7 @@
 // Immutable after building; thread-safe for reads. BuildWorkload runs selections in parallel and is
 // deterministic (counter-based randomness keyed by seed and global vertex id).
 //
-//   FG_ASSIGN_OR_RETURN(Workload w, BuildWorkload(dataset, {.model = config.model().name()}));
+//   FG_ASSIGN_OR_RETURN(Workload w, BuildWorkload(dataset, runtime::WorkloadOptionsFrom(config)));
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "flexgraph/graph/dataset.h"
 #include "hdg/hdg.h"
+#include "nau/model.h"
 
 namespace fg::partition {
 
@@ -51,12 +52,9 @@ struct Workload {
 
 struct WorkloadOptions {
   std::string model;  // the name of a model registered in nau::ModelRegistry
-  int hidden = 0;   // 0: the model's default
-  int layers = 0;   // 0: the model's default
-  int heads = 0;    // 0: the model's default
-  uint64_t seed = 0;
-  std::string target_type;  // "": the dataset's labeled type
-  std::map<std::string, std::string> options;  // the model's declared options (nau/options.h)
+  // Hyperparameters, seed, options and target type ("": the dataset's labelled type) as the run
+  // resolves them (runtime::WorkloadOptionsFrom); BuildWorkload sets the data fields.
+  nau::ModelSpec spec;
 };
 
 // Builds the workload of `options.model` on `dataset`. Errors name the unregistered model (and

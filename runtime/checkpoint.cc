@@ -66,7 +66,7 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
     return absl::InternalError(
         absl::StrCat(dir, ": cannot create checkpoint directory: ", ec.message()));
   }
-  return WriteFileAtomically(CheckpointPath(dir), ck.SerializeAsString());
+  return graph::io::WriteFileAtomically(CheckpointPath(dir), ck.SerializeAsString());
 }
 
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
@@ -131,20 +131,6 @@ absl::Status LoadInitialParameters(const std::string& dir,
       value = t.To(value.device());
     }
   }
-  return absl::OkStatus();
-}
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InternalError(absl::StrCat(tmp, ": cannot open for writing"));
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    if (!out) return absl::InternalError(absl::StrCat(tmp, ": write failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat(path, ": rename failed: ", ec.message()));
   return absl::OkStatus();
 }
 

@@ -37,7 +37,4 @@ absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& ru
 absl::Status LoadInitialParameters(const std::string& dir,
                                    const std::vector<nn::NamedParameter>& params);
 
-// Writes `contents` to `path` through a temporary file and a rename; errors name the path.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
-
 }  // namespace fg::runtime

@@ -112,6 +112,14 @@ nau::ModelSpec ModelSpecFrom(const flexgraph::RunConfig& config) {
   return spec;
 }
 
+partition::WorkloadOptions WorkloadOptionsFrom(const flexgraph::RunConfig& config) {
+  partition::WorkloadOptions o;
+  o.model = config.model().name();
+  o.spec = ModelSpecFrom(config);
+  o.spec.target_type = config.dataset().target_type();
+  return o;
+}
+
 absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   auto bad = [](const std::string& field, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "nau/model.h"
+#include "partition/workload.h"
 #include "proto/config.pb.h"
 
 namespace fg::runtime {
@@ -32,6 +33,8 @@ absl::StatusOr<flexgraph::RunConfig> ResolveConfig(const flexgraph::RunConfig& u
 // The model's view of a resolved configuration: hyperparameters, seed and options (with the model's
 // declarations). The caller sets the data fields (dataset, vertices, target type, classes).
 nau::ModelSpec ModelSpecFrom(const flexgraph::RunConfig& config);
+// What the partitioner's cost model needs of a resolved configuration: the model and its spec.
+partition::WorkloadOptions WorkloadOptionsFrom(const flexgraph::RunConfig& config);
 
 // Checks ranges (positive sizes, dropout in [0, 1), known optimizer/device/exec), naming the field.
 absl::Status ValidateConfig(const flexgraph::RunConfig& config);

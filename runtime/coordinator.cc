@@ -14,6 +14,7 @@
 #include "partition/plan.h"
 #include "proto/flexgraph.grpc.pb.h"
 #include "runtime/grpc_communicator.h"
+#include "flexgraph/graph/io/file.h"
 #include "runtime/checkpoint.h"
 #include "runtime/trainer.h"
 
@@ -40,12 +41,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       }
     } else {
       FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
-      const auto& m = train_.model();
-      partition::WorkloadOptions wl{.model = m.name(), .hidden = m.hidden(),
-                                    .layers = m.layers(), .heads = m.heads(),
-                                    .seed = train_.train().seed(),
-                                    .target_type = train_.dataset().target_type(),
-                                    .options = {m.options().begin(), m.options().end()}};
+      const partition::WorkloadOptions wl = WorkloadOptionsFrom(train_);
       FG_ASSIGN_OR_RETURN(
           partition::CostModel cost,
           partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
@@ -126,7 +122,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       }
       fields["bytes_total"] = NumberValue(bytes_total);
       const std::string json = StructToJson(summary);
-      FG_RETURN_IF_ERROR(WriteFileAtomically(summary_path, json));
+      FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically(summary_path, json));
     }
     return absl::OkStatus();
   }

@@ -10,17 +10,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/graph/dataset.h"
 #include "nau/model.h"
-#include "partition/file_util.h"
+#include "flexgraph/graph/io/file.h"
 #include "partition/plan.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
+#include "runtime/cli/train_flags.h"
 #include "runtime/config.h"
 
 namespace fg::cli {
@@ -36,20 +36,11 @@ struct Invocation {
 };
 
 void AddFlags(FlagSet* f) {
-  f->AddString("dataset", runtime::kDefaultDataset,
-               "dataset directory (OGB raw layout), edge list, .fgc cache or generator spec");
-  f->AddString("split", "", "split name under split/ (default: the only one)");
-  f->AddString("cache_dir", "", "binary dataset cache directory");
+  // The dataset and the model whose HDGs and layer costs weigh the vertices, as `train` takes them
+  // (the seed also keys hashing and METIS).
+  AddModelFlags(f);
   f->AddString("parts", "2", "number of parts (workers)");
   f->AddString("method", "balanced", "hash, range, metis or balanced (METIS + cost-model rebalancing)");
-  f->AddString("model", runtime::kDefaultModel,
-               "registered model whose HDGs and layer costs weigh the vertices");
-  f->AddString("target_type", "", "node type the model classifies (heterogeneous datasets)");
-  f->AddString("hidden", "", "hidden width (model default)");
-  f->AddString("layers", "", "number of layers (model default)");
-  f->AddString("heads", "", "attention heads (model default)");
-  f->AddString("model_opt", "", "model options as key=value[,key=value...]");
-  f->AddString("seed", "0", "seed of sampled selections, hashing and METIS");
   f->AddString("out", "", "plan file to write (default: <dataset>-<method>-<parts>.plan)");
   f->AddString("summary_json", "", "also write a JSON summary to this file");
   f->AddString("calibration", "",
@@ -63,10 +54,13 @@ void AddFlags(FlagSet* f) {
 }
 
 absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
+  FG_ASSIGN_OR_RETURN(const flexgraph::RunConfig config, RunConfigFromFlags(f));
   Invocation inv;
-  inv.dataset = f.Get("dataset");
-  inv.load.split = f.Get("split");
-  inv.load.cache_dir = f.Get("cache_dir");
+  inv.dataset = config.dataset().path();
+  inv.load.split = config.dataset().split();
+  inv.load.cache_dir = config.dataset().cache_dir();
+  inv.workload = runtime::WorkloadOptionsFrom(config);
+  inv.request.seed = config.train().seed();
   auto positive = [&](const char* name, int64_t min) -> absl::StatusOr<int64_t> {
     FG_ASSIGN_OR_RETURN(int64_t v, f.GetInt(name));
     if (v < min) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least ", min, ", got ", v));
@@ -76,33 +70,6 @@ absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
   if (parts < 1) return absl::InvalidArgumentError(absl::StrCat("--parts must be at least 1, got ", parts));
   inv.request.num_parts = static_cast<int>(parts);
   FG_ASSIGN_OR_RETURN(inv.request.method, partition::ParseMethod(f.Get("method")));
-  FG_ASSIGN_OR_RETURN(int64_t seed, f.GetInt("seed"));
-  inv.request.seed = static_cast<uint64_t>(seed);
-  inv.workload.seed = static_cast<uint64_t>(seed);
-  inv.workload.model = f.Get("model");
-  inv.workload.target_type = f.Get("target_type");
-  for (auto [name, field] : {std::pair<const char*, int*>{"hidden", &inv.workload.hidden},
-                              {"layers", &inv.workload.layers},
-                              {"heads", &inv.workload.heads}}) {
-    if (!f.IsSet(name)) continue;
-    FG_ASSIGN_OR_RETURN(int64_t v, positive(name, 1));
-    *field = static_cast<int>(v);
-  }
-  if (f.IsSet("model_opt")) {
-    for (absl::string_view kv : absl::StrSplit(f.Get("model_opt"), ',', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-      if (p.first.empty() || kv.find('=') == absl::string_view::npos) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--model_opt: expected key=value, got '", std::string(kv), "'"));
-      }
-      inv.workload.options[p.first] = p.second;
-    }
-  }
-  // Options are checked as `train` checks them; BuildWorkload names an unregistered model.
-  if (const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(inv.workload.model)) {
-    FG_RETURN_IF_ERROR(nau::CheckOptions(runtime::ModelOptions(*info), inv.workload.options,
-                                         absl::StrCat("model ", info->name)));
-  }
   if (f.IsSet("network_gbps")) {
     FG_ASSIGN_OR_RETURN(double gbps, f.GetDouble("network_gbps"));
     if (!(gbps > 0)) return absl::InvalidArgumentError("--network_gbps must be positive");
@@ -179,7 +146,7 @@ absl::Status Run(Invocation& inv) {
   FG_RETURN_IF_ERROR(partition::SavePlan(plan, out));
   std::printf("plan written to %s\n", out.c_str());
   if (!inv.summary_json.empty()) {
-    FG_RETURN_IF_ERROR(partition::WriteFileAtomic(inv.summary_json, partition::SummaryJson(plan)));
+    FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically(inv.summary_json, partition::SummaryJson(plan)));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
+#include "flexgraph/graph/io/file.h"
 #include "runtime/checkpoint.h"
 #include "runtime/trainer.h"
 
@@ -55,7 +56,7 @@ int Train(const std::vector<std::string>& args) {
               result->model.c_str(), result->dataset.c_str(), result->test_accuracy,
               result->test_macro_f1, result->valid_accuracy, result->best_epoch, result->final_loss);
   if (const std::string& path = options->output().summary_json(); !path.empty()) {
-    if (auto s = runtime::WriteFileAtomically(path, runtime::SummaryJson(*result));
+    if (auto s = graph::io::WriteFileAtomically(path, runtime::SummaryJson(*result));
         !s.ok()) {
       std::fprintf(stderr, "flexgraph train: %s\n", std::string(s.message()).c_str());
       return 1;

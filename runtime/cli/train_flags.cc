@@ -103,11 +103,13 @@ absl::Status SetField(flexgraph::RunConfig* config, const std::string& path, con
   return absl::OkStatus();
 }
 
-}  // namespace
-
-void AddTrainFlags(FlagSet* f) {
+void AddFlags(FlagSet* f, bool model_only) {
   f->AddString("config", "", "protobuf text file with a flexgraph.RunConfig (flags override it)");
   for (const ConfigFlag& c : kConfigFlags) {
+    const std::string field = c.field;
+    const bool model_flag = field.rfind("dataset.", 0) == 0 || field.rfind("model.", 0) == 0 ||
+                            field == "train.seed";
+    if (model_only && !model_flag) continue;
     if (c.is_switch) {
       f->AddBool(c.flag, false, c.help);
     } else {
@@ -117,6 +119,11 @@ void AddTrainFlags(FlagSet* f) {
   f->AddString("model_opt", "", "model options as key=value[,key=value...] (--model M --help lists them)");
   f->AddString("udf_library", "", "shared library registering additional models");
 }
+
+}  // namespace
+
+void AddTrainFlags(FlagSet* f) { AddFlags(f, /*model_only=*/false); }
+void AddModelFlags(FlagSet* f) { AddFlags(f, /*model_only=*/true); }
 
 absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f) {
   if (f.IsSet("udf_library")) {

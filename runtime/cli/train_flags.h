@@ -10,6 +10,9 @@
 namespace fg::cli {
 
 void AddTrainFlags(FlagSet* flags);
+// The flags that choose a dataset and a model (dataset.*, model.*, the seed, --model_opt,
+// --config, --udf_library): for commands that build a model's HDGs without training it.
+void AddModelFlags(FlagSet* flags);
 // Loads --udf_library, reads --config, applies the flags and resolves the configuration.
 absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags);
 // `flexgraph train --model M --help`: the model's description, defaults and options.

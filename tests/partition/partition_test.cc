@@ -11,7 +11,8 @@
 #include "flexgraph/graph/gen/rmat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "partition/file_util.h"
+#include "flexgraph/graph/io/file.h"
+#include "runtime/config.h"
 #include "partition/plan.h"
 #include "partition/union_graph.h"
 #include "proto/partition.pb.h"
@@ -113,11 +114,22 @@ PartitionRequest Req(int parts, Method method, uint64_t seed = 0, int64_t metis_
   return r;
 }
 
+// The workload options a run of `model` resolves to, as `train` and `partition` resolve them.
+WorkloadOptions Resolved(const std::string& model, const std::map<std::string, std::string>& options = {},
+                         int layers = 0, uint64_t seed = 0) {
+  flexgraph::RunConfig c;
+  c.mutable_model()->set_name(model);
+  if (layers > 0) c.mutable_model()->set_layers(layers);
+  c.mutable_train()->set_seed(seed);
+  for (const auto& [k, v] : options) (*c.mutable_model()->mutable_options())[k] = v;
+  auto r = runtime::ResolveConfig(c);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return runtime::WorkloadOptionsFrom(*r);
+}
+
 CostModel MakeCost(const graph::Dataset& ds, const std::string& model,
                    std::map<std::string, std::string> options = {}) {
-  WorkloadOptions o;
-  o.model = model;
-  o.options = std::move(options);
+  const WorkloadOptions o = Resolved(model, options);
   auto cost = CostModel::Create(ds, o, TestCoefficients());
   EXPECT_TRUE(cost.ok()) << cost.status();
   return *std::move(cost);
@@ -274,9 +286,7 @@ TEST(StatsTest, PartialAggregationCountsTargetsAndRowFetchCountsDistinctRows) {
 
 TEST(WorkloadTest, MagnnEnumeratesMetapathInstances) {
   graph::Dataset ds = TinyImdb();
-  WorkloadOptions o;
-  o.model = "magnn";
-  o.layers = 1;
+  const WorkloadOptions o = Resolved("magnn", {}, /*layers=*/1);
   auto w = BuildWorkload(ds, o);
   ASSERT_TRUE(w.ok()) << w.status();
   ASSERT_EQ(w->layers.size(), 1u);
@@ -301,9 +311,7 @@ TEST(WorkloadTest, MagnnEnumeratesMetapathInstances) {
 
 TEST(WorkloadTest, PinSageIsDeterministicAndKeepsTopK) {
   graph::Dataset ds = RingOfCliques();
-  WorkloadOptions o;
-  o.model = "pinsage";
-  o.options = {{"top_k", "3"}};
+  WorkloadOptions o = Resolved("pinsage", {{"top_k", "3"}});
   auto a = BuildWorkload(ds, o), b = BuildWorkload(ds, o);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
   ASSERT_EQ(a->layers.size(), 2u);
@@ -318,8 +326,7 @@ TEST(WorkloadTest, PinSageIsDeterministicAndKeepsTopK) {
   EXPECT_EQ(a->layers[0].hdg, a->layers[1].hdg);
   // PinSage's Layer::Cost: pooled messages are hidden (64) wide.
   EXPECT_EQ(a->layers[0].message_width, 64);
-  o.options = {{"top_k", "-1"}};
-  auto bad = BuildWorkload(ds, o);
+  auto bad = BuildWorkload(ds, Resolved("pinsage", {{"top_k", "-1"}}));
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("model pinsage"));
 }
 
@@ -357,7 +364,7 @@ TEST(CalibrationTest, CalibratesQuicklyAndRoundTripsThroughAFile) {
   auto reused = LoadOrCalibrate(path, false, 0);
   ASSERT_TRUE(reused.ok());
   EXPECT_EQ(reused->created_unix_seconds, k->created_unix_seconds);
-  ASSERT_TRUE(WriteFileAtomic(path, "entry_float_seconds: -1\nnetwork_bytes_per_second: 1\n").ok());
+  ASSERT_TRUE(graph::io::WriteFileAtomically(path, "entry_float_seconds: -1\nnetwork_bytes_per_second: 1\n").ok());
   EXPECT_THAT(std::string(LoadCalibration(path).status().message()), HasSubstr(path));
   std::filesystem::remove(path);
 }
@@ -424,7 +431,7 @@ TEST(PlanTest, LoadErrorsNameTheFile) {
   const std::string missing = dir + "/fg_no_such_plan";
   EXPECT_THAT(std::string(LoadPlan(missing).status().message()), HasSubstr(missing));
   const std::string garbage = dir + "/fg_garbage_plan_" + std::to_string(getpid());
-  ASSERT_TRUE(WriteFileAtomic(garbage, "\xff\xff\xff not a proto").ok());
+  ASSERT_TRUE(graph::io::WriteFileAtomically(garbage, "\xff\xff\xff not a proto").ok());
   EXPECT_THAT(std::string(LoadPlan(garbage).status().message()),
               HasSubstr(garbage + ": not a partition plan"));
   flexgraph::PartitionPlan p;
@@ -433,7 +440,7 @@ TEST(PlanTest, LoadErrorsNameTheFile) {
   p.add_node_types("node");
   p.add_type_sizes(3);
   for (int o : {0, 1, 2}) p.add_owner(o);
-  ASSERT_TRUE(WriteFileAtomic(garbage, p.SerializeAsString()).ok());
+  ASSERT_TRUE(graph::io::WriteFileAtomically(garbage, p.SerializeAsString()).ok());
   EXPECT_THAT(std::string(LoadPlan(garbage).status().message()),
               HasSubstr("vertex 2 has owner 2, outside [0, 2)"));
   std::filesystem::remove(garbage);

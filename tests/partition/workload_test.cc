@@ -81,11 +81,8 @@ TEST_P(WorkloadMatchesTrainerTest, EveryLayerHasTheTrainersHdg) {
   auto ds = graph::LoadDataset(c.dataset, {});
   ASSERT_TRUE(ds.ok()) << ds.status();
   ASSERT_TRUE(ds->graph.ToInt32Indices().ok());
-  WorkloadOptions o;
-  o.model = c.model;
-  o.seed = c.seed;
-  o.options = c.options;
-  auto w = BuildWorkload(*ds, o);
+  // The same resolved configuration as the trainer's.
+  auto w = BuildWorkload(*ds, runtime::WorkloadOptionsFrom((*trainer)->config()));
   ASSERT_TRUE(w.ok()) << w.status();
   ASSERT_EQ(static_cast<int>(w->layers.size()), (*trainer)->model().num_layers());
   for (size_t i = 0; i < w->layers.size(); ++i) {
@@ -143,15 +140,24 @@ graph::Dataset TriangleWithTail() {
   return ds;
 }
 
+// The workload options a run of `model` resolves to, as `train` and `partition` resolve them.
+WorkloadOptions Resolved(const std::string& model, const std::map<std::string, std::string>& options = {},
+                         int layers = 0, uint64_t seed = 0) {
+  flexgraph::RunConfig c;
+  c.mutable_model()->set_name(model);
+  if (layers > 0) c.mutable_model()->set_layers(layers);
+  c.mutable_train()->set_seed(seed);
+  for (const auto& [k, v] : options) (*c.mutable_model()->mutable_options())[k] = v;
+  auto r = runtime::ResolveConfig(c);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return runtime::WorkloadOptionsFrom(*r);
+}
+
 void ExpectWorkloadIsTheDirectSelection(const graph::Dataset& ds, const std::string& model,
                                         const std::map<std::string, std::string>& options) {
   SCOPED_TRACE(model);
   constexpr uint64_t kSeed = 11;
-  WorkloadOptions o;
-  o.model = model;
-  o.seed = kSeed;
-  o.options = options;
-  auto w = BuildWorkload(ds, o);
+  auto w = BuildWorkload(ds, Resolved(model, options, 0, kSeed));
   ASSERT_TRUE(w.ok()) << w.status();
   const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(model);
   ASSERT_NE(info, nullptr);
@@ -201,9 +207,7 @@ TEST(WorkloadTest, MagnnSelectsAsItsLayersOnTinyImdb) {
 // Hand-checked widths from Layer::Cost, GCN on the triangle (6 features, 16 hidden, 2 classes):
 // layer 0 aggregates its 6 input floats and transforms per root; layer 1 projects 16 -> 2 first.
 TEST(WorkloadTest, WidthsAndFlopsComeFromTheLayers) {
-  WorkloadOptions o;
-  o.model = "gcn";
-  auto w = BuildWorkload(TriangleWithTail(), o);
+  auto w = BuildWorkload(TriangleWithTail(), Resolved("gcn"));
   ASSERT_TRUE(w.ok()) << w.status();
   ASSERT_EQ(w->layers.size(), 2u);
   EXPECT_EQ(w->layers[0].message_width, 6);
@@ -212,8 +216,7 @@ TEST(WorkloadTest, WidthsAndFlopsComeFromTheLayers) {
   // its input row and no GEMM at the root.
   EXPECT_DOUBLE_EQ(w->gemm_flops[4], 2.0 * 6 * 16 + 2.0 * 16 * 2);
   // GIN: the MLP 6 -> 16 -> 16 and 16 -> 16 -> 2 per root, aggregating input rows.
-  o.model = "gin";
-  auto gin = BuildWorkload(TriangleWithTail(), o);
+  auto gin = BuildWorkload(TriangleWithTail(), Resolved("gin"));
   ASSERT_TRUE(gin.ok()) << gin.status();
   EXPECT_EQ(gin->layers[1].message_width, 16);
   EXPECT_DOUBLE_EQ(gin->gemm_flops[4], 2.0 * (6 * 16 + 16 * 16) + 2.0 * (16 * 16 + 16 * 2));

@@ -182,6 +182,34 @@ absl::Status WriteStringToFile(const std::string& path, std::string_view data) {
   return absl::OkStatus();
 }
 
+absl::Status WriteFileAtomically(const std::string& path, std::string_view data) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const bool written = done == data.size() && ::fsync(fd) == 0;
+  const int err = errno;
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed) {
+    ::unlink(tmp.c_str());
+    return absl::DataLossError(absl::StrCat(path, ": write failed: ", std::strerror(written ? errno : err)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot rename into place: ", why));
+  }
+  return absl::OkStatus();
+}
+
 std::string GzipCompress(std::string_view data, int level) {
   z_stream zs{};
   deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);

@@ -67,6 +67,10 @@ class MappedFile {
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 // Writes `data` as is (binary), replacing the file.
 absl::Status WriteStringToFile(const std::string& path, std::string_view data);
+// Writes `data` to a temporary file next to `path`, flushes it to disk and renames it over `path`:
+// readers find the old contents or the new, never a part; the temporary file does not outlive a
+// failure. Errors name the path.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view data);
 // Compresses `data` as a multi-member gzip stream (members of ~4 MiB compressed in parallel; any
 // gzip reader accepts it) and writes it to `path`.
 absl::Status WriteGzipFile(const std::string& path, std::string_view data, int level = 6);
