@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "flexgraph/graph/io/file.h"
 #include "runtime/config.h"
+#include "tests/partition/resolved.h"
 #include "partition/plan.h"
 #include "partition/union_graph.h"
 #include "proto/partition.pb.h"
@@ -112,19 +113,6 @@ PartitionRequest Req(int parts, Method method, uint64_t seed = 0, int64_t metis_
   r.seed = seed;
   r.metis_memory_limit_bytes = metis_memory;
   return r;
-}
-
-// The workload options a run of `model` resolves to, as `train` and `partition` resolve them.
-WorkloadOptions Resolved(const std::string& model, const std::map<std::string, std::string>& options = {},
-                         int layers = 0, uint64_t seed = 0) {
-  flexgraph::RunConfig c;
-  c.mutable_model()->set_name(model);
-  if (layers > 0) c.mutable_model()->set_layers(layers);
-  c.mutable_train()->set_seed(seed);
-  for (const auto& [k, v] : options) (*c.mutable_model()->mutable_options())[k] = v;
-  auto r = runtime::ResolveConfig(c);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return runtime::WorkloadOptionsFrom(*r);
 }
 
 CostModel MakeCost(const graph::Dataset& ds, const std::string& model,

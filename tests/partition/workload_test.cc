@@ -15,6 +15,7 @@
 #include "hdg/builder.h"
 #include "nau/model.h"
 #include "partition/workload.h"
+#include "tests/partition/resolved.h"
 #include "runtime/trainer.h"
 #include "tests/udf_examples/tiny_imdb.h"
 
@@ -138,19 +139,6 @@ graph::Dataset TriangleWithTail() {
   ds.labels["node"] = Tensor::Zeros({5}, DType::kInt64);
   ds.num_classes["node"] = 2;
   return ds;
-}
-
-// The workload options a run of `model` resolves to, as `train` and `partition` resolve them.
-WorkloadOptions Resolved(const std::string& model, const std::map<std::string, std::string>& options = {},
-                         int layers = 0, uint64_t seed = 0) {
-  flexgraph::RunConfig c;
-  c.mutable_model()->set_name(model);
-  if (layers > 0) c.mutable_model()->set_layers(layers);
-  c.mutable_train()->set_seed(seed);
-  for (const auto& [k, v] : options) (*c.mutable_model()->mutable_options())[k] = v;
-  auto r = runtime::ResolveConfig(c);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return runtime::WorkloadOptionsFrom(*r);
 }
 
 void ExpectWorkloadIsTheDirectSelection(const graph::Dataset& ds, const std::string& model,
