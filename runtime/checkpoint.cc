@@ -5,8 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <google/protobuf/util/message_differencer.h>
+#include <zlib.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/npy.h"
@@ -15,7 +19,29 @@
 namespace fg::runtime {
 namespace {
 
+// File framing: magic, format version, payload length and CRC-32, then the serialized Checkpoint.
+constexpr char kMagic[8] = {'F', 'G', 'C', 'K', 'P', 'T', '\r', '\n'};
+constexpr uint32_t kFormatVersion = 2;
+constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8 + 4;
+
 std::string CheckpointPath(const std::string& dir) { return absl::StrCat(dir, "/checkpoint.pb"); }
+
+template <typename T>
+void PutLittleEndian(T v, std::string* out) {
+  for (size_t b = 0; b < sizeof(T); ++b) out->push_back(static_cast<char>((v >> (8 * b)) & 0xFF));
+}
+
+template <typename T>
+T GetLittleEndian(const char* p) {
+  T v = 0;
+  for (size_t b = 0; b < sizeof(T); ++b) v |= static_cast<T>(static_cast<unsigned char>(p[b])) << (8 * b);
+  return v;
+}
+
+uint32_t Crc32(std::string_view data) {
+  return static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+}
 
 void ToProto(const Tensor& t, const std::string& name, flexgraph::TensorProto* p) {
   p->set_name(name);
@@ -23,16 +49,54 @@ void ToProto(const Tensor& t, const std::string& name, flexgraph::TensorProto* p
   p->set_data(std::string(reinterpret_cast<const char*>(t.f32()), t.nbytes()));
 }
 
-absl::Status FromProto(const flexgraph::TensorProto& p, Tensor* t, const std::string& where) {
-  if (p.data().size() != t->nbytes()) {
-    return absl::DataLossError(absl::StrCat(where, ": tensor '", p.name(), "' has ",
-                                            p.data().size(), " bytes, expected ", t->nbytes()));
+// Checks that `p` holds parameter `name` with the shape of `t`.
+absl::Status CheckTensor(const flexgraph::TensorProto& p, const std::string& name, const Tensor& t,
+                         const std::string& where) {
+  if (p.name() != name) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": holds parameter '", p.name(), "' where the model has '", name, "'"));
   }
-  std::memcpy(t->f32(), p.data().data(), t->nbytes());
+  const std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+  if (shape != t.shape() || p.data().size() != t.nbytes()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": parameter '", name, "' is [", absl::StrJoin(shape, ","), "] (", p.data().size(),
+        " bytes), the model's is [", absl::StrJoin(t.shape(), ","), "]"));
+  }
   return absl::OkStatus();
 }
 
+void Copy(const flexgraph::TensorProto& p, Tensor* t) {
+  std::memcpy(t->f32(), p.data().data(), t->nbytes());
+}
+
+// The differing fields of two identities, "train.lr: 0.01 -> 0.02; model.hidden: 16 -> 64".
+std::string Differences(const flexgraph::RunConfig& saved, const flexgraph::RunConfig& now) {
+  google::protobuf::util::MessageDifferencer diff;
+  std::string report;
+  diff.ReportDifferencesToString(&report);
+  diff.Compare(saved, now);
+  std::vector<std::string> lines = absl::StrSplit(report, '\n', absl::SkipEmpty());
+  return absl::StrJoin(lines, "; ");
+}
+
 }  // namespace
+
+RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size) {
+  RunIdentity id;
+  id.config = resolved;
+  flexgraph::TrainConfig* t = id.config.mutable_train();
+  t->clear_epochs();
+  t->clear_threads();
+  t->clear_checkpoint_every();
+  t->clear_checkpoint_dir();
+  t->clear_resume();
+  t->clear_stop_after();
+  id.config.mutable_dataset()->clear_cache_dir();
+  id.config.clear_partition();
+  id.config.clear_output();
+  id.world_size = world_size;
+  return id;
+}
 
 bool HasCheckpoint(const std::string& dir) {
   return std::filesystem::exists(CheckpointPath(dir));
@@ -41,9 +105,11 @@ bool HasCheckpoint(const std::string& dir) {
 absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int epochs_done,
                             nn::Optimizer& optimizer, const TrainResult& progress) {
   flexgraph::Checkpoint ck;
-  ck.set_model(run.model);
-  ck.set_dataset(run.dataset);
-  ck.set_seed(run.seed);
+  ck.set_model(run.config.model().name());
+  ck.set_dataset(run.config.dataset().path());
+  ck.set_seed(run.config.train().seed());
+  ck.set_identity(run.config.SerializeAsString());
+  ck.set_world_size(run.world_size);
   ck.set_epoch(epochs_done);
   const auto& params = optimizer.params();
   for (size_t i = 0; i < params.size(); ++i) {
@@ -66,7 +132,13 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
     return absl::InternalError(
         absl::StrCat(dir, ": cannot create checkpoint directory: ", ec.message()));
   }
-  return graph::io::WriteFileAtomically(CheckpointPath(dir), ck.SerializeAsString());
+  const std::string payload = ck.SerializeAsString();
+  std::string file(kMagic, sizeof(kMagic));
+  PutLittleEndian<uint32_t>(kFormatVersion, &file);
+  PutLittleEndian<uint64_t>(payload.size(), &file);
+  PutLittleEndian<uint32_t>(Crc32(payload), &file);
+  file += payload;
+  return graph::io::WriteFileAtomically(CheckpointPath(dir), file);
 }
 
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
@@ -76,26 +148,66 @@ absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& ru
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": no checkpoint to resume from"));
   std::stringstream bytes;
   bytes << in.rdbuf();
+  const std::string file = bytes.str();
+  if (file.size() < sizeof(kMagic) || std::memcmp(file.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": not a FlexGraph checkpoint"));
+  }
+  if (file.size() < kHeaderBytes) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated checkpoint (", file.size(), " bytes)"));
+  }
+  const uint32_t version = GetLittleEndian<uint32_t>(file.data() + sizeof(kMagic));
+  const uint64_t length = GetLittleEndian<uint64_t>(file.data() + sizeof(kMagic) + 4);
+  const uint32_t crc = GetLittleEndian<uint32_t>(file.data() + sizeof(kMagic) + 12);
+  if (version != kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": checkpoint format version ", version, ", this build reads version ", kFormatVersion));
+  }
+  const std::string_view payload(file.data() + kHeaderBytes, file.size() - kHeaderBytes);
+  if (payload.size() != length) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated checkpoint (", payload.size(), " of ",
+                                            length, " bytes)"));
+  }
+  if (Crc32(payload) != crc) {
+    return absl::DataLossError(absl::StrCat(path, ": damaged checkpoint (checksum mismatch)"));
+  }
   flexgraph::Checkpoint ck;
-  if (!ck.ParseFromString(bytes.str())) {
+  flexgraph::RunConfig saved;
+  if (!ck.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
+      !saved.ParseFromString(ck.identity())) {
     return absl::DataLossError(absl::StrCat(path, ": corrupt checkpoint"));
   }
-  if (ck.model() != run.model || ck.seed() != run.seed) {
+  if (const std::string diff = Differences(saved, run.config); !diff.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat(path, ": checkpoint is for model ", ck.model(), " seed ", ck.seed(),
-                     ", this run is model ", run.model, " seed ", run.seed));
+        absl::StrCat(path, ": checkpoint of another run (checkpoint -> this run): ", diff));
   }
-  auto& params = optimizer.params();
-  if (ck.params_size() != static_cast<int>(params.size())) {
-    return absl::DataLossError(absl::StrCat(path, ": ", ck.params_size(), " parameters, model has ",
-                                            params.size()));
+  if (ck.world_size() != run.world_size) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": checkpoint of a run on ",
+                                                      ck.world_size(), " workers, this run has ",
+                                                      run.world_size));
+  }
+  // Everything is checked before anything is restored.
+  const auto& params = optimizer.params();
+  const bool has_second = !optimizer.second_moments().empty() && optimizer.second_moments()[0].defined();
+  if (ck.params_size() != static_cast<int>(params.size()) ||
+      ck.first_moments_size() != ck.params_size() ||
+      ck.second_moments_size() != (has_second ? ck.params_size() : 0)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": ", ck.params_size(),
+                                                      " parameters, the model has ", params.size()));
   }
   for (size_t i = 0; i < params.size(); ++i) {
-    FG_RETURN_IF_ERROR(FromProto(ck.params(i), &params[i].var.mutable_value(), path));
-    FG_RETURN_IF_ERROR(FromProto(ck.first_moments(i), &optimizer.first_moments()[i], path));
-    if (i < static_cast<size_t>(ck.second_moments_size())) {
-      FG_RETURN_IF_ERROR(FromProto(ck.second_moments(i), &optimizer.second_moments()[i], path));
-    }
+    const Tensor& value = params[i].var.value();
+    FG_RETURN_IF_ERROR(CheckTensor(ck.params(i), params[i].name, value, path));
+    FG_RETURN_IF_ERROR(CheckTensor(ck.first_moments(i), params[i].name, value, path));
+    if (has_second) FG_RETURN_IF_ERROR(CheckTensor(ck.second_moments(i), params[i].name, value, path));
+  }
+  if (ck.epoch() < 0 || ck.losses_size() != ck.epoch() || ck.epoch_seconds_size() != ck.epoch()) {
+    return absl::DataLossError(absl::StrCat(path, ": checkpoint at epoch ", ck.epoch(), " holds ",
+                                            ck.losses_size(), " losses"));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    Copy(ck.params(i), &params[i].var.mutable_value());
+    Copy(ck.first_moments(i), &optimizer.first_moments()[i]);
+    if (has_second) Copy(ck.second_moments(i), &optimizer.second_moments()[i]);
   }
   optimizer.set_step_count(ck.optimizer_steps());
   progress->valid_accuracy = ck.best_valid_accuracy();

@@ -1,6 +1,6 @@
-// Checkpoints (parameters, optimizer state and the run's progress in one protobuf file,
-// <dir>/checkpoint.pb, written atomically) and initial parameter values from .npy files.
-// Thread-compatible.
+// Checkpoints (parameters, optimizer state, the run's progress and identity in one file,
+// <dir>/checkpoint.pb: a framed protobuf with a format version and a CRC-32, written atomically
+// and durably) and initial parameter values from .npy files. Thread-compatible.
 #pragma once
 
 #include <string>
@@ -9,15 +9,19 @@
 #include "absl/status/statusor.h"
 #include "flexgraph/nn/module.h"
 #include "flexgraph/nn/optim.h"
+#include "proto/config.pb.h"
 #include "runtime/summary.h"
 
 namespace fg::runtime {
 
-// A checkpoint resumes only the run it was written by: same model and seed.
+// What determines a run's results: the resolved configuration without the fields that only say
+// how long it runs and how it reports (epochs, threads, checkpointing, output, caches), and the
+// number of workers. A checkpoint resumes only a run with the same identity.
 struct RunIdentity {
-  std::string model, dataset;
-  uint64_t seed = 0;
+  flexgraph::RunConfig config;
+  int world_size = 1;
 };
+RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size);
 
 bool HasCheckpoint(const std::string& dir);
 
@@ -27,8 +31,9 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
                             nn::Optimizer& optimizer, const TrainResult& progress);
 
 // Restores what SaveCheckpoint wrote into `optimizer` and `progress`; returns the epochs done.
-// A checkpoint of another model or seed, or with other parameter shapes, is an error naming the
-// path and the difference.
+// Refused, naming the path and what is wrong, and leaving `optimizer` untouched: a file that is
+// not a checkpoint, of another format version, truncated or damaged (checksum), of another run
+// (the differing fields of the identity), or with other parameters (names or shapes).
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
                                    nn::Optimizer& optimizer, TrainResult* progress);
 

@@ -1,5 +1,6 @@
 #include "runtime/config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -42,6 +43,8 @@ constexpr char kBaseDefaults[] = R"pb(
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
 )pb";
 
+constexpr int kMaxThreads = 4096;
+
 }  // namespace
 
 absl::StatusOr<flexgraph::RunConfig> ParseConfigText(const std::string& text, const std::string& where) {
@@ -57,6 +60,9 @@ absl::StatusOr<flexgraph::RunConfig> ParseConfigText(const std::string& text, co
 }
 
 absl::StatusOr<flexgraph::RunConfig> ReadConfigFile(const std::string& path) {
+  if (std::filesystem::is_directory(path)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a config file"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open config file"));
   std::stringstream text;
@@ -136,7 +142,9 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
     return bad("dropout", absl::StrCat("must be in [0, 1), got ", m.dropout()));
   }
   if (t.patience() < 0) return bad("patience", "must not be negative");
-  if (t.threads() < 0) return bad("threads", "must not be negative");
+  if (t.threads() < 0 || t.threads() > kMaxThreads) {
+    return bad("threads", absl::StrCat("must lie in [0, ", kMaxThreads, "], got ", t.threads()));
+  }
   if (t.stop_after() < 0) return bad("stop_after", "must not be negative");
   if (t.checkpoint_every() < 0) return bad("checkpoint_every", "must not be negative");
   if (t.checkpoint_every() > 0 && t.checkpoint_dir().empty()) {

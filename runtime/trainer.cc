@@ -293,7 +293,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.seed = tc.seed();
   r.num_vertices = space_.size();
   r.num_edges = dataset_.graph.TotalEdges();
-  const RunIdentity run{r.model, r.dataset, r.seed};
+  const RunIdentity run = IdentityOf(config_, exec_.distributed() ? exec_.setup().comm->size() : 1);
   int start = 0;
   double best_valid = -1;
   int since_best = 0;
@@ -304,6 +304,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   if (have_checkpoint) {
     FG_ASSIGN_OR_RETURN(start, LoadCheckpoint(tc.checkpoint_dir(), run, *optimizer_, &r));
+    if (start > tc.epochs()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(tc.checkpoint_dir(), ": the checkpoint is at epoch ", start,
+                       ", past this run's epochs (", tc.epochs(), ")"));
+    }
     if (!out.quiet()) {
       std::fprintf(stderr, "resumed from %s at epoch %d\n", tc.checkpoint_dir().c_str(), start);
     }

@@ -63,7 +63,11 @@ int Launch(const std::vector<std::string>& args) {
   if (!timeout.ok()) return UsageError(flags, absl::StrCat("launch: ", timeout.status().message()));
   if (*workers < 1) return UsageError(flags, "launch: --workers must be positive");
   // Validate the train flags here, before starting anything.
-  if (auto t = PassthroughTrainConfig(flags); !t.ok()) {
+  auto t = PassthroughTrainConfig(flags);
+  if (t.ok()) {
+    if (auto s = PrepareSummaryFile(t->output().summary_json()); !s.ok()) t = s;
+  }
+  if (!t.ok()) {
     std::fprintf(stderr, "flexgraph launch: %s\n", std::string(t.status().message()).c_str());
     return 2;
   }
@@ -99,6 +103,9 @@ int Coordinator(const std::vector<std::string>& args) {
     return 0;
   }
   auto train = PassthroughTrainConfig(flags);
+  if (train.ok()) {
+    if (auto s = PrepareSummaryFile(train->output().summary_json()); !s.ok()) train = s;
+  }
   if (!train.ok()) {
     std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(train.status().message()).c_str());
     return 2;

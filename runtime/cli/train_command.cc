@@ -42,6 +42,10 @@ int Train(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flexgraph train: %s\n", std::string(options.status().message()).c_str());
     return 2;
   }
+  if (auto s = PrepareSummaryFile(options->output().summary_json()); !s.ok()) {
+    std::fprintf(stderr, "flexgraph train: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   auto trainer = runtime::Trainer::Create(*options);
   if (!trainer.ok()) {
     std::fprintf(stderr, "flexgraph train: %s\n", std::string(trainer.status().message()).c_str());

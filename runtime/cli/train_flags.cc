@@ -1,6 +1,11 @@
 #include "runtime/cli/train_flags.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
@@ -10,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/graph/io/file.h"
 #include "runtime/config.h"
 
 namespace fg::cli {
@@ -150,6 +156,20 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f) {
     }
   }
   return runtime::ResolveConfig(config);
+}
+
+absl::Status PrepareSummaryFile(const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("--summary_json: cannot write into ",
+                                                    dir.empty() ? "." : dir, ": ", std::strerror(errno)));
+  }
+  std::error_code ec;
+  if (graph::io::IsDirectory(path) || (std::filesystem::remove(path, ec), ec)) {
+    return absl::PermissionDeniedError(absl::StrCat("--summary_json: cannot replace ", path));
+  }
+  return absl::OkStatus();
 }
 
 std::string DescribeModel(const std::string& name) {

@@ -15,6 +15,9 @@ void AddTrainFlags(FlagSet* flags);
 void AddModelFlags(FlagSet* flags);
 // Loads --udf_library, reads --config, applies the flags and resolves the configuration.
 absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags);
+// Before a run that writes its summary to `path` ("" = none): checks that its directory is writable
+// and removes a previous summary there, so that a failed run leaves none behind.
+absl::Status PrepareSummaryFile(const std::string& path);
 // `flexgraph train --model M --help`: the model's description, defaults and options.
 std::string DescribeModel(const std::string& name);
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/npy.h"
 #include "runtime/summary.h"
 
@@ -39,7 +40,11 @@ TEST(Checkpoint, RestoresParametersMomentsAndProgress) {
   progress.best_epoch = 2;
   progress.valid_accuracy = 0.75;
   progress.test_accuracy = 0.5;
-  const RunIdentity run{"gcn", "cora", 7};
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name("gcn");
+  config.mutable_train()->set_lr(0.1f);
+  config.mutable_train()->set_epochs(10);
+  const RunIdentity run = IdentityOf(config, 1);
   ASSERT_TRUE(SaveCheckpoint(d, run, 2, opt, progress).ok());
   EXPECT_TRUE(HasCheckpoint(d));
   // Written through a temporary file that does not remain.
@@ -50,7 +55,11 @@ TEST(Checkpoint, RestoresParametersMomentsAndProgress) {
   Params q;
   nn::Optimizer fresh(nn::OptimizerKind::kAdam, q.named(), {.lr = 0.1f, .weight_decay = 0});
   TrainResult restored;
-  auto epochs = LoadCheckpoint(d, run, fresh, &restored);
+  // More epochs, other threads: the same run, continued.
+  flexgraph::RunConfig longer = config;
+  longer.mutable_train()->set_epochs(20);
+  longer.mutable_train()->set_threads(1);
+  auto epochs = LoadCheckpoint(d, IdentityOf(longer, 1), fresh, &restored);
   ASSERT_TRUE(epochs.ok()) << epochs.status();
   EXPECT_EQ(*epochs, 2);
   for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(q.w.value().f32()[i], p.w.value().f32()[i]);
@@ -68,11 +77,64 @@ TEST(Checkpoint, RestoresParametersMomentsAndProgress) {
   EXPECT_EQ(restored.valid_accuracy, 0.75);
   EXPECT_EQ(restored.test_accuracy, 0.5);
 
-  // Another run's checkpoint is refused, naming the path and both runs.
-  auto other = LoadCheckpoint(d, {"sage", "cora", 7}, fresh, &restored);
-  ASSERT_FALSE(other.ok());
-  EXPECT_NE(other.status().message().find("checkpoint.pb"), std::string::npos);
-  EXPECT_NE(other.status().message().find("sage"), std::string::npos);
+  // Another run's checkpoint is refused, naming the path and what differs.
+  flexgraph::RunConfig other = config;
+  other.mutable_train()->set_lr(0.2f);
+  auto refused = LoadCheckpoint(d, IdentityOf(other, 1), fresh, &restored);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("checkpoint.pb"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("lr"), std::string::npos) << refused.status();
+  auto workers = LoadCheckpoint(d, IdentityOf(config, 2), fresh, &restored);
+  EXPECT_NE(workers.status().message().find("2"), std::string::npos) << workers.status();
+  // Other parameter shapes: refused before anything is restored.
+  ag::Var wide(Tensor::Zeros({2, 3}), true);
+  nn::Optimizer mismatch(nn::OptimizerKind::kAdam, {{"layer0.w", wide}, {"layer0.b", q.b}}, {});
+  auto shapes = LoadCheckpoint(d, run, mismatch, &restored);
+  ASSERT_FALSE(shapes.ok());
+  EXPECT_NE(shapes.status().message().find("[2,2]"), std::string::npos) << shapes.status();
+  EXPECT_EQ(wide.value().f32()[0], 0.0f);
+}
+
+TEST(Checkpoint, DamagedFilesAreRefusedAndNothingIsRestored) {
+  const std::string d = Dir("fg_ckpt_damaged");
+  Params p;
+  nn::Optimizer opt(nn::OptimizerKind::kAdam, p.named(), {.lr = 0.1f, .weight_decay = 0});
+  TrainResult progress;
+  progress.losses = {1.0};
+  progress.epoch_seconds = {0.1};
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name("gcn");
+  const RunIdentity run = IdentityOf(config, 1);
+  ASSERT_TRUE(SaveCheckpoint(d, run, 1, opt, progress).ok());
+  const std::string path = d + "/checkpoint.pb";
+  auto contents = graph::io::ReadFileToString(path);
+  ASSERT_TRUE(contents.ok());
+  const std::string good = *contents;
+  auto refused = [&](const std::string& bytes) {
+    EXPECT_TRUE(graph::io::WriteFileAtomically(path, bytes).ok());
+    Params q;
+    nn::Optimizer fresh(nn::OptimizerKind::kAdam, q.named(), {});
+    TrainResult r;
+    auto s = LoadCheckpoint(d, run, fresh, &r);
+    EXPECT_EQ(q.w.value().f32()[0], 1.0f);  // untouched
+    return s.ok() ? std::string("ok") : std::string(s.status().message());
+  };
+  // Every cut is refused.
+  for (size_t cut : {size_t{0}, size_t{5}, size_t{20}, good.size() / 2, good.size() - 1}) {
+    const std::string why = refused(good.substr(0, cut));
+    EXPECT_TRUE(why.find("truncated") != std::string::npos ||
+                why.find("not a FlexGraph checkpoint") != std::string::npos)
+        << "cut at " << cut << ": " << why;
+  }
+  // A flipped byte in the payload: the checksum.
+  std::string flipped = good;
+  flipped[good.size() - 3] ^= 0x40;
+  EXPECT_NE(refused(flipped).find("checksum"), std::string::npos);
+  // Another format version.
+  std::string version = good;
+  version[8] = 9;
+  EXPECT_NE(refused(version).find("format version 9"), std::string::npos);
+  EXPECT_EQ(refused(good), "ok");
 }
 
 TEST(Checkpoint, InitialParametersByNameWithClearErrors) {

@@ -271,6 +271,17 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   const std::string summary = Read(json);
   EXPECT_EQ(Field(summary, "epochs"), 2) << summary;
   EXPECT_NE(summary.find("\"model\": \"sage\""), std::string::npos) << summary;
+  // Bad values are refused before anything runs, naming the flag; a failed run leaves no summary.
+  EXPECT_EQ(Shell(kFlexgraph + " train --epochs 4294967297", &out), 2);
+  EXPECT_NE(out.find("--epochs"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --threads 20000", &out), 2);
+  EXPECT_NE(out.find("threads: must lie in"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --config " + ::testing::TempDir(), &out), 2);
+  EXPECT_NE(out.find("is a directory"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --summary_json /nonexistent-dir/s.json", &out), 2);
+  EXPECT_NE(out.find("--summary_json"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --dataset /nonexistent/dir --summary_json " + json, &out), 1);
+  EXPECT_FALSE(std::filesystem::exists(json)) << "a failed run left the previous summary";
 }
 
 }  // namespace

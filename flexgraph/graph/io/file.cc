@@ -207,6 +207,13 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view data)
     ::unlink(tmp.c_str());
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot rename into place: ", why));
   }
+  // The rename itself is durable once the directory is.
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
   return absl::OkStatus();
 }
 
