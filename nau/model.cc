@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nau/options.h"
 #include "flexgraph/base/logging.h"
 
@@ -57,6 +58,13 @@ absl::Status StackedModel::Build(const ModelSpec& spec) {
   }
   if (spec.hidden < 1) {
     return absl::InvalidArgumentError(absl::StrCat("hidden must be positive, got ", spec.hidden));
+  }
+  if (!spec.dataset->graph.IsHomogeneous()) {
+    const graph::HeteroGraph& g = spec.dataset->graph;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a stack of homogeneous layers needs one node type and one relation; dataset '",
+        spec.dataset->name, "' has node types {", absl::StrJoin(g.node_types, ", "), "} and ",
+        g.relations.size(), " relations: train a heterogeneous model (magnn, pinsage) on it"));
   }
   const int64_t in = spec.FeatureDim(spec.target_type);
   if (in == 0) {

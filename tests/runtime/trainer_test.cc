@@ -96,6 +96,15 @@ TEST(Trainer, InvalidOptionsNameTheField) {
   o = CoraOptions("gcn");
   o.mutable_dataset()->set_split("nosuchsplit");
   EXPECT_FALSE(Trainer::Create(o).ok());
+  // Homogeneous layers on a heterogeneous graph: an error that says what to do, not a crash.
+  for (const char* model : {"gcn", "sage", "gin"}) {
+    o = CoraOptions(model);
+    o.mutable_dataset()->set_path(std::string(FG_SHARED_DATA_DIR) + "/imdb");
+    auto hetero = Trainer::Create(o);
+    ASSERT_FALSE(hetero.ok()) << model;
+    EXPECT_NE(hetero.status().message().find("heterogeneous model"), std::string::npos)
+        << hetero.status();
+  }
 }
 
 TEST(Trainer, ModelOptionsAreDeclaredAndChecked) {
