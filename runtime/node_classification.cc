@@ -31,6 +31,11 @@ absl::StatusOr<std::unique_ptr<NodeClassificationTask>> NodeClassificationTask::
   t->base_ = space.type_offset(type);
   t->num_target_ = space.type_size(type);
   t->num_classes_ = dataset.num_classes.count(target) ? dataset.num_classes.at(target) : 0;
+  if (t->num_classes_ < 2 || t->num_classes_ > t->num_target_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "labels of node type '", target, "' in dataset ", dataset_name, " make ", t->num_classes_,
+        " classes for ", t->num_target_, " vertices (labels are 0, 1, ...; is one out of range?)"));
+  }
   t->global_train_ = split->second.train.defined() ? split->second.train.numel() : 0;
   if (t->global_train_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat("split: empty training split in ", dataset_name));
@@ -45,14 +50,27 @@ absl::Status NodeClassificationTask::SetOutputRows(const Tensor& roots) {
   for (int64_t k = 0; k < roots.numel(); ++k) {
     labels_.i64()[k] = labels.i64()[roots.i64()[k] - base_];
   }
+  // Split membership per target vertex (a vertex is in at most one split, once).
+  std::vector<const char*> member(num_target_, nullptr);
   auto rows_of = [&](const Tensor& ids, const char* what, Tensor* out) -> absl::Status {
     std::vector<int32_t> rows;
     const int64_t n = ids.defined() ? ids.numel() : 0;
     for (int64_t k = 0; k < n; ++k) {
       const int64_t v = ids.i64()[k];
       if (v < 0 || v >= num_target_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " split: node id ", v, " outside [0, ", num_target_, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(dataset_name_, ": ", what, " split: node id ",
+                                                       v, " outside [0, ", num_target_, ")"));
+      }
+      if (member[v] != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(dataset_name_, ": ", what, " split: node ", v,
+                                                       " is also in the ", member[v], " split"));
+      }
+      member[v] = what;
+      const int64_t label = labels.i64()[v];
+      if (label < 0 || label >= num_classes_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            dataset_name_, ": ", what, " split: node ", v, " of type '", target_, "' has label ",
+            label, ", outside [0, ", num_classes_, ")"));
       }
       const int64_t g = base_ + v;
       const int64_t* it = std::lower_bound(roots.i64(), roots.i64() + roots.numel(), g);

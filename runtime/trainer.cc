@@ -66,6 +66,16 @@ absl::Status Trainer::LoadData() {
     FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(data.path(), load));
   }
   FG_RETURN_IF_ERROR(dataset_.graph.ToInt32Indices());
+  for (const auto& [type, feat] : dataset_.features) {
+    if (!feat.defined()) continue;
+    const float* f = feat.f32();
+    const int64_t bad = std::find_if(f, f + feat.numel(), [](float v) { return !std::isfinite(v); }) - f;
+    if (bad < feat.numel()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          data.path(), ": features of node type '", type, "' hold ", f[bad], " at row ",
+          bad / feat.row_width(), ", column ", bad % feat.row_width()));
+    }
+  }
   space_ = nau::VertexSpace(dataset_.graph);
   if (distributed() && static_cast<int64_t>(exec_.setup().owners.size()) != space_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("partition plan covers ",

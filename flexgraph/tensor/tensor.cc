@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -106,11 +108,19 @@ size_t CpuRounded(size_t bytes) {
 
 }  // namespace
 
+OutOfMemory::OutOfMemory(size_t bytes) {
+  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  message_ = "out of memory: allocating " + std::to_string(bytes) + " bytes (" +
+             std::to_string(bytes >> 20) + " MiB; about " +
+             std::to_string(pages > 0 && page > 0 ? (pages * page) >> 20 : 0) +
+             " MiB of memory are free)";
+}
+
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   if (device == Device::kCpu) {
     const size_t rounded = CpuRounded(bytes);
     data_ = rounded == 0 ? nullptr : Cache().Allocate(rounded, CpuAlignment(bytes));
-    FG_CHECK(rounded == 0 || data_ != nullptr) << "out of memory allocating " << bytes << " bytes";
+    if (rounded != 0 && data_ == nullptr) throw OutOfMemory(bytes);
   } else {
     data_ = DeviceAlloc(bytes);
   }

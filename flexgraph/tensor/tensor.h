@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,19 @@ constexpr DType DTypeOf<int64_t>() { return DType::kInt64; }
 using Shape = std::vector<int64_t>;
 std::string ShapeToString(const Shape& s);
 
-// Raw memory on one device. Allocation goes through the device's allocator.
+// A host allocation that the machine cannot satisfy. Thrown (outside parallel regions) instead of
+// aborting, so that a command reports it and exits with an error; what() names the bytes.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(size_t bytes);
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// Raw memory on one device. Allocation goes through the device's allocator; a host allocation
+// that fails throws OutOfMemory.
 class Storage {
  public:
   Storage(size_t bytes, Device device);

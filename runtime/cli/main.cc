@@ -2,7 +2,9 @@
 // print usage and exit with status 2; failed commands print the error and exit with status 1.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -16,5 +18,10 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", argv);
   }
   std::vector<std::string> args(argv + 1, argv + argc);
-  return fg::cli::RunCommandLine(args);
+  try {
+    return fg::cli::RunCommandLine(args);
+  } catch (const std::bad_alloc& e) {
+    std::fprintf(stderr, "flexgraph: %s\n", e.what());
+    return 1;
+  }
 }

@@ -282,6 +282,9 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_NE(out.find("--summary_json"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " train --dataset /nonexistent/dir --summary_json " + json, &out), 1);
   EXPECT_FALSE(std::filesystem::exists(json)) << "a failed run left the previous summary";
+  // More memory than the machine has: an error saying how much, not an abort.
+  EXPECT_EQ(Shell(kFlexgraph + " train --hidden 100000000 --epochs 1 --dataset " + kCora, &out), 1);
+  EXPECT_NE(out.find("out of memory: allocating"), std::string::npos) << out;
 }
 
 }  // namespace

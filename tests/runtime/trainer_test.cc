@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "flexgraph/graph/io/file.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -105,6 +106,42 @@ TEST(Trainer, InvalidOptionsNameTheField) {
     EXPECT_NE(hetero.status().message().find("heterogeneous model"), std::string::npos)
         << hetero.status();
   }
+}
+
+// A copy of Cora with one file's first line replaced.
+std::string CoraWith(const std::string& name, const std::string& file, const std::string& first) {
+  const std::string dir = ::testing::TempDir() + "/fg_" + name + "_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(kCora, dir, std::filesystem::copy_options::recursive);
+  auto text = graph::io::ReadFileToString(dir + "/" + file);
+  EXPECT_TRUE(text.ok()) << text.status();
+  const std::string rest = text->substr(text->find('\n'));
+  EXPECT_TRUE(graph::io::WriteGzipFile(dir + "/" + file, first + rest).ok());
+  return dir;
+}
+
+TEST(Trainer, BrokenLabelsSplitsAndFeaturesAreClearErrors) {
+  auto error_of = [](const std::string& dir) {
+    flexgraph::RunConfig o = CoraOptions("gcn");
+    o.mutable_dataset()->set_path(dir);
+    auto t = Trainer::Create(o);
+    std::filesystem::remove_all(dir);
+    return t.ok() ? std::string("ok") : std::string(t.status().message());
+  };
+  // Cora's training vertices are 0..139; vertex 0 is one.
+  EXPECT_NE(error_of(CoraWith("neg_label", "raw/node-label.csv.gz", "-1"))
+                .find("train split: node 0 of type 'node' has label -1"),
+            std::string::npos);
+  EXPECT_NE(error_of(CoraWith("huge_label", "raw/node-label.csv.gz", "1000000000")).find("classes for 2708"),
+            std::string::npos);
+  EXPECT_NE(error_of(CoraWith("overlap", "split/planetoid/test.csv.gz", "0")).find("is also in the train"),
+            std::string::npos);
+  auto text = graph::io::ReadFileToString(kCora + "/raw/node-feat.csv.gz");
+  ASSERT_TRUE(text.ok());
+  const std::string first_row = text->substr(0, text->find('\n'));
+  const std::string nan_row = "nan" + first_row.substr(first_row.find(','));
+  EXPECT_NE(error_of(CoraWith("nan_feature", "raw/node-feat.csv.gz", nan_row)).find("features of node type"),
+            std::string::npos);
 }
 
 TEST(Trainer, ModelOptionsAreDeclaredAndChecked) {
