@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "flexgraph/base/logging.h"
+#include "flexgraph/ops/instances.h"
 #include "flexgraph/ops/ops.h"
 
 namespace fg::ag {
@@ -132,6 +133,21 @@ void Var::Backward(const Tensor& seed) const {
       n->grad_owned = true;
     }
   }
+}
+
+void AccumulateGradRows(const GradRef& v, const Tensor& idx, const Tensor& g, const char* op) {
+  if (!v.requires_grad()) return;
+  Node& n = *v.node();
+  if (!n.grad.defined()) {
+    n.grad = Tensor::Zeros(n.shape, DType::kFloat32, g.device());
+    n.grad_owned = true;
+  } else if (!n.grad_owned) {
+    n.grad = n.grad.Clone();
+    n.grad_owned = true;
+  }
+  FG_CHECK(g.row_width() == v.row_width()) << op << ": gradient rows " << g.ShapeString()
+                                           << " for input " << ShapeToString(n.shape);
+  ops::AddRowsInPlace(&n.grad, idx, g);
 }
 
 Tensor& Var::OwnedGrad() const {

@@ -129,5 +129,8 @@ Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
 // Adds g to v's gradient (allocating it on first use). Checks shapes, naming the op.
 void AccumulateGrad(const Var& v, const Tensor& g, const char* op);
 void AccumulateGrad(const GradRef& v, const Tensor& g, const char* op);
+// Adds the rows of g to rows idx (distinct, int32) of v's gradient, in place (allocating a zero
+// gradient on first use): many small row sets of a large input cost one gradient, not one each.
+void AccumulateGradRows(const GradRef& v, const Tensor& idx, const Tensor& g, const char* op);
 
 }  // namespace fg::ag

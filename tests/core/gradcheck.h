@@ -20,6 +20,12 @@ inline Tensor RandomTensor(const Shape& shape, uint64_t seed, float lo = -1.0f, 
   return t;
 }
 
+// A [rows, size / rows] float tensor of the values, row by row.
+inline Tensor Rows(std::vector<float> values, int64_t rows) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  return Tensor::FromVector(values, {rows, n / rows});
+}
+
 // f maps the inputs to any tensor; the checked scalar is sum(f(x) * R) for a fixed random R.
 // Each input element is perturbed by +-eps; relative error bound `tol`.
 inline void ExpectGradientsMatch(const std::function<ag::Var(const std::vector<ag::Var>&)>& f,

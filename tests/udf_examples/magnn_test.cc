@@ -1,4 +1,4 @@
-// MAGNN: the complex rotation, RotatE paths, attention aggregators (values against hand
+// MAGNN: RotatE paths (the fused encoder against the gathered batch), attention aggregators (values against hand
 // computation, gradients against finite differences), the HDG its NeighborSelection builds on a
 // hand-drawn graph, the whole layer's gradient, option errors, and IMDB accuracy.
 #include "udf_examples/magnn/magnn.h"
@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "flexgraph/autograd/instance_functions.h"
 #include "hdg/builder.h"
 #include "nau/executor.h"
 #include "runtime/trainer.h"
@@ -18,21 +19,7 @@ namespace {
 
 using testing::ExpectGradientsMatch;
 using testing::RandomTensor;
-
-Tensor Rows(std::vector<float> v, int64_t rows) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::FromVector(v, {rows, n / rows});
-}
-
-TEST(Magnn, ComplexMulMatchesHandComputation) {
-  // (1 + 2i)(3 + 4i) = -5 + 10i;  (0 + 1i)(0 + 1i) = -1.
-  ag::Var y = ComplexMul(ag::Var(Rows({1, 2, 0, 1}, 1)), ag::Var(Rows({3, 4, 0, 1}, 1)));
-  EXPECT_EQ(y.value().ToVector<float>(), (std::vector<float>{-5, 10, -1, 0}));
-  // [n, L, d] against one rotation per position.
-  Tensor x = Tensor::FromVector(std::vector<float>{1, 0, 1, 0, 2, 0, 2, 0}, {2, 2, 2});
-  ag::Var z = ComplexMul(ag::Var(x), ag::Var(Rows({0, 1, -1, 0}, 2)));
-  EXPECT_EQ(z.value().ToVector<float>(), (std::vector<float>{0, 1, -1, 0, 0, 2, -2, 0}));
-}
+using testing::Rows;
 
 TEST(Magnn, PathRotationsComposeTowardsTheRoot) {
   const graph::Dataset ds = testing::TinyImdb();
@@ -79,8 +66,8 @@ TEST(Magnn, FusedEncoderEqualsTheGatheredBatchAndDifferentiates) {
   for (bool rotate : {false, true}) {
     SCOPED_TRACE(rotate ? "rotate" : "mean");
     auto fused = [&](const std::vector<ag::Var>& in) {
-      return EncodeInstances(in[0], vertices,
-                             rotate ? PathRotations(UnitRotations(in[1]), *mp) : ag::Var());
+      return ag::EncodeInstances(in[0], {vertices},
+                                 {rotate ? PathRotations(UnitRotations(in[1]), *mp) : ag::Var()});
     };
     auto gathered = [&](const std::vector<ag::Var>& in) {
       ag::Var x = ag::Reshape(ag::GatherRows(in[0], vertices.Reshape({12})), {3, 4, 6});
@@ -99,16 +86,16 @@ TEST(Magnn, FusedEncoderEqualsTheGatheredBatchAndDifferentiates) {
   const Tensor short_block = Tensor::FromVector(std::vector<int32_t>{4, 0, 4, 2, 2, 3}, {2, 3});
   auto two = [&](const std::vector<ag::Var>& in) {
     ag::Var unit = UnitRotations(in[1]);
-    return EncodeInstances(in[0], {vertices, short_block},
-                           {PathRotations(unit, *mp), PathRotations(unit, *mdm)});
+    return ag::EncodeInstances(in[0], {vertices, short_block},
+                               {PathRotations(unit, *mp), PathRotations(unit, *mdm)});
   };
   const std::vector<ag::Var> in = {ag::Var(table), ag::Var(raw)};
   const ag::Var unit = UnitRotations(in[1]);
   const std::vector<float> a = two(in).value().ToVector<float>();
-  std::vector<float> b = EncodeInstances(in[0], vertices, PathRotations(unit, *mp))
+  std::vector<float> b = ag::EncodeInstances(in[0], {vertices}, {PathRotations(unit, *mp)})
                              .value()
                              .ToVector<float>();
-  const std::vector<float> c = EncodeInstances(in[0], short_block, PathRotations(unit, *mdm))
+  const std::vector<float> c = ag::EncodeInstances(in[0], {short_block}, {PathRotations(unit, *mdm)})
                                    .value()
                                    .ToVector<float>();
   b.insert(b.end(), c.begin(), c.end());
@@ -148,25 +135,6 @@ TEST(Magnn, InstanceAttentionGradients) {
                              RandomTensor({3, 2}, 6)},
                          1e-3f, 2e-2f);
   }
-}
-
-TEST(Magnn, HeadWeightedSumEqualsPerHeadSpmm) {
-  const SparseMatrixPtr groups = ThreeGroups();
-  const Tensor x = RandomTensor({3, 4}, 16);
-  const Tensor alpha = RandomTensor({3, 2}, 17);
-  std::vector<ag::Var> heads = ag::Split(ag::Var(alpha), {1, 1});
-  const std::vector<float> want =
-      ag::Concat({ag::Spmm(groups, ag::Var(x), ops::SpmmReduce::kSum, heads[0]),
-                  ag::Spmm(groups, ag::Var(x), ops::SpmmReduce::kSum, heads[1])})
-          .value()
-          .ToVector<float>();
-  const std::vector<float> got =
-      HeadWeightedSum(groups, ag::Var(x), ag::Var(alpha)).value().ToVector<float>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
-  ExpectGradientsMatch(
-      [&](const std::vector<ag::Var>& in) { return HeadWeightedSum(groups, in[0], in[1]); },
-      {x, alpha}, 1e-3f, 1e-2f);
 }
 
 TEST(Magnn, MetapathAttentionWeightsSumToOneAndDifferentiate) {

@@ -8,25 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/logging.h"
-#include "flexgraph/base/parallel.h"
+#include "flexgraph/autograd/instance_functions.h"
 #include "flexgraph/base/status.h"
 
 namespace fg::udf::magnn {
 namespace {
-
-// Rows per partial sum of ComplexMul's parameter gradient: fixed, so the summation order (and
-// the result) never depends on the thread count.
-constexpr int64_t kRowsPerPartial = 1024;
-
-// [1, d] holding d/2 copies of the complex number (re, im).
-Tensor ComplexConstant(int64_t d, float re, float im) {
-  Tensor t = Tensor::Empty({1, d});
-  for (int64_t j = 0; j < d; j += 2) {
-    t.f32()[j] = re;
-    t.f32()[j + 1] = im;
-  }
-  return t;
-}
 
 // Row concatenation of rank-2 Vars of one width (flattened rows concatenate like columns).
 ag::Var ConcatRows(const std::vector<ag::Var>& parts, int64_t width) {
@@ -43,25 +29,6 @@ ag::Var ConcatRows(const std::vector<ag::Var>& parts, int64_t width) {
 }
 
 Tensor IntTensor(const std::vector<int32_t>& v) { return Tensor::FromVector(v); }
-
-// Rows idx (distinct) of x. Unlike ag::GatherRows, backward adds into x's gradient in place, so
-// picking many small row sets of a large x allocates x's gradient once, not once per pick.
-ag::Var PickRows(const ag::Var& x, const std::vector<int32_t>& idx) {
-  const Tensor index = IntTensor(idx);
-  Tensor y = ops::GatherRows(x.value(), index);
-  return ag::MakeResult(y, "PickRows", {x}, [x, index](const Tensor& g) {
-    if (!x.requires_grad()) return;
-    Tensor& grad = x.OwnedGrad();
-    const int64_t w = x.row_width();
-    const int32_t* id = index.i32();
-    float* dst = grad.f32();
-    const float* src = g.f32();
-    ParallelFor(0, index.numel(), [&](int64_t k) {
-      float* row = dst + static_cast<int64_t>(id[k]) * w;
-      for (int64_t j = 0; j < w; ++j) row[j] += src[k * w + j];
-    });
-  });
-}
 
 // Block index of every node of an HDG level (from its type_offsets).
 std::vector<int32_t> NodeBlocks(const hdg::HdgLevel& l) {
@@ -126,200 +93,6 @@ absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec) {
 
 // --- building blocks ---------------------------------------------------------------------------
 
-ag::Var ComplexMul(const ag::Var& x, const ag::Var& r) {
-  const Tensor& xv = x.value();
-  const Tensor& rv = r.value();
-  const int64_t n = xv.dim(0);
-  const int64_t len = xv.rank() == 3 ? xv.dim(1) : 1;
-  const int64_t d = xv.shape().back();
-  FG_CHECK((xv.rank() == 2 || xv.rank() == 3) && d % 2 == 0)
-      << "ComplexMul: x must be [n, d] or [n, L, d] with d even, got " << xv.ShapeString();
-  FG_CHECK(rv.numel() == len * d) << "ComplexMul: r " << rv.ShapeString() << " for x "
-                                  << xv.ShapeString();
-  const int64_t row = len * d;
-  Tensor y = Tensor::Empty(xv.shape());
-  const float* xp = xv.f32();
-  const float* rp = rv.f32();
-  float* yp = y.f32();
-  ParallelFor(0, n, [&](int64_t i) {
-    for (int64_t j = 0; j < row; j += 2) {
-      const float a = xp[i * row + j], b = xp[i * row + j + 1];
-      const float c = rp[j], s = rp[j + 1];
-      yp[i * row + j] = a * c - b * s;
-      yp[i * row + j + 1] = a * s + b * c;
-    }
-  });
-  return ag::MakeResult(y, "ComplexMul", {x, r}, [x, r, n, row](const Tensor& g) {
-    const float* gp = g.f32();
-    const float* xp = x.value().f32();
-    const float* rp = r.value().f32();
-    if (x.requires_grad()) {
-      // dL/dx = g · conj(r).
-      Tensor gx = Tensor::Empty(x.shape());
-      float* o = gx.f32();
-      ParallelFor(0, n, [&](int64_t i) {
-        for (int64_t j = 0; j < row; j += 2) {
-          const float gr = gp[i * row + j], gi = gp[i * row + j + 1];
-          const float c = rp[j], s = rp[j + 1];
-          o[i * row + j] = gr * c + gi * s;
-          o[i * row + j + 1] = gi * c - gr * s;
-        }
-      });
-      ag::AccumulateGrad(x, gx, "ComplexMul");
-    }
-    if (r.requires_grad()) {
-      // dL/dr = Σ_i g_i · conj(x_i), summed in fixed row blocks then in block order.
-      const int64_t blocks = (n + kRowsPerPartial - 1) / kRowsPerPartial;
-      std::vector<double> partial(blocks * row, 0.0);
-      ParallelFor(0, blocks, [&](int64_t b) {
-        double* acc = partial.data() + b * row;
-        const int64_t hi = std::min(n, (b + 1) * kRowsPerPartial);
-        for (int64_t i = b * kRowsPerPartial; i < hi; ++i) {
-          for (int64_t j = 0; j < row; j += 2) {
-            const float gr = gp[i * row + j], gi = gp[i * row + j + 1];
-            const float a = xp[i * row + j], bb = xp[i * row + j + 1];
-            acc[j] += gr * a + gi * bb;
-            acc[j + 1] += gi * a - gr * bb;
-          }
-        }
-      });
-      Tensor gr = Tensor::Zeros(r.shape());
-      for (int64_t b = 0; b < blocks; ++b) {
-        for (int64_t j = 0; j < row; ++j) gr.f32()[j] += static_cast<float>(partial[b * row + j]);
-      }
-      ag::AccumulateGrad(r, gr, "ComplexMul");
-    }
-  });
-}
-
-ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::Var& rotations) {
-  return EncodeInstances(table, std::vector<Tensor>{vertices}, std::vector<ag::Var>{rotations});
-}
-
-ag::Var EncodeInstances(const ag::Var& table, const std::vector<Tensor>& blocks,
-                        const std::vector<ag::Var>& rotations) {
-  FG_CHECK(blocks.size() == rotations.size())
-      << "EncodeInstances: " << blocks.size() << " blocks, " << rotations.size() << " rotations";
-  const int64_t d = table.row_width(), rows = table.rows();
-  const int64_t nb = static_cast<int64_t>(blocks.size());
-  // Block b's instances are output rows [out_first[b], out_first[b+1]) and vertex entries
-  // [entry_first[b], entry_first[b+1]) of the blocks laid end to end.
-  std::vector<int64_t> out_first(nb + 1, 0), entry_first(nb + 1, 0);
-  for (int64_t b = 0; b < nb; ++b) {
-    const Tensor& v = blocks[b];
-    FG_CHECK(v.rank() == 2 && v.dtype() == DType::kInt32)
-        << "EncodeInstances: vertices must be int32 [n, L], got " << v.ShapeString();
-    FG_CHECK(!rotations[b].defined() ||
-             (rotations[b].value().numel() == v.dim(1) * d && d % 2 == 0))
-        << "EncodeInstances: rotations " << rotations[b].value().ShapeString()
-        << " for instances of " << v.dim(1) << " vertices of width " << d;
-    for (int64_t k = 0; k < v.numel(); ++k) {
-      FG_CHECK(v.i32()[k] >= 0 && v.i32()[k] < rows)
-          << "EncodeInstances: vertex " << v.i32()[k] << " outside [0, " << rows << ")";
-    }
-    out_first[b + 1] = out_first[b] + v.dim(0);
-    entry_first[b + 1] = entry_first[b] + v.numel();
-  }
-  Tensor y = Tensor::Zeros({out_first[nb], d});
-  for (int64_t b = 0; b < nb; ++b) {
-    const int64_t n = blocks[b].dim(0), len = blocks[b].dim(1);
-    const int32_t* idx = blocks[b].i32();
-    const float* t = table.value().f32();
-    const float* r = rotations[b].defined() ? rotations[b].value().f32() : nullptr;
-    const float inv = 1.0f / static_cast<float>(len);
-    float* out = y.f32() + out_first[b] * d;
-    ParallelFor(0, n, [&](int64_t i) {
-      float* o = out + i * d;
-      for (int64_t l = 0; l < len; ++l) {
-        const float* x = t + static_cast<int64_t>(idx[i * len + l]) * d;
-        if (r != nullptr) {
-          const float* rl = r + l * d;
-          for (int64_t j = 0; j < d; j += 2) {
-            o[j] += x[j] * rl[j] - x[j + 1] * rl[j + 1];
-            o[j + 1] += x[j] * rl[j + 1] + x[j + 1] * rl[j];
-          }
-        } else {
-          for (int64_t j = 0; j < d; ++j) o[j] += x[j];
-        }
-      }
-      for (int64_t j = 0; j < d; ++j) o[j] *= inv;
-    });
-  }
-  std::vector<ag::Var> inputs = {table};
-  for (const ag::Var& r : rotations) {
-    if (r.defined()) inputs.push_back(r);
-  }
-  return ag::MakeResult(y, "EncodeInstances", inputs, [=](const Tensor& g) {
-    const float* gp = g.f32();
-    if (table.requires_grad()) {
-      // d table[v] = Σ_{entries (b, i, l) at v} conj(r_bl) g_{b,i} / L_b, summed per table row
-      // in entry order (deterministic for any thread count).
-      Tensor all = Tensor::Empty({entry_first[nb]}, DType::kInt32);
-      for (int64_t b = 0; b < nb; ++b) {
-        std::copy(blocks[b].i32(), blocks[b].i32() + blocks[b].numel(),
-                  all.i32() + entry_first[b]);
-      }
-      const Csr by_vertex = ops::GroupByIndex(all, rows);
-      Tensor gt = Tensor::Zeros({rows, d});
-      float* o = gt.f32();
-      ParallelForDynamic(0, rows, 256, [&](int64_t v) {
-        float* acc = o + v * d;
-        for (int64_t e = by_vertex.row_ptr()[v]; e < by_vertex.row_ptr()[v + 1]; ++e) {
-          const int64_t k = by_vertex.col()[e];
-          const int64_t b =
-              std::upper_bound(entry_first.begin(), entry_first.end(), k) - entry_first.begin() - 1;
-          const int64_t len = blocks[b].dim(1), local = k - entry_first[b];
-          const float inv = 1.0f / static_cast<float>(len);
-          const float* gi = gp + (out_first[b] + local / len) * d;
-          if (rotations[b].defined()) {
-            const float* rl = rotations[b].value().f32() + (local % len) * d;
-            for (int64_t j = 0; j < d; j += 2) {
-              acc[j] += inv * (gi[j] * rl[j] + gi[j + 1] * rl[j + 1]);
-              acc[j + 1] += inv * (gi[j + 1] * rl[j] - gi[j] * rl[j + 1]);
-            }
-          } else {
-            for (int64_t j = 0; j < d; ++j) acc[j] += inv * gi[j];
-          }
-        }
-      });
-      ag::AccumulateGrad(table, gt, "EncodeInstances");
-    }
-    for (int64_t b = 0; b < nb; ++b) {
-      const ag::Var& rot = rotations[b];
-      if (!rot.defined() || !rot.requires_grad()) continue;
-      // d r_bl = 1/L Σ_i g_{b,i} conj(table[vertices_b[i, l]]), in fixed blocks of instances.
-      const int64_t n = blocks[b].dim(0), len = blocks[b].dim(1);
-      const int32_t* idx = blocks[b].i32();
-      const float* t = table.value().f32();
-      const float* gb = gp + out_first[b] * d;
-      const int64_t parts = (n + kRowsPerPartial - 1) / kRowsPerPartial;
-      std::vector<double> partial(parts * len * d, 0.0);
-      ParallelFor(0, parts, [&](int64_t p) {
-        double* acc = partial.data() + p * len * d;
-        const int64_t hi = std::min(n, (p + 1) * kRowsPerPartial);
-        for (int64_t i = p * kRowsPerPartial; i < hi; ++i) {
-          const float* gi = gb + i * d;
-          for (int64_t l = 0; l < len; ++l) {
-            const float* x = t + static_cast<int64_t>(idx[i * len + l]) * d;
-            double* al = acc + l * d;
-            for (int64_t j = 0; j < d; j += 2) {
-              al[j] += gi[j] * x[j] + gi[j + 1] * x[j + 1];
-              al[j + 1] += gi[j + 1] * x[j] - gi[j] * x[j + 1];
-            }
-          }
-        }
-      });
-      Tensor gr = Tensor::Zeros(rot.shape());
-      for (int64_t p = 0; p < parts; ++p) {
-        for (int64_t j = 0; j < len * d; ++j) {
-          gr.f32()[j] += static_cast<float>(partial[p * len * d + j] / len);
-        }
-      }
-      ag::AccumulateGrad(rot, gr, "EncodeInstances");
-    }
-  });
-}
-
 ag::Var UnitRotations(const ag::Var& raw) {
   const int64_t rows = raw.rows(), d = raw.row_width();
   FG_CHECK(d % 2 == 0) << "UnitRotations: width " << d << " is not even";
@@ -329,13 +102,13 @@ ag::Var UnitRotations(const ag::Var& raw) {
 
 ag::Var PathRotations(const ag::Var& unit, const nau::Metapath& mp) {
   const int64_t d = unit.row_width();
-  const ag::Var conj_sign(ComplexConstant(d, 1.0f, -1.0f));
-  std::vector<ag::Var> rows = {ag::Var(ComplexConstant(d, 1.0f, 0.0f))};
+  const ag::Var conj_sign(ops::ComplexFull(d / 2, 1.0f, -1.0f));
+  std::vector<ag::Var> rows = {ag::Var(ops::ComplexFull(d / 2, 1.0f, 0.0f))};
   for (const nau::MetapathStep& step : mp.steps) {
     ag::Var r = ag::GatherRows(unit, IntTensor({step.relation}));
     // Back towards the root, a forward step is walked dst -> src: the conjugate rotation.
     if (step.forward) r = ag::Mul(r, conj_sign);
-    rows.push_back(ComplexMul(rows.back(), r));
+    rows.push_back(ag::ComplexMul(rows.back(), r));
   }
   return ag::Reshape(ag::Concat(rows), {mp.length(), d});
 }
@@ -343,75 +116,7 @@ ag::Var PathRotations(const ag::Var& unit, const nau::Metapath& mp) {
 ag::Var MeanEncode(const ag::Var& x) { return ag::MeanMiddle(x); }
 
 ag::Var RotateEncode(const ag::Var& x, const ag::Var& path_rotations) {
-  return ag::MeanMiddle(ComplexMul(x, path_rotations));
-}
-
-ag::Var HeadWeightedSum(const SparseMatrixPtr& groups, const ag::Var& x, const ag::Var& alpha) {
-  const Csr& c = groups->csr();
-  const int64_t heads = alpha.row_width(), d = x.row_width(), width = heads * d;
-  FG_CHECK(alpha.rows() == c.nnz() && x.rows() == c.num_cols)
-      << "HeadWeightedSum: " << c.num_rows << "x" << c.num_cols << " with " << c.nnz()
-      << " entries, x " << x.value().ShapeString() << ", alpha " << alpha.value().ShapeString();
-  Tensor y = Tensor::Zeros({c.num_rows, width});
-  {
-    const float* xp = x.value().f32();
-    const float* a = alpha.value().f32();
-    float* out = y.f32();
-    ParallelForDynamic(0, c.num_rows, 64, [&](int64_t g) {
-      float* o = out + g * width;
-      for (int64_t e = c.row_ptr()[g]; e < c.row_ptr()[g + 1]; ++e) {
-        const float* xi = xp + static_cast<int64_t>(c.col()[e]) * d;
-        for (int64_t h = 0; h < heads; ++h) {
-          const float w = a[e * heads + h];
-          float* oh = o + h * d;
-          for (int64_t j = 0; j < d; ++j) oh[j] += w * xi[j];
-        }
-      }
-    });
-  }
-  return ag::MakeResult(y, "HeadWeightedSum", {x, alpha}, [groups, x, alpha, heads, d,
-                                                          width](const Tensor& g) {
-    const Csr& c = groups->csr();
-    const float* gp = g.f32();
-    const float* xp = x.value().f32();
-    const float* a = alpha.value().f32();
-    if (x.requires_grad()) {
-      // dx_i = Σ_{entries e of column i} Σ_h α_eh g_{row(e), h}, in transposed entry order.
-      const Csr& t = groups->transpose();
-      const int32_t* perm = groups->entry_perm().i32();
-      Tensor gx = Tensor::Zeros(x.shape());
-      float* o = gx.f32();
-      ParallelForDynamic(0, t.num_rows, 256, [&](int64_t i) {
-        float* oi = o + i * d;
-        for (int64_t te = t.row_ptr()[i]; te < t.row_ptr()[i + 1]; ++te) {
-          const int64_t e = perm[te];
-          const float* gr = gp + static_cast<int64_t>(t.col()[te]) * width;
-          for (int64_t h = 0; h < heads; ++h) {
-            const float w = a[e * heads + h];
-            for (int64_t j = 0; j < d; ++j) oi[j] += w * gr[h * d + j];
-          }
-        }
-      });
-      ag::AccumulateGrad(x, gx, "HeadWeightedSum");
-    }
-    if (alpha.requires_grad()) {
-      // dα_eh = <g_{row(e), h}, x_{col(e)}>.
-      Tensor ga = Tensor::Empty(alpha.shape());
-      float* o = ga.f32();
-      ParallelForDynamic(0, c.num_rows, 64, [&](int64_t r) {
-        const float* gr = gp + r * width;
-        for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
-          const float* xi = xp + static_cast<int64_t>(c.col()[e]) * d;
-          for (int64_t h = 0; h < heads; ++h) {
-            float s = 0.0f;
-            for (int64_t j = 0; j < d; ++j) s += gr[h * d + j] * xi[j];
-            o[e * heads + h] = s;
-          }
-        }
-      });
-      ag::AccumulateGrad(alpha, ga, "HeadWeightedSum");
-    }
-  });
+  return ag::MeanMiddle(ag::ComplexMul(x, path_rotations));
 }
 
 ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instances,
@@ -426,7 +131,7 @@ ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instance
   // Shared encodings: head h weights the same rows into output columns [h d, (h+1) d).
   // Per-head encodings: head h's weights scale head h's slice.
   ag::Var out = shared_across_heads && heads > 1
-                    ? HeadWeightedSum(groups, instances, alpha)
+                    ? ag::HeadWeightedSum(groups, instances, alpha)
                     : ag::Spmm(groups, instances, ops::SpmmReduce::kSum, alpha);
   return ag::Elu(out);
 }
@@ -602,7 +307,7 @@ class MagnnLayer : public nau::Layer {
       std::copy(first, first + (hi - lo) * len, vertices.i32());
       if (opt_.encoder == Encoder::kLinear) {
         // Mean, then the metapath's own linear map to heads * d.
-        linear.push_back(linear_[m].Forward(EncodeInstances(in.children, vertices, ag::Var())));
+        linear.push_back(linear_[m].Forward(ag::EncodeInstances(in.children, {vertices}, {ag::Var()})));
         continue;
       }
       blocks.push_back(vertices);
@@ -611,7 +316,7 @@ class MagnnLayer : public nau::Layer {
     }
     if (opt_.encoder == Encoder::kLinear) return ConcatRows(linear, heads_ * d_);
     if (blocks.empty()) return ag::Var(Tensor::Zeros({0, d_}));
-    return EncodeInstances(in.children, blocks, rotations);
+    return ag::EncodeInstances(in.children, blocks, rotations);
   }
 
   // Level 2: attention over the instances of each (root, metapath) group.
@@ -706,7 +411,7 @@ class MagnnLayer : public nau::Layer {
         for (size_t i = 0; i < ids.size(); ++i) {
           ids[i] = l.csr().col()[l.csr().row_ptr()[rows[i]] + m];
         }
-        h.push_back(PickRows(in.children, ids));
+        h.push_back(ag::PickRows(in.children, IntTensor(ids)));
       }
       parts.push_back(MetapathAttention(h, fuse_fc_[t], fuse_q_[t], nullptr, in.ctx));
     }

@@ -61,18 +61,9 @@ struct Options {
 };
 
 // --- building blocks ---------------------------------------------------------------------------
-// Element-wise complex product. x is [n, L, d] (or [n, d], read as L = 1) holding d/2 complex
-// numbers per row, interleaved (re, im); r is [L, d] in the same layout, broadcast over n.
-ag::Var ComplexMul(const ag::Var& x, const ag::Var& r);
-// The intra-metapath encoder of a block of instances, fused: out[i] = 1/L Σ_l r_l ∘ table[v_il]
-// for vertices int32 [n, L] (rows of table [rows, d]) and rotations [L, d] (ComplexMul's layout),
-// or the plain mean when rotations is undefined. Equals RotateEncode / MeanEncode of the gathered
-// [n, L, d] batch, streaming it instead of materialising it (and its gradient).
-ag::Var EncodeInstances(const ag::Var& table, const Tensor& vertices, const ag::Var& rotations);
-// Several blocks (e.g. one per metapath, each with its own length and rotations) encoded into one
-// output, block after block: [Σ n_b, d].
-ag::Var EncodeInstances(const ag::Var& table, const std::vector<Tensor>& blocks,
-                        const std::vector<ag::Var>& rotations);
+// The complex product, the fused instance encoder and per-head weighted sums are framework ops
+// (flexgraph/autograd/instance_functions.h: ag::ComplexMul, ag::EncodeInstances,
+// ag::HeadWeightedSum).
 // Unit complex numbers from raw parameters [R, d]: every (re, im) pair divided by its modulus.
 ag::Var UnitRotations(const ag::Var& raw);
 // [L, d] rotations of the positions of an instance of `mp` towards its root (position 0):
@@ -84,11 +75,6 @@ ag::Var PathRotations(const ag::Var& unit, const nau::Metapath& mp);
 // Instance encoders over gathered instances x [n, L, d] -> [n, d].
 ag::Var MeanEncode(const ag::Var& x);
 ag::Var RotateEncode(const ag::Var& x, const ag::Var& path_rotations);
-
-// out[g, h d + j] = Σ_{entries e of row g} alpha[e, h] x[col(e), j]: every head weights the same
-// rows of x ([cols, d]); alpha is [entries, heads]; returns [rows, heads * d]. One SpMM for all
-// heads, with the heads' outputs side by side (no per-head copies to concatenate).
-ag::Var HeadWeightedSum(const SparseMatrixPtr& groups, const ag::Var& x, const ag::Var& alpha);
 
 // Multi-head instance attention over the (root, metapath) groups of an HDG level (rows =
 // groups, columns = instances). `instances` is [num_instances, d] (one encoding shared by the
