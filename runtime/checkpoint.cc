@@ -102,8 +102,8 @@ bool HasCheckpoint(const std::string& dir) {
   return std::filesystem::exists(CheckpointPath(dir));
 }
 
-absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int epochs_done,
-                            nn::Optimizer& optimizer, const TrainResult& progress) {
+std::string EncodeCheckpoint(const RunIdentity& run, int epochs_done, nn::Optimizer& optimizer,
+                             const TrainResult& progress) {
   flexgraph::Checkpoint ck;
   ck.set_model(run.config.model().name());
   ck.set_dataset(run.config.dataset().path());
@@ -126,19 +126,25 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
   ck.set_best_test_micro_f1(progress.test_micro_f1);
   for (double l : progress.losses) ck.add_losses(l);
   for (double s : progress.epoch_seconds) ck.add_epoch_seconds(s);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat(dir, ": cannot create checkpoint directory: ", ec.message()));
-  }
   const std::string payload = ck.SerializeAsString();
   std::string file(kMagic, sizeof(kMagic));
   PutLittleEndian<uint32_t>(kFormatVersion, &file);
   PutLittleEndian<uint64_t>(payload.size(), &file);
   PutLittleEndian<uint32_t>(Crc32(payload), &file);
   file += payload;
-  return graph::io::WriteFileAtomically(CheckpointPath(dir), file);
+  return file;
+}
+
+absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int epochs_done,
+                            nn::Optimizer& optimizer, const TrainResult& progress) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat(dir, ": cannot create checkpoint directory: ", ec.message()));
+  }
+  return graph::io::WriteFileAtomically(CheckpointPath(dir),
+                                        EncodeCheckpoint(run, epochs_done, optimizer, progress));
 }
 
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
@@ -148,7 +154,12 @@ absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& ru
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": no checkpoint to resume from"));
   std::stringstream bytes;
   bytes << in.rdbuf();
-  const std::string file = bytes.str();
+  return DecodeCheckpoint(bytes.str(), path, run, optimizer, progress);
+}
+
+absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string& path,
+                                     const RunIdentity& run, nn::Optimizer& optimizer,
+                                     TrainResult* progress) {
   if (file.size() < sizeof(kMagic) || std::memcmp(file.data(), kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError(absl::StrCat(path, ": not a FlexGraph checkpoint"));
   }

@@ -37,6 +37,14 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
                                    nn::Optimizer& optimizer, TrainResult* progress);
 
+// The checkpoint file's bytes, and their restoring (what Save/LoadCheckpoint write and read);
+// errors name `where`.
+std::string EncodeCheckpoint(const RunIdentity& run, int epochs_done, nn::Optimizer& optimizer,
+                             const TrainResult& progress);
+absl::StatusOr<int> DecodeCheckpoint(const std::string& bytes, const std::string& where,
+                                     const RunIdentity& run, nn::Optimizer& optimizer,
+                                     TrainResult* progress);
+
 // Sets every parameter from <dir>/<parameter name>.npy. Errors name the parameter and the file
 // (missing file, wrong dtype or shape).
 absl::Status LoadInitialParameters(const std::string& dir,

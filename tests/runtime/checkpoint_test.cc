@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "flexgraph/graph/io/file.h"
@@ -135,6 +136,34 @@ TEST(Checkpoint, DamagedFilesAreRefusedAndNothingIsRestored) {
   version[8] = 9;
   EXPECT_NE(refused(version).find("format version 9"), std::string::npos);
   EXPECT_EQ(refused(good), "ok");
+}
+
+// The fuzzer's seed (tests/fuzz/corpus/checkpoint) is a checkpoint of the state fuzz_checkpoint
+// restores into, so that mutations reach past the framing. FG_WRITE_FUZZ_SEEDS=1 rewrites it.
+TEST(Checkpoint, FuzzSeedIsAValidCheckpoint) {
+  ag::Var w = ag::Var::Parameter(Tensor::Full({2, 2}, 1.0f));
+  ag::Var b = ag::Var::Parameter(Tensor::Full({2}, 1.0f));
+  nn::Optimizer opt(nn::OptimizerKind::kAdam, {{"layer0.w", w}, {"layer0.b", b}}, {});
+  w.OwnedGrad() = Tensor::Full({2, 2}, 0.5f);
+  b.OwnedGrad() = Tensor::Full({2}, -0.5f);
+  opt.Step();
+  TrainResult progress;
+  progress.losses = {0.75};
+  progress.epoch_seconds = {0.01};
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name("gcn");
+  const std::string bytes = EncodeCheckpoint(IdentityOf(config, 1), 1, opt, progress);
+  const std::string seed = std::string(FG_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/adam_epoch1.ckpt";
+  if (const char* write = std::getenv("FG_WRITE_FUZZ_SEEDS"); write && std::string(write) == "1") {
+    ASSERT_TRUE(graph::io::WriteFileAtomically(seed, bytes).ok());
+  }
+  auto committed = graph::io::ReadFileToString(seed);
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  EXPECT_EQ(*committed, bytes);
+  TrainResult restored;
+  auto epochs = DecodeCheckpoint(*committed, seed, IdentityOf(config, 1), opt, &restored);
+  ASSERT_TRUE(epochs.ok()) << epochs.status();
+  EXPECT_EQ(*epochs, 1);
 }
 
 TEST(Checkpoint, InitialParametersByNameWithClearErrors) {
