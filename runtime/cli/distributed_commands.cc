@@ -8,12 +8,16 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
+#include "partition/partitioner.h"
 #include "runtime/coordinator.h"
 #include "runtime/launcher.h"
 #include "runtime/worker.h"
 
 namespace fg::cli {
 namespace {
+
+// More workers than this are a typo, not a run (each is a process with its own gRPC server).
+constexpr int64_t kMaxWorkers = 4096;
 
 int UsageError(const FlagSet& flags, const std::string& message) {
   std::fprintf(stderr, "flexgraph %s\n\n%s", message.c_str(), flags.Usage().c_str());
@@ -61,7 +65,19 @@ int Launch(const std::vector<std::string>& args) {
   if (!workers.ok()) return UsageError(flags, absl::StrCat("launch: ", workers.status().message()));
   if (!restarts.ok()) return UsageError(flags, absl::StrCat("launch: ", restarts.status().message()));
   if (!timeout.ok()) return UsageError(flags, absl::StrCat("launch: ", timeout.status().message()));
-  if (*workers < 1) return UsageError(flags, "launch: --workers must be positive");
+  // Everything is checked before any process starts.
+  if (*workers < 1 || *workers > kMaxWorkers) {
+    return UsageError(flags, absl::StrCat("launch: --workers must lie in [1, ", kMaxWorkers, "], got ",
+                                          flags.Get("workers")));
+  }
+  if (*restarts < 0) return UsageError(flags, "launch: --max_restarts must not be negative");
+  if (!(*timeout > 0)) return UsageError(flags, "launch: --heartbeat_timeout must be positive");
+  if (auto m = partition::ParseMethod(flags.Get("partition")); !m.ok()) {
+    return UsageError(flags, absl::StrCat("launch: --partition: ", m.status().message()));
+  }
+  if (runtime::ExchangeMode mode; !runtime::ParseExchangeMode(flags.Get("exchange"), &mode)) {
+    return UsageError(flags, "launch: --exchange takes auto, rows or partial");
+  }
   // Validate the train flags here, before starting anything.
   auto t = PassthroughTrainConfig(flags);
   if (t.ok()) {
@@ -117,6 +133,11 @@ int Coordinator(const std::vector<std::string>& args) {
   if (!workers.ok() || !port.ok() || !timeout.ok()) {
     return UsageError(flags, "coordinator: --workers, --port and --heartbeat_timeout take numbers");
   }
+  if (*workers < 1 || *workers > kMaxWorkers) {
+    return UsageError(flags, absl::StrCat("coordinator: --workers must lie in [1, ", kMaxWorkers, "]"));
+  }
+  if (*port < 0 || *port > 65535) return UsageError(flags, "coordinator: --port must lie in [0, 65535]");
+  if (!(*timeout > 0)) return UsageError(flags, "coordinator: --heartbeat_timeout must be positive");
   o.workers = static_cast<int>(*workers);
   o.port = static_cast<int>(*port);
   o.host = flags.Get("host");

@@ -282,6 +282,15 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_NE(out.find("--summary_json"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " train --dataset /nonexistent/dir --summary_json " + json, &out), 1);
   EXPECT_FALSE(std::filesystem::exists(json)) << "a failed run left the previous summary";
+  // Launch flags are checked before any process starts.
+  for (const char* bad : {"--workers 4294967298", "--exchange foo", "--partition foo", "--heartbeat_timeout 0"}) {
+    EXPECT_EQ(Shell(kFlexgraph + " launch " + bad + " -- train", &out), 2) << bad;
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(out.find(flag), std::string::npos) << bad << ": " << out;
+    EXPECT_EQ(out.find("coordinator on port"), std::string::npos) << bad << ": " << out;
+  }
+  EXPECT_EQ(Shell(kFlexgraph + " coordinator --port 70000 --token t -- train", &out), 2);
+  EXPECT_NE(out.find("--port must lie in [0, 65535]"), std::string::npos) << out;
   // More memory than the machine has: an error saying how much, not an abort.
   EXPECT_EQ(Shell(kFlexgraph + " train --hidden 100000000 --epochs 1 --dataset " + kCora, &out), 1);
   EXPECT_NE(out.find("out of memory: allocating"), std::string::npos) << out;
