@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The GPU validation in one call, on a machine with an NVIDIA GPU and the CUDA runtime but none of
+# FlexGraph's Debian libraries, from a bundle made here by scripts/bundle.sh (carried in the
+# ignored folder BUNDLE, default gpu_bundle): unpacks it, records the GPU and the libraries the
+# binaries resolve, runs the CUDA op tests and the CPU op tests, compute-sanitizer (memcheck) on the
+# CUDA op tests, and the models on `--device cuda` next to the same runs on the CPU. Writes at most
+# 8 files to $OUT: summary.md (one line per step: status and seconds), env.log, tests.log,
+# sanitizer.log, train.log. Exits non-zero when a step fails.
+#
+#   scripts/bundle.sh                  # here: builds, packs and excludes gpu_bundle/ from git
+#   scripts/gpu_check.sh gpu_bundle    # there (the device tool, with carry: ["gpu_bundle"])
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=${1:-gpu_bundle}
+out=${OUT:-/tmp/flexgraph-gpu-check}
+mkdir -p "$out"
+summary="$out/summary.md"
+status=0
+root=$(mktemp -d /tmp/flexgraph-bundle-XXXXXX)
+tar -C "$root" -xJf "$bundle/flexgraph.tar.xz" || { echo "cannot unpack $bundle/flexgraph.tar.xz" > "$summary"; exit 1; }
+bin="$root/flexgraph/bin"
+data="$bundle/data"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+
+{
+  echo "# FlexGraph GPU check, $(date -u +%FT%TZ), commit $(cat "$bundle/COMMIT" 2> /dev/null || echo unknown)"
+  echo
+  echo "| step | status | seconds |"
+  echo "|---|---|---|"
+} > "$summary"
+# step NAME LOG COMMAND...: runs COMMAND appending to LOG, records its status and time.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local t0=$SECONDS
+  echo "=== $name: $*" >> "$log"
+  "$@" >> "$log" 2>&1
+  local rc=$?
+  local word=ok
+  [ $rc -ne 0 ] && word="FAILED ($rc)" && status=1
+  echo "| $name | $word | $((SECONDS - t0)) |" >> "$summary"
+  return $rc
+}
+
+step "GPU" "$out/env.log" nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
+step "libraries resolve" "$out/env.log" bash -c "ldd $bin/* | tee /dev/stderr | (! grep 'not found')"
+step "version" "$out/env.log" "$bin/flexgraph" version
+
+for t in cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test; do
+  step "$t" "$out/tests.log" "$bin/$t" --gtest_brief=1
+done
+# A GPU test that skipped ran nothing: count the skips.
+echo "| CUDA tests skipped | $(grep -c '\[  SKIPPED \]' "$out/tests.log") | - |" >> "$summary"
+
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$sanitizer" ]; then
+  step "compute-sanitizer memcheck" "$out/sanitizer.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
+    "$bin/cuda_device_ops_test" --gtest_brief=1
+else
+  echo "| compute-sanitizer | not found | - |" >> "$summary"
+fi
+
+# Every model for 5 epochs on the GPU and on the CPU (the losses must agree within 1e-4 relative).
+train() {  # NAME DEVICE ARGS...
+  local name=$1 device=$2
+  shift 2
+  step "train $name ($device)" "$out/train.log" "$bin/flexgraph" train --device "$device" --epochs 5 \
+    --epoch0_loss --quiet --summary_json "$out/.$name-$device.json" "$@"
+}
+for device in cuda cpu; do
+  for m in gcn sage gin pinsage; do train "$m-cora" "$device" --dataset "$data/cora" --model "$m"; done
+  train "pinsage-lastfm" "$device" --dataset "$data/lastfm" --model pinsage
+  train "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn
+  train "gcn-rmat18" "$device" --dataset "rmat:scale=18,edge_factor=16,features=128,classes=8" --model gcn \
+    --hidden 256
+done
+python3 - "$out" >> "$summary" << 'PY' || status=1
+import glob, json, os, sys
+out = sys.argv[1]
+rows = []
+for gpu in sorted(glob.glob(os.path.join(out, ".*-cuda.json"))):
+    cpu = gpu.replace("-cuda.json", "-cpu.json")
+    if not os.path.exists(cpu):
+        continue
+    g, c = json.load(open(gpu)), json.load(open(cpu))
+    rel = max(abs(a - b) / abs(b) for a, b in zip(g["losses"], c["losses"])) if c["losses"] else 0
+    rows.append(f"| {os.path.basename(gpu)[1:-10]} | {g['epoch_seconds_median']:.4f} | "
+                f"{c['epoch_seconds_median']:.4f} | {rel:.2e} |")
+print("\n| run | GPU s/epoch | CPU s/epoch | max loss rel. diff |\n|---|---|---|---|")
+print("\n".join(rows) if rows else "| (no run trained on both devices) | | | |")
+PY
+rm -rf "$root"
+exit $status
