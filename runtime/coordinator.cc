@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "partition/plan.h"
@@ -144,8 +145,9 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                           absl::StrCat("all ", options_.workers, " worker slots are taken"));
     }
     peers_[rank] = req->address();
-    last_beat_[rank] = clock_.Seconds();
     ++registered_;
+    // Heartbeats start once every worker is in: none is late for waiting on the others.
+    if (registered_ == options_.workers) last_beat_.assign(options_.workers, clock_.Seconds());
     std::fprintf(stderr, "coordinator: worker %d registered from %s (pid %lld)\n", rank,
                  req->address().c_str(), static_cast<long long>(req->pid()));
     cv_.notify_all();
@@ -239,8 +241,8 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     while (!done_) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
       const double now = clock_.Seconds();
-      for (int r = 0; r < options_.workers; ++r) {
-        if (peers_[r].empty() || finals_[r]) continue;
+      for (int r = 0; r < options_.workers && registered_ == options_.workers; ++r) {
+        if (finals_[r]) continue;
         if (now - last_beat_[r] > options_.heartbeat_timeout_seconds) {
           Fail(absl::UnavailableError(absl::StrCat(
               "worker ", r, " (", peers_[r], ") missed heartbeats for ",
@@ -249,9 +251,14 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
         }
       }
       if (registered_ < options_.workers && now > options_.register_timeout_seconds) {
-        Fail(absl::DeadlineExceededError(absl::StrCat("only ", registered_, " of ",
-                                                      options_.workers, " workers registered within ",
-                                                      options_.register_timeout_seconds, " s")));
+        std::vector<int> missing;
+        for (int r = 0; r < options_.workers; ++r) {
+          if (peers_[r].empty()) missing.push_back(r);
+        }
+        Fail(absl::DeadlineExceededError(absl::StrCat(
+            "only ", registered_, " of ", options_.workers, " workers registered within ",
+            options_.register_timeout_seconds, " s (ranks ", absl::StrJoin(missing, ", "),
+            " missing)")));
         cv_.notify_all();
       }
     }

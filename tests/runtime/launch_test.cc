@@ -166,6 +166,42 @@ TEST(Launch, RestartOnFailureFinishesWithTheUninterruptedResult) {
   EXPECT_EQ(Field(Read(d + "/restarted.json"), "test_accuracy"), Field(Read(d + "/ref.json"), "test_accuracy"));
 }
 
+TEST(Launch, AWorkerThatRegistersLateIsNotPresumedDead) {
+  // Heartbeats start once every worker is in: waiting for a latecomer longer than the heartbeat
+  // timeout is not a missed heartbeat.
+  const std::string d = Dir("fg_launch_late");
+  const pid_t coord = fork();
+  if (coord == 0) {
+    const std::string cmd = "FG_RUN_TOKEN=t exec " + kFlexgraph +
+                            " coordinator --workers 2 --heartbeat_timeout 1 --port 0 --port_file " + d +
+                            "/port" + kTrain + " > " + d + "/coord.log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 600 && port.empty(); ++i) {
+    port = Read(d + "/port");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  port.erase(port.find_last_not_of("\n") + 1);
+  const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port;
+  const pid_t early = fork();
+  if (early == 0) {
+    const std::string cmd = "exec " + worker + kTrain + " > " + d + "/early.log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::string out;
+  EXPECT_EQ(Shell(worker + kTrain, &out), 0) << out << Read(d + "/coord.log");
+  int st = 0;
+  waitpid(early, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/early.log");
+  waitpid(coord, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/coord.log");
+}
+
 TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
   const std::string d = Dir("fg_launch_token");
   // A coordinator expecting one worker, and a worker with the wrong token.
