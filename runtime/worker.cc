@@ -123,16 +123,23 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   } else {
     metrics.set_error(std::string(result.status().message()));
   }
+  grpc::Status reported;
   {
     flexgraph::MetricsReply mr;
     grpc::ClientContext ctx;
     WithToken(&ctx, options.token, 10);
-    (void)stub->ReportMetrics(&ctx, metrics, &mr);
+    reported = stub->ReportMetrics(&ctx, metrics, &mr);
   }
   stop = true;
   heartbeat.join();
   comm.reset();
   server->Shutdown();
+  // A run whose results never reached the coordinator did not finish: it has no summary.
+  if (result.ok() && !reported.ok()) {
+    return absl::UnavailableError(absl::StrCat("coordinator at ", options.coordinator,
+                                               " unreachable, the results were not reported: ",
+                                               reported.error_message()));
+  }
   return result;
 }
 

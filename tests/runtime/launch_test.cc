@@ -202,6 +202,48 @@ TEST(Launch, AWorkerThatRegistersLateIsNotPresumedDead) {
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/coord.log");
 }
 
+TEST(Launch, WorkersOfAKilledCoordinatorFailNamingIt) {
+  const std::string d = Dir("fg_launch_coord_killed");
+  const pid_t coord = fork();
+  if (coord == 0) {
+    const std::string cmd = "FG_RUN_TOKEN=t exec " + kFlexgraph + " coordinator --workers 2 --port 0 --port_file " +
+                            d + "/port" + kTrain + " > " + d + "/coord.log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 600 && port.empty(); ++i) {
+    port = Read(d + "/port");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  port.erase(port.find_last_not_of("\n") + 1);
+  std::vector<pid_t> workers;
+  for (int w = 0; w < 2; ++w) {
+    const pid_t p = fork();
+    if (p == 0) {
+      const std::string cmd = "FG_RUN_TOKEN=t exec " + kFlexgraph + " worker --coordinator 127.0.0.1:" +
+                              port + kTrain + " > " + d + "/w" + std::to_string(w) + ".log 2>&1";
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    workers.push_back(p);
+  }
+  // Once both have registered, the coordinator dies.
+  for (int i = 0; i < 600 && WorkerPids(d + "/coord.log").size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(coord, SIGKILL);
+  waitpid(coord, nullptr, 0);
+  for (int w = 0; w < 2; ++w) {
+    int st = 0;
+    waitpid(workers[w], &st, 0);
+    const std::string log = Read(d + "/w" + std::to_string(w) + ".log");
+    EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "worker " << w << " exited 0:\n" << log;
+    EXPECT_NE(log.find("coordinator at 127.0.0.1:" + port), std::string::npos) << log;
+  }
+}
+
 TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
   const std::string d = Dir("fg_launch_token");
   // A coordinator expecting one worker, and a worker with the wrong token.
