@@ -5,7 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <google/protobuf/util/message_differencer.h>
 #include <zlib.h>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +14,7 @@
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/npy.h"
 #include "proto/checkpoint.pb.h"
+#include "runtime/config.h"
 
 namespace fg::runtime {
 namespace {
@@ -69,31 +69,17 @@ void Copy(const flexgraph::TensorProto& p, Tensor* t) {
   std::memcpy(t->f32(), p.data().data(), t->nbytes());
 }
 
-// The differing fields of two identities, "train.lr: 0.01 -> 0.02; model.hidden: 16 -> 64".
-std::string Differences(const flexgraph::RunConfig& saved, const flexgraph::RunConfig& now) {
-  google::protobuf::util::MessageDifferencer diff;
-  std::string report;
-  diff.ReportDifferencesToString(&report);
-  diff.Compare(saved, now);
-  std::vector<std::string> lines = absl::StrSplit(report, '\n', absl::SkipEmpty());
-  return absl::StrJoin(lines, "; ");
-}
-
 }  // namespace
 
 RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size) {
   RunIdentity id;
-  id.config = resolved;
+  id.config = SharedSettings(resolved);
   flexgraph::TrainConfig* t = id.config.mutable_train();
   t->clear_epochs();
-  t->clear_threads();
   t->clear_checkpoint_every();
   t->clear_checkpoint_dir();
   t->clear_resume();
   t->clear_stop_after();
-  id.config.mutable_dataset()->clear_cache_dir();
-  id.config.clear_partition();
-  id.config.clear_output();
   id.world_size = world_size;
   return id;
 }
@@ -187,7 +173,7 @@ absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string&
       !saved.ParseFromString(ck.identity())) {
     return absl::DataLossError(absl::StrCat(path, ": corrupt checkpoint"));
   }
-  if (const std::string diff = Differences(saved, run.config); !diff.empty()) {
+  if (const std::string diff = ConfigDifferences(saved, run.config); !diff.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": checkpoint of another run (checkpoint -> this run): ", diff));
   }

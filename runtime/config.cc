@@ -6,9 +6,11 @@
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "runtime/link_prediction.h"
@@ -102,6 +104,24 @@ absl::StatusOr<flexgraph::RunConfig> ResolveConfig(const flexgraph::RunConfig& u
       nau::CheckOptions(ModelOptions(*info), options, absl::StrCat("model ", info->name)));
   FG_RETURN_IF_ERROR(ValidateConfig(c));
   return c;
+}
+
+flexgraph::RunConfig SharedSettings(const flexgraph::RunConfig& resolved) {
+  flexgraph::RunConfig s = resolved;
+  s.mutable_train()->clear_threads();
+  s.mutable_dataset()->clear_cache_dir();
+  s.clear_partition();
+  s.clear_output();
+  return s;
+}
+
+std::string ConfigDifferences(const flexgraph::RunConfig& a, const flexgraph::RunConfig& b) {
+  google::protobuf::util::MessageDifferencer diff;
+  std::string report;
+  diff.ReportDifferencesToString(&report);
+  diff.Compare(a, b);
+  std::vector<std::string> lines = absl::StrSplit(report, '\n', absl::SkipEmpty());
+  return absl::StrJoin(lines, "; ");
 }
 
 nau::ModelSpec ModelSpecFrom(const flexgraph::RunConfig& config) {

@@ -36,6 +36,12 @@ nau::ModelSpec ModelSpecFrom(const flexgraph::RunConfig& config);
 // What the partitioner's cost model needs of a resolved configuration: the model and its spec.
 partition::WorkloadOptions WorkloadOptionsFrom(const flexgraph::RunConfig& config);
 
+// What every process of a distributed run must agree on: a resolved configuration without the
+// fields that concern one process only (threads, output, caches, partition flags).
+flexgraph::RunConfig SharedSettings(const flexgraph::RunConfig& resolved);
+// The fields in which `b` differs from `a`, "modified: train.lr: 0.01 -> 0.02; ...", or "".
+std::string ConfigDifferences(const flexgraph::RunConfig& a, const flexgraph::RunConfig& b);
+
 // Checks ranges (positive sizes, dropout in [0, 1), known optimizer/device/exec), naming the field.
 absl::Status ValidateConfig(const flexgraph::RunConfig& config);
 

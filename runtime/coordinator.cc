@@ -133,6 +133,18 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                         flexgraph::RegisterReply* reply) override {
     if (!Authorized(*ctx)) return Unauthorized();
     std::unique_lock<std::mutex> lock(mu_);
+    // Every process must run the same configuration: a mismatch stops the run, naming the fields.
+    flexgraph::RunConfig settings;
+    if (!settings.ParseFromString(req->settings())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unreadable settings");
+    }
+    if (const std::string diff = ConfigDifferences(SharedSettings(train_), settings); !diff.empty()) {
+      const std::string why = absl::StrCat("worker at ", req->address(),
+                                           " runs another configuration (coordinator -> worker): ", diff);
+      Fail(absl::FailedPreconditionError(why));
+      cv_.notify_all();
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
+    }
     int rank = req->rank_hint();
     if (rank < 0 || rank >= options_.workers || !peers_[rank].empty()) {
       rank = -1;

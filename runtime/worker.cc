@@ -50,6 +50,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   req.set_address(advertise);
   req.set_rank_hint(options.rank_hint >= 0 ? options.rank_hint : RankFromEnvironment());
   req.set_pid(getpid());
+  req.set_settings(SharedSettings(train).SerializeAsString());
   flexgraph::RegisterReply reply;
   {
     grpc::ClientContext ctx;

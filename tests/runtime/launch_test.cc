@@ -166,25 +166,33 @@ TEST(Launch, RestartOnFailureFinishesWithTheUninterruptedResult) {
   EXPECT_EQ(Field(Read(d + "/restarted.json"), "test_accuracy"), Field(Read(d + "/ref.json"), "test_accuracy"));
 }
 
+// Starts `flexgraph coordinator` (token, its flags, the train arguments) logging to d/coord.log
+// and waits for its port; returns its pid (port empty when it did not come up).
+pid_t StartCoordinator(const std::string& d, const std::string& token, const std::string& flags,
+                       const std::string& train, std::string* port) {
+  const pid_t coord = fork();
+  if (coord == 0) {
+    const std::string cmd = "FG_RUN_TOKEN=" + token + " exec " + kFlexgraph + " coordinator " + flags +
+                            " --port 0 --port_file " + d + "/port" + train + " > " + d + "/coord.log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  port->clear();
+  for (int i = 0; i < 600 && port->empty(); ++i) {
+    *port = Read(d + "/port");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!port->empty()) port->erase(port->find_last_not_of("\n") + 1);
+  return coord;
+}
+
 TEST(Launch, AWorkerThatRegistersLateIsNotPresumedDead) {
   // Heartbeats start once every worker is in: waiting for a latecomer longer than the heartbeat
   // timeout is not a missed heartbeat.
   const std::string d = Dir("fg_launch_late");
-  const pid_t coord = fork();
-  if (coord == 0) {
-    const std::string cmd = "FG_RUN_TOKEN=t exec " + kFlexgraph +
-                            " coordinator --workers 2 --heartbeat_timeout 1 --port 0 --port_file " + d +
-                            "/port" + kTrain + " > " + d + "/coord.log 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
   std::string port;
-  for (int i = 0; i < 600 && port.empty(); ++i) {
-    port = Read(d + "/port");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const pid_t coord = StartCoordinator(d, "t", "--workers 2 --heartbeat_timeout 1", kTrain, &port);
   ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
-  port.erase(port.find_last_not_of("\n") + 1);
   const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port;
   const pid_t early = fork();
   if (early == 0) {
@@ -204,20 +212,9 @@ TEST(Launch, AWorkerThatRegistersLateIsNotPresumedDead) {
 
 TEST(Launch, WorkersOfAKilledCoordinatorFailNamingIt) {
   const std::string d = Dir("fg_launch_coord_killed");
-  const pid_t coord = fork();
-  if (coord == 0) {
-    const std::string cmd = "FG_RUN_TOKEN=t exec " + kFlexgraph + " coordinator --workers 2 --port 0 --port_file " +
-                            d + "/port" + kTrain + " > " + d + "/coord.log 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
   std::string port;
-  for (int i = 0; i < 600 && port.empty(); ++i) {
-    port = Read(d + "/port");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const pid_t coord = StartCoordinator(d, "t", "--workers 2", kTrain, &port);
   ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
-  port.erase(port.find_last_not_of("\n") + 1);
   std::vector<pid_t> workers;
   for (int w = 0; w < 2; ++w) {
     const pid_t p = fork();
@@ -244,24 +241,29 @@ TEST(Launch, WorkersOfAKilledCoordinatorFailNamingIt) {
   }
 }
 
+TEST(Launch, AWorkerWithAnotherConfigurationIsRefusedNamingTheField) {
+  const std::string d = Dir("fg_launch_config");
+  std::string port;
+  const pid_t coord = StartCoordinator(d, "t", "--workers 1", kTrain, &port);
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  std::string out;
+  EXPECT_EQ(Shell("env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port + kTrain +
+                      " --lr 0.02",
+                  &out),
+            1);
+  EXPECT_NE(out.find("runs another configuration"), std::string::npos) << out;
+  EXPECT_NE(out.find("train.lr: 0.01 -> 0.02"), std::string::npos) << out;
+  int st = 0;
+  waitpid(coord, &st, 0);  // the coordinator stops the run
+  EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/coord.log");
+}
+
 TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
   const std::string d = Dir("fg_launch_token");
   // A coordinator expecting one worker, and a worker with the wrong token.
-  const pid_t coord = fork();
-  if (coord == 0) {
-    const std::string cmd = "FG_RUN_TOKEN=right exec " + kFlexgraph +
-                            " coordinator --workers 1 --port 0 --port_file " + d +
-                            "/port -- train --dataset " + kCora + " > " + d + "/coord.log 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
   std::string port;
-  for (int i = 0; i < 600 && port.empty(); ++i) {
-    port = Read(d + "/port");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const pid_t coord = StartCoordinator(d, "right", "--workers 1", " -- train --dataset " + kCora, &port);
   ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
-  port.erase(port.find_last_not_of("\n") + 1);
   std::string out;
   EXPECT_EQ(Shell("env FG_RUN_TOKEN=wrong " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port +
                 kTrain, &out), 1);
