@@ -166,7 +166,11 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     const bool all = cv_.wait_for(
         lock, std::chrono::duration<double>(options_.register_timeout_seconds),
         [&] { return registered_ == options_.workers || !failure_.ok(); });
-    if (!all || !failure_.ok()) {
+    if (!failure_.ok()) {  // the run stopped while this worker waited: say why
+      return grpc::Status(grpc::StatusCode::ABORTED,
+                          absl::StrCat("the run stopped: ", failure_.message()));
+    }
+    if (!all) {
       return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                           absl::StrCat("only ", registered_, " of ", options_.workers,
                                        " workers registered"));

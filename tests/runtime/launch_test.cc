@@ -244,17 +244,30 @@ TEST(Launch, WorkersOfAKilledCoordinatorFailNamingIt) {
 TEST(Launch, AWorkerWithAnotherConfigurationIsRefusedNamingTheField) {
   const std::string d = Dir("fg_launch_config");
   std::string port;
-  const pid_t coord = StartCoordinator(d, "t", "--workers 1", kTrain, &port);
+  const pid_t coord = StartCoordinator(d, "t", "--workers 2", kTrain, &port);
   ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port + kTrain;
+  // One worker as configured, waiting for the other...
+  const pid_t good = fork();
+  if (good == 0) {
+    const std::string cmd = "exec " + worker + " > " + d + "/good.log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && WorkerPids(d + "/coord.log").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // ...and one with another learning rate: refused, naming the field; the run stops for both.
   std::string out;
-  EXPECT_EQ(Shell("env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port + kTrain +
-                      " --lr 0.02",
-                  &out),
-            1);
+  EXPECT_EQ(Shell(worker + " --lr 0.02", &out), 1);
   EXPECT_NE(out.find("runs another configuration"), std::string::npos) << out;
   EXPECT_NE(out.find("train.lr: 0.01 -> 0.02"), std::string::npos) << out;
   int st = 0;
-  waitpid(coord, &st, 0);  // the coordinator stops the run
+  waitpid(good, &st, 0);
+  EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_NE(Read(d + "/good.log").find("the run stopped: worker at"), std::string::npos)
+      << Read(d + "/good.log");
+  waitpid(coord, &st, 0);
   EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/coord.log");
 }
 
