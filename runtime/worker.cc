@@ -52,6 +52,8 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   req.set_pid(getpid());
   req.set_settings(SharedSettings(train).SerializeAsString());
   flexgraph::RegisterReply reply;
+  std::fprintf(stderr, "worker: registering with the coordinator at %s (waiting up to %.0f s for it and the other workers)\n",
+               options.coordinator.c_str(), options.register_timeout_seconds);
   {
     grpc::ClientContext ctx;
     WithToken(&ctx, options.token, options.register_timeout_seconds);
