@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -287,6 +288,16 @@ int Launch(const LaunchOptions& o) {
       std::fprintf(stderr, "flexgraph launch: %s: %s\n", log_dir.c_str(), ec.message().c_str());
       return 1;
     }
+  }
+  // One launch per log directory: another would read this run's port file and logs. The lock
+  // lives as long as this process (children do not inherit it).
+  const std::string lock_path = absl::StrCat(log_dir, "/launch.lock");
+  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    std::fprintf(stderr, "flexgraph launch: %s is in use by another launch (choose another --log_dir)\n",
+                 log_dir.c_str());
+    if (lock >= 0) ::close(lock);
+    return 2;
   }
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;

@@ -186,6 +186,28 @@ pid_t StartCoordinator(const std::string& d, const std::string& token, const std
   return coord;
 }
 
+TEST(Launch, TwoLaunchesCannotShareALogDirectory) {
+  const std::string d = Dir("fg_launch_shared_logs");
+  const pid_t first = fork();
+  if (first == 0) {
+    const std::string cmd = "exec " + kFlexgraph + " launch --quiet --workers 2 --log_dir " + d +
+                            "/logs" + kTrain + " > " + d + "/first.out 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && Read(d + "/logs/coordinator.port").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/logs" + kTrain, &out), 2);
+  EXPECT_NE(out.find("is in use by another launch"), std::string::npos) << out;
+  int st = 0;
+  waitpid(first, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/first.out");
+  // Free again once the first has finished.
+  EXPECT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/logs" + kTrain, &out), 0) << out;
+}
+
 TEST(Launch, AWorkerThatRegistersLateIsNotPresumedDead) {
   // Heartbeats start once every worker is in: waiting for a latecomer longer than the heartbeat
   // timeout is not a missed heartbeat.
