@@ -20,6 +20,7 @@ foreach(dir flexgraph hdg nau partition runtime)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flexgraph/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/proto/text_format.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flexgraph/proto)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/proto/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flexgraph/proto FILES_MATCHING PATTERN "*.h")
 # Generated headers are included as "proto/x.pb.h" relative to the include root.

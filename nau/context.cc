@@ -21,6 +21,33 @@ int VertexSpace::TypeOf(int64_t global) const {
   return static_cast<int>(it - offsets_.begin()) - 1;
 }
 
+int64_t SelectContext::InDegree(int32_t v) const {
+  const Csr& a = dataset_->Adjacency();
+  const int64_t row = v - first_row();
+  if (row >= 0 && row < a.num_rows) return a.degree(row);
+  const graph::PartInfo* part = dataset_->part ? &*dataset_->part : nullptr;
+  if (part != nullptr && part->halo_ids.defined()) {
+    const int64_t* ids = part->halo_ids.i64();
+    const int64_t* end = ids + part->halo_ids.numel();
+    const int64_t* it = std::lower_bound(ids, end, static_cast<int64_t>(v));
+    if (it != end && *it == v) return part->halo_in_degrees.i64()[it - ids];
+  }
+  RecordForeign(v);
+  return 0;
+}
+
+int64_t SelectContext::SourceId(int64_t v) const {
+  if (!dataset_ || !dataset_->part) return v;
+  const graph::PartInfo& part = *dataset_->part;
+  const int t = space_->TypeOf(v);
+  const int64_t local = v - space_->type_offset(t);
+  if (local < part.begin(t) || local >= part.end(t)) {
+    RecordForeign(v);
+    return v;
+  }
+  return space_->type_offset(t) + part.original_ids.at(space_->type_name(t)).i64()[local - part.begin(t)];
+}
+
 ag::Var LayerContext::MeanOverRoots(const ag::Var& x) const {
   auto across = [&](const ag::Var& v) { return sum_across_workers ? sum_across_workers(v) : v; };
   const float total =

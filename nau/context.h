@@ -5,6 +5,7 @@
 // (const); LayerContext is used by one thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -38,6 +39,10 @@ class VertexSpace {
   std::vector<int64_t> offsets_;
 };
 
+// What a selection UDF sees. On one part of a partitioned dataset (Dataset::part) a worker holds
+// only its own vertices' in-edges: InNeighbors and InDegree of other vertices are then unavailable
+// (InDegree of a foreign in-neighbour is), and a call for one is recorded and reported by the
+// framework after selection (the layer must declare LocalSelection()).
 class SelectContext {
  public:
   SelectContext(const graph::Dataset* dataset, const VertexSpace* space, uint64_t seed, int epoch,
@@ -49,21 +54,40 @@ class SelectContext {
   int epoch() const { return epoch_; }
   int layer() const { return layer_; }
   uint64_t seed() const { return seed_; }
-  // The random stream of `root` (a global vertex id) for this epoch and layer.
+  // The random stream of `root` (a global vertex id) for this epoch and layer, keyed by its id in
+  // the source dataset, so that partitioning never changes what is sampled.
   RandomStream Rng(int64_t root) const {
-    return RandomStream(seed_, MixKey(0x5E1EC7, static_cast<uint64_t>(epoch_), layer_, root));
+    return RandomStream(seed_, MixKey(0x5E1EC7, static_cast<uint64_t>(epoch_), layer_, SourceId(root)));
   }
-  // Homogeneous graphs: in-neighbors of v (sorted).
+  // Homogeneous graphs: in-neighbors of v (sorted by source-dataset id).
   std::span<const int32_t> InNeighbors(int32_t v) const {
     const Csr& a = dataset_->Adjacency();
-    return {a.col() + a.row_ptr()[v], static_cast<size_t>(a.degree(v))};
+    const int64_t row = v - first_row();
+    if (row < 0 || row >= a.num_rows) {
+      RecordForeign(v);
+      return {};
+    }
+    return {a.col() + a.row_ptr()[row], static_cast<size_t>(a.degree(row))};
   }
+  // Homogeneous graphs: the in-degree of v.
+  int64_t InDegree(int32_t v) const;
+  // A vertex id as the source dataset numbers it (the id itself unless the dataset is a part).
+  int64_t SourceId(int64_t v) const;
+  // The first vertex whose topology was asked for but is not held here (-1: none).
+  int64_t foreign_vertex() const { return foreign_.load(); }
 
  private:
+  int64_t first_row() const { return dataset_->part ? dataset_->part->begin(0) : 0; }
+  void RecordForeign(int64_t v) const {
+    int64_t none = -1;
+    foreign_.compare_exchange_strong(none, v);
+  }
+
   const graph::Dataset* dataset_;
   const VertexSpace* space_;
   uint64_t seed_;
   int epoch_, layer_;
+  mutable std::atomic<int64_t> foreign_{-1};
 };
 
 class LayerContext {

@@ -48,6 +48,10 @@ class Layer : public nn::Module {
   // True when selection samples (rebuilt every SelectionPeriod() epochs); false: built once.
   virtual bool SampledSelection() const { return false; }
   virtual int SelectionPeriod() const { return 1; }
+  // True when SelectNeighbors reads only the root's in-neighbours and their in-degrees
+  // (ctx.InNeighbors(root), ctx.InDegree), so that a worker holding only its own vertices'
+  // in-edges (a part of a partitioned dataset) can run it.
+  virtual bool LocalSelection() const { return false; }
   // Layers whose selections are identical share one HDG: return the same non-empty key.
   virtual std::string SelectionKey() const { return ""; }
 

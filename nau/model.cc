@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "nau/options.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/status.h"
 
 namespace fg::nau {
 
@@ -38,10 +39,16 @@ absl::StatusOr<hdg::Hdg> SelectHdg(const Layer& layer, int index, const ModelSpe
                                    const std::vector<int32_t>& roots) {
   const int round = layer.SampledSelection() ? epoch / std::max(1, layer.SelectionPeriod()) : 0;
   const SelectContext ctx(spec.dataset, spec.vertices, spec.seed, round, index);
-  return hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
-      .Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
-        layer.SelectNeighbors(ctx, root, out);
-      });
+  FG_ASSIGN_OR_RETURN(hdg::Hdg built, hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
+                                          .Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
+                                            layer.SelectNeighbors(ctx, root, out);
+                                          }));
+  if (ctx.foreign_vertex() >= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "layer ", index, ": neighbour selection needs the topology of vertex ",
+        ctx.foreign_vertex(), ", which this part of the partitioned dataset does not hold"));
+  }
+  return built;
 }
 
 std::string SharedSelectionKey(const Layer& layer) {

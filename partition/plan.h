@@ -1,17 +1,13 @@
 // PartitionPlan: the owner part of every global vertex (unified vertex space, nau::VertexSpace)
 // plus the cost model's per-part summary — what `flexgraph partition` writes and the distributed
 // runtime reads. Partition() runs a request end to end: hash, range, METIS, or METIS followed by
-// the Rebalancer ("balanced"). Plans are stored as a binary flexgraph.PartitionPlan
-// (proto/partition.proto). Thread-safety: plans are values; functions share no state.
+// the Rebalancer ("balanced"). A plan is applied by writing a partitioned dataset
+// (partition/partitioned_dataset.h). Thread-safety: plans are values; functions share no state.
 //
 //   FG_ASSIGN_OR_RETURN(CostModel cost, CostModel::Create(ds, {.model = config.model().name()}, coefficients));
 //   FG_ASSIGN_OR_RETURN(PartitionPlan plan,
 //                       Partition(ds, cost, {.num_parts = 4, .method = Method::kBalanced}));
-//   FG_RETURN_IF_ERROR(SavePlan(plan, "cora.plan"));
-//   ...
-//   FG_ASSIGN_OR_RETURN(PartitionPlan loaded, LoadPlan("cora.plan"));
-//   FG_RETURN_IF_ERROR(CheckPlanMatches(loaded, ds));
-//   std::vector<int32_t> mine = loaded.OwnedVertices(rank);
+//   std::vector<int32_t> mine = plan.OwnedVertices(rank);
 #pragma once
 
 #include <cstdint>
@@ -64,14 +60,8 @@ absl::StatusOr<PartitionPlan> Partition(const graph::Dataset& dataset, const Cos
 // owner lies in [0, num_parts).
 absl::Status CheckPlanMatches(const PartitionPlan& plan, const graph::Dataset& dataset);
 
+// The plan as stored in a partitioned dataset's metadata (partition/partitioned_dataset.h).
 flexgraph::PartitionPlan ToProto(const PartitionPlan& plan);
-// `where` names the source in errors (a file name).
-absl::StatusOr<PartitionPlan> FromProto(const flexgraph::PartitionPlan& proto,
-                                        const std::string& where);
-
-// Binary protobuf file; errors name the file.
-absl::Status SavePlan(const PartitionPlan& plan, const std::string& path);
-absl::StatusOr<PartitionPlan> LoadPlan(const std::string& path);
 
 // The plan's summary as one JSON object: dataset, model, method, parts, num_vertices, edge_cut,
 // ghosts_total, imbalance, max/mean cost (seconds), seconds (partitioning time), and per part

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/message_differencer.h>
 
@@ -13,24 +12,12 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
+#include "proto/text_format.h"
 #include "runtime/link_prediction.h"
 
 namespace fg::runtime {
 namespace {
 
-class CollectErrors : public google::protobuf::io::ErrorCollector {
- public:
-  explicit CollectErrors(std::string file) : file_(std::move(file)) {}
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (first_.empty()) first_ = absl::StrCat(file_, ":", line + 1, ":", column + 1, ": ", message);
-  }
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-  const std::string& first() const { return first_; }
-
- private:
-  std::string file_, first_;
-};
 
 // What every run starts from; models override parts with their registered defaults.
 constexpr char kBaseDefaults[] = R"pb(
@@ -41,7 +28,7 @@ constexpr char kBaseDefaults[] = R"pb(
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: ""
   }
-  partition { parts: 1 method: "metis" plan_file: "" }
+  partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
 )pb";
 
@@ -51,13 +38,7 @@ constexpr int kMaxThreads = 4096;
 
 absl::StatusOr<flexgraph::RunConfig> ParseConfigText(const std::string& text, const std::string& where) {
   flexgraph::RunConfig config;
-  google::protobuf::TextFormat::Parser parser;
-  CollectErrors errors(where);
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &config)) {
-    return absl::InvalidArgumentError(errors.first().empty() ? absl::StrCat(where, ": parse error")
-                                                             : errors.first());
-  }
+  FG_RETURN_IF_ERROR(proto::ParseTextProto(text, where, &config));
   return config;
 }
 

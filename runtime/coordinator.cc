@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
-#include "partition/plan.h"
+#include "partition/partitioned_dataset.h"
 #include "proto/flexgraph.grpc.pb.h"
 #include "runtime/grpc_communicator.h"
 #include "flexgraph/graph/io/file.h"
@@ -27,35 +27,21 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       : options_(std::move(options)), train_(std::move(train)) {}
 
   absl::Status Init() {
-    graph::LoadOptions load;
-    load.split = train_.dataset().split();
-    FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset().path(), load));
-    FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
-    partition::PartitionPlan plan;
-    if (!options_.plan_file.empty()) {
-      FG_ASSIGN_OR_RETURN(plan, partition::LoadPlan(options_.plan_file));
-      FG_RETURN_IF_ERROR(partition::CheckPlanMatches(plan, ds));
-      if (plan.num_parts != options_.workers) {
-        return absl::InvalidArgumentError(absl::StrCat(options_.plan_file, ": plan has ",
-                                                       plan.num_parts, " parts for ",
-                                                       options_.workers, " workers"));
+    const std::string& path = train_.dataset().path();
+    if (partition::IsPartitionedDataset(path)) {
+      // The parts carry the partition; the coordinator reads only the metadata.
+      FG_ASSIGN_OR_RETURN(const flexgraph::PartitionedDataset meta, partition::ReadPartitionMeta(path));
+      if (meta.part_files_size() != options_.workers) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": a partitioned dataset of ",
+                                                       meta.part_files_size(),
+                                                       " parts needs as many workers, not ",
+                                                       options_.workers));
       }
+      summary_ = partition::DescribePartitioned(meta);
+      std::fprintf(stderr, "coordinator: %s", summary_.c_str());
     } else {
-      FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
-      const partition::WorkloadOptions wl = WorkloadOptionsFrom(train_);
-      FG_ASSIGN_OR_RETURN(
-          partition::CostModel cost,
-          partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
-      FG_ASSIGN_OR_RETURN(plan, partition::Partition(ds, cost,
-                                                     {.num_parts = options_.workers,
-                                                      .method = method,
-                                                      .seed = train_.train().seed()}));
+      FG_RETURN_IF_ERROR(PartitionInMemory());
     }
-    owners_ = plan.owners;
-    summary_ = plan.stats.ToTable();
-    std::fprintf(stderr, "coordinator: %s partition into %d parts, imbalance %.3f, edge cut %lld\n",
-                 partition::MethodName(plan.method), plan.num_parts, plan.stats.imbalance,
-                 static_cast<long long>(plan.stats.edge_cut));
     peers_.assign(options_.workers, "");
     last_beat_.assign(options_.workers, 0.0);
     finals_.assign(options_.workers, false);
@@ -73,6 +59,30 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
           absl::StrCat("coordinator: cannot listen on ", options_.host, ":", options_.port));
     }
     monitor_ = std::thread([this] { Monitor(); });
+    return absl::OkStatus();
+  }
+
+  // A dataset every worker loads whole: partition it here and send each worker the owner table.
+  absl::Status PartitionInMemory() {
+    graph::LoadOptions load;
+    load.split = train_.dataset().split();
+    FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset().path(), load));
+    FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
+    FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
+    const partition::WorkloadOptions wl = WorkloadOptionsFrom(train_);
+    FG_ASSIGN_OR_RETURN(partition::CostModel cost,
+                        partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
+    FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan,
+                        partition::Partition(ds, cost,
+                                             {.num_parts = options_.workers,
+                                              .method = method,
+                                              .seed = train_.train().seed(),
+                                              .rebalance = {}}));
+    owners_ = plan.owners;
+    summary_ = plan.stats.ToTable();
+    std::fprintf(stderr, "coordinator: %s partition into %d parts, imbalance %.3f, edge cut %lld\n",
+                 partition::MethodName(plan.method), plan.num_parts, plan.stats.imbalance,
+                 static_cast<long long>(plan.stats.edge_cut));
     return absl::OkStatus();
   }
 

@@ -1,5 +1,6 @@
-// Coordinator: one per distributed run. Computes (or loads) the partition plan, registers the
-// workers and tells each its rank, peers and plan, watches their heartbeats, and collects their
+// Coordinator: one per distributed run. Partitions a dataset that every worker loads whole (or
+// reads the metadata of a partitioned dataset, whose parts the workers load), registers the
+// workers and tells each its rank, peers and owner table, watches their heartbeats, and collects their
 // metrics into the run summary. A worker that misses heartbeats for `heartbeat_timeout` seconds,
 // or reports a failure, stops the run with an error naming it. Never relays features.
 // Thread-safe.
@@ -21,7 +22,6 @@ struct CoordinatorOptions {
   double heartbeat_timeout_seconds = 10;
   double register_timeout_seconds = 120;
   std::string partition_method = "metis";  // hash, range, metis or balanced
-  std::string plan_file;                   // a saved PartitionPlan instead of partitioning
 };
 
 class Coordinator {

@@ -16,7 +16,8 @@ constexpr int kStepGradients = 2;
 
 }  // namespace
 
-DistributedExecutor::DistributedExecutor(DistributedSetup setup) : setup_(std::move(setup)) {
+DistributedExecutor::DistributedExecutor(DistributedSetup setup)
+    : setup_(std::move(setup)), owners_(setup_.owners) {
   xctx_.comm = setup_.comm;
   xctx_.pipeline = setup_.pipeline;
 }
@@ -27,19 +28,20 @@ void DistributedExecutor::RecordError(const absl::Status& s) {
 
 absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                             std::shared_ptr<const hdg::Hdg> hdg,
-                                            const Tensor& input_ids, const Tensor& root_ids,
-                                            int epoch) {
+                                            const Rows& input, const Rows& roots, int epoch) {
   if (static_cast<int>(layers_.size()) <= i) layers_.resize(i + 1);
   LayerPlan& p = layers_[i];
   p.hdg = std::move(hdg);
-  p.input_ids = input_ids;
-  p.root_ids = root_ids;
+  p.input = input;
+  p.roots = roots;
+  const Tensor& input_ids = input.ids;
+  const Tensor& root_ids = roots.ids;
   if (!distributed()) {
     p.levels = executor_.Plan(*p.hdg, layer);
     return absl::OkStatus();
   }
   FG_ASSIGN_OR_RETURN(p.exchange, BuildLayerExchange(*setup_.comm, *p.hdg, layer.LevelAggregator(1),
-                                                     setup_.owners, input_ids, i, epoch,
+                                                     owners_, input_ids, i, epoch,
                                                      setup_.exchange));
   p.levels = executor_.Plan(p.exchange.local_hdg ? *p.exchange.local_hdg : *p.hdg, layer);
   // Roots are owned rows of the input: their positions in input_ids.
@@ -68,8 +70,8 @@ void DistributedExecutor::BeginPass(nau::LayerContext* ctx, int epoch, bool trai
 ag::Var DistributedExecutor::RunLayer(int i, nau::Layer& layer, const ag::Var& h,
                                       nau::LayerContext& ctx) {
   const LayerPlan& p = layers_[i];
-  ctx.table_global_ids = p.input_ids;
-  ctx.root_global_ids = p.root_ids;
+  ctx.table_global_ids = p.input.keys;
+  ctx.root_global_ids = p.roots.keys;
   if (!distributed()) return executor_.Run(*p.hdg, p.levels, layer, h, ctx);
   return RunExchanged(p, layer, h, ctx);
 }
@@ -100,7 +102,8 @@ ag::Var DistributedExecutor::RunExchanged(const LayerPlan& p, nau::Layer& layer,
     ag::Var token = PostRows(xctx_, ex, m);
     ag::Var ghosts = ReceiveRows(xctx_, ex, token, d);
     ag::Var table = ConcatRows(m, ghosts);
-    const Tensor& input_ids = p.input_ids;
+    // Ghost rows are keyed by their ids here (a part knows only its own vertices' source ids).
+    const Tensor& input_ids = p.input.keys;
     Tensor ids = Tensor::Empty({input_ids.numel() + ex.ghost_ids.numel()}, DType::kInt64);
     std::copy(input_ids.i64(), input_ids.i64() + input_ids.numel(), ids.i64());
     std::copy(ex.ghost_ids.i64(), ex.ghost_ids.i64() + ex.ghost_ids.numel(),

@@ -22,8 +22,9 @@
 
 namespace fg::runtime {
 
-// A worker's place in a distributed run: its communicator and the partition plan (the owning
-// rank of every global vertex). Null communicator: single process.
+// A worker's place in a distributed run: its communicator and, when every worker loads the whole
+// dataset, the partition plan (the owning rank of every global vertex; empty for a partitioned
+// dataset, whose parts carry their bounds). Null communicator: single process.
 struct DistributedSetup {
   Communicator* comm = nullptr;
   std::vector<int32_t> owners;
@@ -38,15 +39,24 @@ class DistributedExecutor {
   bool distributed() const { return setup_.comm != nullptr && setup_.comm->size() > 1; }
   int rank() const { return distributed() ? setup_.comm->rank() : 0; }
   // True when this worker owns global vertex `v` (always alone).
-  bool Owns(int64_t v) const { return !distributed() || setup_.owners[v] == rank(); }
+  bool Owns(int64_t v) const { return !distributed() || owners_.Of(v) == rank(); }
   const DistributedSetup& setup() const { return setup_; }
+  // Who owns what (set from the setup's table, or by the trainer from a part's bounds).
+  void SetOwnership(Ownership owners) { owners_ = std::move(owners); }
+  const Ownership& ownership() const { return owners_; }
   void SetOverride(std::optional<nau::Strategy> s) { executor_.SetOverride(s); }
 
-  // Plans layer `i` over `hdg` (level-1 children are global vertex ids). `input_ids` and
-  // `root_ids` are the sorted global ids (int64) of this worker's input rows and roots. Collective
-  // in a distributed run (index lists are exchanged with the peers).
+  // The ids (int64) of a layer's rows: global ids in this run's vertex space, and the keys its
+  // randomness (dropout masks) uses — the source dataset's ids, which a partitioned dataset
+  // renumbers; the keys are the ids otherwise.
+  struct Rows {
+    Tensor ids, keys;
+  };
+  // Plans layer `i` over `hdg` (level-1 children are global vertex ids). `input` and `roots` are
+  // this worker's input rows and roots, ids sorted. Collective in a distributed run (index lists
+  // are exchanged with the peers).
   absl::Status PlanLayer(int i, const nau::Layer& layer, std::shared_ptr<const hdg::Hdg> hdg,
-                         const Tensor& input_ids, const Tensor& root_ids, int epoch);
+                         const Rows& input, const Rows& roots, int epoch);
 
   // Starts a forward pass: sets the context's cross-worker reduction and the exchange tags.
   void BeginPass(nau::LayerContext* ctx, int epoch, bool training);
@@ -71,13 +81,14 @@ class DistributedExecutor {
     std::shared_ptr<const hdg::Hdg> hdg;
     std::vector<nau::LevelPlan> levels;
     LayerExchange exchange;  // distributed runs
-    Tensor input_ids, root_ids;
+    Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
   };
   ag::Var RunExchanged(const LayerPlan& p, nau::Layer& layer, const ag::Var& h,
                        nau::LayerContext& ctx);
 
   DistributedSetup setup_;
+  Ownership owners_;
   nau::HybridExecutor executor_;
   ExchangeContext xctx_;
   std::vector<LayerPlan> layers_;

@@ -68,9 +68,30 @@ bool ParseExchangeMode(const std::string& s, ExchangeMode* out) {
   return true;
 }
 
+Ownership::Ownership(std::vector<int32_t> owners)
+    : num_vertices_(static_cast<int64_t>(owners.size())), table_(std::move(owners)) {}
+
+Ownership::Ownership(const nau::VertexSpace& space, const std::vector<std::vector<int64_t>>& bounds)
+    : num_vertices_(space.size()) {
+  for (int t = 0; t < space.num_types(); ++t) {
+    const std::vector<int64_t>& b = bounds[t];
+    for (size_t p = 0; p + 1 < b.size(); ++p) {
+      if (b[p] == b[p + 1]) continue;
+      block_start_.push_back(space.type_offset(t) + b[p]);
+      block_owner_.push_back(static_cast<int32_t>(p));
+    }
+  }
+}
+
+int Ownership::Of(int64_t v) const {
+  if (!table_.empty()) return table_[v];
+  const auto it = std::upper_bound(block_start_.begin(), block_start_.end(), v);
+  return block_owner_[it - block_start_.begin() - 1];
+}
+
 absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::Hdg& hdg,
                                                  const nau::Aggregator& level1,
-                                                 const std::vector<int32_t>& owners,
+                                                 const Ownership& owners,
                                                  const Tensor& table_ids, int layer, int epoch,
                                                  ExchangeMode mode) {
   const int me = comm.rank(), P = comm.size();
@@ -99,11 +120,11 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
   for (int64_t r = 0; r < c.num_rows; ++r) {
     for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
       const int64_t u = c.col()[e];
-      if (u < 0 || u >= static_cast<int64_t>(owners.size())) {
+      if (u < 0 || u >= owners.num_vertices()) {
         return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": HDG leaf ", u,
                                                        " outside the partition plan"));
       }
-      const int o = owners[u];
+      const int o = owners.Of(u);
       if (o != me) remote[o].push_back({r, u, e});
     }
   }
@@ -231,7 +252,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     for (int64_t r = 0; r < c.num_rows; ++r) {
       for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
         const int64_t u = c.col()[e];
-        const int o = owners[u];
+        const int o = owners.Of(u);
         if (o == me) {
           idx_o.push_back(static_cast<int32_t>(local_of(u)));
           w_o.push_back(w[e]);
@@ -250,7 +271,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     Tensor idx = Tensor::Empty({c.nnz()}, DType::kInt32);
     for (int64_t e = 0; e < c.nnz(); ++e) {
       const int64_t u = c.col()[e];
-      const int o = owners[u];
+      const int o = owners.Of(u);
       idx.i32()[e] = static_cast<int32_t>(o == me ? local_of(u) : n_owned + ghost_slot(o, u));
     }
     std::vector<hdg::HdgLevel> levels;

@@ -16,9 +16,30 @@
 #include "flexgraph/autograd/var.h"
 #include "hdg/hdg.h"
 #include "nau/aggregator.h"
+#include "nau/context.h"
 #include "runtime/communicator.h"
 
 namespace fg::runtime {
+
+// Which worker owns each global vertex: a table (a plan applied to a dataset every worker loaded
+// whole) or, for a partitioned dataset, every node type's id bounds (a search over the P
+// boundaries, no per-vertex array). Immutable; thread-safe.
+class Ownership {
+ public:
+  Ownership() = default;
+  explicit Ownership(std::vector<int32_t> owners);
+  // bounds[t]: num_parts + 1 ascending type-local ids of node type t (graph::PartInfo).
+  Ownership(const nau::VertexSpace& space, const std::vector<std::vector<int64_t>>& bounds);
+  int64_t num_vertices() const { return num_vertices_; }
+  // The rank owning global vertex v, 0 <= v < num_vertices().
+  int Of(int64_t v) const;
+
+ private:
+  int64_t num_vertices_ = 0;
+  std::vector<int32_t> table_;
+  std::vector<int64_t> block_start_;  // ranges: first global id of each non-empty block, ascending
+  std::vector<int32_t> block_owner_;
+};
 
 enum class ExchangeMode { kAuto, kRowFetch, kPartial };
 // Parses "auto", "rows" or "partial".
@@ -54,11 +75,11 @@ struct LayerExchange {
 };
 
 // Builds the exchange for an HDG whose level-1 children are global vertex ids. `table_ids` are
-// the (sorted) global ids of this worker's input rows for the layer; `owners` maps every global
-// vertex to its rank. Collective: every worker calls it for the same layer at the same time.
+// the (sorted) global ids of this worker's input rows for the layer; `owners` gives every global
+// vertex's rank. Collective: every worker calls it for the same layer at the same time.
 absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::Hdg& hdg,
                                                  const nau::Aggregator& level1,
-                                                 const std::vector<int32_t>& owners,
+                                                 const Ownership& owners,
                                                  const Tensor& table_ids, int layer, int epoch,
                                                  ExchangeMode mode);
 

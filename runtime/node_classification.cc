@@ -37,6 +37,11 @@ absl::StatusOr<std::unique_ptr<NodeClassificationTask>> NodeClassificationTask::
         " classes for ", t->num_target_, " vertices (labels are 0, 1, ...; is one out of range?)"));
   }
   t->global_train_ = split->second.train.defined() ? split->second.train.numel() : 0;
+  if (dataset.part) {  // a part labels its own vertices and counts every part's training ones
+    t->first_label_ = dataset.part->begin(type);
+    auto total = dataset.part->train_total.find(target);
+    t->global_train_ = total == dataset.part->train_total.end() ? 0 : total->second;
+  }
   if (t->global_train_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat("split: empty training split in ", dataset_name));
   }
@@ -48,7 +53,7 @@ absl::Status NodeClassificationTask::SetOutputRows(const Tensor& roots) {
   const graph::Split& split = dataset_->splits.at(target_);
   labels_ = Tensor::Empty({roots.numel()}, DType::kInt64);
   for (int64_t k = 0; k < roots.numel(); ++k) {
-    labels_.i64()[k] = labels.i64()[roots.i64()[k] - base_];
+    labels_.i64()[k] = labels.i64()[roots.i64()[k] - base_ - first_label_];
   }
   // Split membership per target vertex (a vertex is in at most one split, once).
   std::vector<const char*> member(num_target_, nullptr);
@@ -66,7 +71,7 @@ absl::Status NodeClassificationTask::SetOutputRows(const Tensor& roots) {
                                                        " is also in the ", member[v], " split"));
       }
       member[v] = what;
-      const int64_t label = labels.i64()[v];
+      const int64_t label = labels.i64()[v - first_label_];
       if (label < 0 || label >= num_classes_) {
         return absl::InvalidArgumentError(absl::StrCat(
             dataset_name_, ": ", what, " split: node ", v, " of type '", target_, "' has label ",

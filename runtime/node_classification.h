@@ -31,6 +31,7 @@ class NodeClassificationTask : public Task {
   const graph::Dataset* dataset_ = nullptr;
   std::string target_, dataset_name_;
   int64_t base_ = 0, num_target_ = 0, num_classes_ = 0;
+  int64_t first_label_ = 0;                     // type-local id of the labels' row 0 (a part's first)
   int64_t global_train_ = 0;                    // training vertices over all workers
   Tensor labels_;                               // int64, per output row
   Tensor train_rows_, valid_rows_, test_rows_;  // int32 output rows

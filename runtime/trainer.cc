@@ -12,6 +12,7 @@
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/tensor/device_alloc.h"
+#include "partition/partitioned_dataset.h"
 #include "runtime/checkpoint.h"
 #include "runtime/hooks.h"
 
@@ -52,13 +53,23 @@ absl::Status Trainer::Init() {
   FG_RETURN_IF_ERROR(LoadData());
   FG_RETURN_IF_ERROR(BuildModel());
   PlaceRows();
-  FG_RETURN_IF_ERROR(task_->SetOutputRows(layer_roots_.back()));
+  FG_RETURN_IF_ERROR(task_->SetOutputRows(layer_roots_.back().ids));
   return EnsureHdgs(0);
 }
 
 absl::Status Trainer::LoadData() {
   const flexgraph::DatasetConfig& data = config_.dataset();
-  {
+  if (partition::IsPartitionedDataset(data.path())) {
+    // One part per worker: this worker reads only its own.
+    Progress progress(absl::StrCat("load part ", exec_.rank(), " of ", data.path()), 0);
+    FG_ASSIGN_OR_RETURN(dataset_, partition::LoadPart(data.path(), exec_.rank()));
+    const int world = distributed() ? exec_.setup().comm->size() : 1;
+    if (dataset_.part->num_parts() != world) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          data.path(), ": a partitioned dataset of ", dataset_.part->num_parts(),
+          " parts needs as many workers, this run has ", world));
+    }
+  } else {
     Progress progress(absl::StrCat("load ", data.path()), 0);
     graph::LoadOptions load;
     load.split = data.split();
@@ -77,9 +88,11 @@ absl::Status Trainer::LoadData() {
     }
   }
   space_ = nau::VertexSpace(dataset_.graph);
-  if (distributed() && static_cast<int64_t>(exec_.setup().owners.size()) != space_.size()) {
+  if (dataset_.part) {
+    exec_.SetOwnership(Ownership(space_, dataset_.part->bounds));
+  } else if (distributed() && exec_.ownership().num_vertices() != space_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("partition plan covers ",
-                                                   exec_.setup().owners.size(),
+                                                   exec_.ownership().num_vertices(),
                                                    " vertices, dataset has ", space_.size()));
   }
   FG_ASSIGN_OR_RETURN(task_, MakeTask(&dataset_, config_));
@@ -129,27 +142,55 @@ absl::Status Trainer::BuildModel() {
       kind, model_->parameters(),
       nn::OptimizerOptions{.lr = tc.lr(), .weight_decay = tc.weight_decay()});
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) exec_.SetOverride(s);
+  for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) {
+    if (!model_->layer(i).LocalSelection()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "model ", mc.name(), ": layer ", i, "'s neighbour selection reaches beyond a vertex's "
+          "in-edges, and a part of a partitioned dataset holds only its own vertices' in-edges; "
+          "partitioned datasets train models with local selection (gcn, sage, gin) so far: train ",
+          mc.name(), " on the unpartitioned dataset"));
+    }
+  }
   return absl::OkStatus();
 }
 
 void Trainer::PlaceRows() {
   // This worker's rows: every vertex in a single process, the owned ones in a distributed run.
+  const graph::PartInfo* part = dataset_.part ? &*dataset_.part : nullptr;
+  auto rows_of = [&](std::vector<int64_t> ids) {
+    DistributedExecutor::Rows rows{Tensor::FromVector(ids), Tensor()};
+    if (part != nullptr) {  // randomness keys on the source dataset's ids
+      for (int64_t& v : ids) {
+        const int t = space_.TypeOf(v);
+        const Tensor& source = part->original_ids.at(space_.type_name(t));
+        v = space_.type_offset(t) + source.i64()[v - space_.type_offset(t) - part->begin(t)];
+      }
+      rows.keys = Tensor::FromVector(ids);
+    } else {
+      rows.keys = rows.ids;
+    }
+    return rows;
+  };
   std::vector<int64_t> table;
-  for (int64_t v = 0; v < space_.size(); ++v) {
-    if (exec_.Owns(v)) table.push_back(v);
+  for (int t = 0; t < space_.num_types(); ++t) {
+    const int64_t lo = part ? part->begin(t) : 0, hi = part ? part->end(t) : space_.type_size(t);
+    for (int64_t v = space_.type_offset(t) + lo; v < space_.type_offset(t) + hi; ++v) {
+      if (exec_.Owns(v)) table.push_back(v);
+    }
   }
-  table_ids_ = Tensor::FromVector(table);
+  table_ = rows_of(table);
   layer_graphs_.resize(model_->num_layers());
   for (int i = 0; i < model_->num_layers(); ++i) {
     std::vector<int64_t> ids;
     for (int32_t r : model_->Roots(i, spec_)) {
       if (exec_.Owns(r)) ids.push_back(r);
     }
-    layer_roots_.push_back(Tensor::FromVector(ids));
+    layer_roots_.push_back(rows_of(std::move(ids)));
   }
-  // Homogeneous features: keep only this worker's rows (the default Model::Input uses them).
-  if (distributed() && space_.num_types() == 1) {
-    Tensor idx = Tensor::Empty({table_ids_.numel()}, DType::kInt32);
+  // Homogeneous features of a dataset loaded whole: keep only this worker's rows (the default
+  // Model::Input uses them). A part holds only its own rows already.
+  if (distributed() && space_.num_types() == 1 && part == nullptr) {
+    Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
     for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table[k]);
     for (auto& [type, feat] : dataset_.features) {
       if (feat.defined()) feat = ops::GatherRows(feat, idx);
@@ -170,20 +211,21 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     const std::string key = nau::SharedSelectionKey(layer);
     auto it = key.empty() ? by_key.end() : by_key.find(key);
     const bool same_roots =
-        it != by_key.end() && layer_roots_[it->second].numel() == layer_roots_[i].numel();
+        it != by_key.end() && layer_roots_[it->second].ids.numel() == layer_roots_[i].ids.numel();
     if (same_roots) {
       lg.hdg = layer_graphs_[it->second].hdg;
     } else {
-      std::vector<int32_t> roots(layer_roots_[i].numel());
-      for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(layer_roots_[i].i64()[k]);
+      const Tensor& ids = layer_roots_[i].ids;
+      std::vector<int32_t> roots(ids.numel());
+      for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
       FG_ASSIGN_OR_RETURN(hdg::Hdg built, nau::SelectHdg(layer, i, spec_, epoch, roots));
       lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
       if (!key.empty()) by_key[key] = i;
     }
     lg.built_epoch = epoch;
     // The layer's input rows: layer 0 reads the table, layer i > 0 the roots of layer i - 1.
-    const Tensor& input_ids = i == 0 ? table_ids_ : layer_roots_[i - 1];
-    FG_RETURN_IF_ERROR(exec_.PlanLayer(i, layer, lg.hdg, input_ids, layer_roots_[i], epoch));
+    const DistributedExecutor::Rows& input = i == 0 ? table_ : layer_roots_[i - 1];
+    FG_RETURN_IF_ERROR(exec_.PlanLayer(i, layer, lg.hdg, input, layer_roots_[i], epoch));
   }
   return absl::OkStatus();
 }
@@ -196,9 +238,9 @@ ag::Var Trainer::Forward(int epoch, bool training) {
   ctx.stats = training ? &stats_ : nullptr;
   exec_.BeginPass(&ctx, epoch, training);
   ag::Var h = model_->Input(ctx, spec_);
-  if (h.rows() != table_ids_.numel()) {  // a model that lays out every vertex: keep our rows
-    Tensor idx = Tensor::Empty({table_ids_.numel()}, DType::kInt32);
-    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table_ids_.i64()[k]);
+  if (h.rows() != table_.ids.numel()) {  // a model that lays out every vertex: keep our rows
+    Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
+    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table_.ids.i64()[k]);
     h = ag::GatherRows(h, idx);
   }
   // A constant, mostly-zero input (bag-of-words features) also gets a sparse view, built once.

@@ -75,8 +75,9 @@ class Trainer {
     int built_epoch = -1;
   };
   std::vector<LayerGraph> layer_graphs_;
-  std::vector<Tensor> layer_roots_;  // int64 global ids of each layer's roots (owned ones)
-  Tensor table_ids_;                 // int64 global ids of layer 0's input rows (owned ones)
+  // This worker's rows: each layer's roots and layer 0's input rows (owned ones).
+  std::vector<DistributedExecutor::Rows> layer_roots_;
+  DistributedExecutor::Rows table_;
   bool sparse_checked_ = false;
   SparseMatrixPtr input_sparse_;     // sparse view of a constant, mostly-zero layer-0 input
   const void* input_sparse_source_ = nullptr;

@@ -63,8 +63,20 @@ std::string CacheKey(const std::string& source, const LoadOptions& o) {
 
 absl::StatusOr<Dataset> LoadUncached(const std::string& src, const LoadOptions& options) {
   if (IsGeneratorSpec(src)) return GenerateFromSpec(src);
-  if (EndsWith(src, ".fgc")) return io::ReadCache(src);
+  if (EndsWith(src, ".fgc")) {
+    FG_ASSIGN_OR_RETURN(Dataset ds, io::ReadCache(src));
+    if (ds.part) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          src, ": is part ", ds.part->index, " of a partitioned dataset; use its directory"));
+    }
+    return ds;
+  }
   if (io::IsDirectory(src)) {
+    if (io::PathExists(io::JoinPath(src, kPartitionedDatasetMeta))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          src, ": is a partitioned dataset, read one part per worker (train with as many workers as "
+               "it has parts; `flexgraph info` describes it)"));
+    }
     if (io::IsOgbDirectory(src)) return io::LoadOgb(src, options);
     if (io::IsNpyDirectory(src)) return io::LoadNpyDirectory(src);
     return absl::NotFoundError(absl::StrCat(
@@ -80,6 +92,11 @@ absl::StatusOr<Dataset> LoadUncached(const std::string& src, const LoadOptions& 
 }
 
 }  // namespace
+
+int PartInfo::Owner(int type, int64_t id) const {
+  const std::vector<int64_t>& b = bounds[type];
+  return static_cast<int>(std::upper_bound(b.begin(), b.end(), id) - b.begin()) - 1;
+}
 
 std::string Dataset::LabeledType() const {
   if (labels.size() == 1) return labels.begin()->first;
@@ -98,6 +115,10 @@ size_t Dataset::Bytes() const {
   }
   for (const auto& [k, s] : edge_splits) {
     for (const Tensor* p : {&s.train, &s.valid, &s.test}) bytes += p->defined() ? p->nbytes() : 0;
+  }
+  if (part) {
+    for (const auto& [t, ids] : part->original_ids) bytes += ids.nbytes();
+    for (const Tensor* p : {&part->halo_ids, &part->halo_in_degrees}) bytes += p->defined() ? p->nbytes() : 0;
   }
   return bytes;
 }

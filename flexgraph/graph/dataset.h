@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,30 @@ struct EdgeSplit {
   Tensor train, valid, test;
 };
 
+// The metadata file that marks a directory as a partitioned dataset.
+inline constexpr char kPartitionedDatasetMeta[] = "partition.txtpb";
+
+// One part of a partitioned dataset (partition/partitioned_dataset.h). Vertices are numbered so
+// that every part owns one contiguous range of ids per node type, [bounds[t][p], bounds[t][p + 1]).
+// A part's tables hold only its own rows: row k of a type's features and labels is vertex
+// begin(t) + k, its splits list only its own vertices, and each relation holds the in-edges of its
+// own destinations (by_dst row k is destination begin(dst) + k; by_src is by_dst when the relation
+// is symmetric, else empty). A row's neighbours keep the source dataset's order.
+struct PartInfo {
+  int index = 0;
+  std::vector<std::vector<int64_t>> bounds;     // per node type: num_parts + 1 ascending ids
+  std::map<std::string, Tensor> original_ids;   // node type -> int64 [owned]: source dataset ids
+  std::map<std::string, int64_t> train_total;   // node type -> training vertices over all parts
+  // Homogeneous graphs: the in-neighbours this part does not own (int64, ascending) and their
+  // in-degrees (int64), for selections that weigh a neighbour by its degree.
+  Tensor halo_ids, halo_in_degrees;
+
+  int num_parts() const { return bounds.empty() ? 0 : static_cast<int>(bounds[0].size()) - 1; }
+  int64_t begin(int type) const { return bounds[type][index]; }
+  int64_t end(int type) const { return bounds[type][index + 1]; }
+  int Owner(int type, int64_t id) const;  // the part owning type-local `id`
+};
+
 struct Dataset {
   std::string name;
   HeteroGraph graph;
@@ -33,8 +58,10 @@ struct Dataset {
   std::string split_name;
   std::map<std::string, Split> splits;          // node type -> split
   std::map<std::string, EdgeSplit> edge_splits;  // relation key -> split
+  std::optional<PartInfo> part;                  // set for one part of a partitioned dataset
 
-  // The homogeneous graph's in-edge Csr (rows = destinations); requires IsHomogeneous().
+  // The homogeneous graph's in-edge Csr (rows = destinations, from part->begin(0) in a part);
+  // requires IsHomogeneous().
   const Csr& Adjacency() const { return graph.relations[0].by_dst; }
   // The node type that carries labels: the only labeled type, else "node" when labeled, else the
   // only type with a split.

@@ -1,5 +1,6 @@
 // Dataset commands of the `flexgraph` binary:
 //   flexgraph info DATASET [--summary_json FILE]      counts, degrees, features, labels, splits, memory
+//                                                    (a partitioned dataset: parts, sizes, edge cut)
 //   flexgraph generate SPEC --out DIR [--format ogb|npy|fgc]
 //   flexgraph convert DATASET [--cache FILE.fgc] [--npy_dir DIR] [--ogb_dir DIR]
 // DATASET is anything LoadDataset accepts (an OGB raw directory, a .npy workload directory, an edge
@@ -7,6 +8,8 @@
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
@@ -17,6 +20,7 @@
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/ogb.h"
 #include "flexgraph/graph/summary.h"
+#include "partition/partitioned_dataset.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 
@@ -71,15 +75,35 @@ absl::StatusOr<graph::Dataset> Load(const std::string& what, const graph::LoadOp
   return ds;
 }
 
+// A partitioned dataset: its metadata (parts, sizes, edge cut), read without loading any part.
+int InfoPartitioned(const FlagSet& flags) {
+  auto meta = partition::ReadPartitionMeta(flags.positional()[0]);
+  if (!meta.ok()) return Fail(meta.status());
+  std::printf("%s", partition::DescribePartitioned(*meta).c_str());
+  if (!flags.Get("summary_json").empty()) {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions options;
+    options.add_whitespace = true;
+    if (!google::protobuf::util::MessageToJsonString(*meta, &json, options).ok()) {
+      return Fail(absl::InternalError("cannot print the metadata as JSON"));
+    }
+    if (absl::Status s = graph::io::WriteStringToFile(flags.Get("summary_json"), json); !s.ok()) {
+      return Fail(s);
+    }
+  }
+  return 0;
+}
+
 int Info(const std::vector<std::string>& args) {
   FlagSet flags("info", "Prints a dataset's node and edge counts per type and relation, degree "
                         "statistics, feature dimensions, label counts, splits and memory.");
-  flags.AddPositional("DATASET", "dataset directory, edge list, .fgc cache or generator spec");
+  flags.AddPositional("DATASET", "dataset directory, partitioned dataset, edge list, .fgc cache or generator spec");
   AddLoadFlags(&flags);
   flags.AddString("summary_json", "", "also write the summary as JSON to this file");
   if (int rc = ParseOrExit(flags, args, 1); rc >= 0) return rc;
   auto o = LoadOptionsFrom(flags);
   if (!o.ok()) return Fail(o.status());
+  if (partition::IsPartitionedDataset(flags.positional()[0])) return InfoPartitioned(flags);
   auto ds = Load(flags.positional()[0], *o);
   if (!ds.ok()) return Fail(ds.status());
   const graph::DatasetSummary summary = graph::Summarize(*ds);
@@ -134,7 +158,7 @@ int Generate(const std::vector<std::string>& args) {
 int Convert(const std::vector<std::string>& args) {
   FlagSet flags("convert", "Converts a dataset to the binary cache (.fgc), .npy arrays and/or the "
                            "OGB raw layout.");
-  flags.AddPositional("DATASET", "dataset directory, edge list, .fgc cache or generator spec");
+  flags.AddPositional("DATASET", "dataset directory, partitioned dataset, edge list, .fgc cache or generator spec");
   AddLoadFlags(&flags);
   flags.AddString("cache", "", "write the binary cache to this .fgc file");
   flags.AddString("npy_dir", "", "write .npy arrays (the baseline workload layout) to this directory");
@@ -146,6 +170,7 @@ int Convert(const std::vector<std::string>& args) {
   }
   auto o = LoadOptionsFrom(flags);
   if (!o.ok()) return Fail(o.status());
+  if (partition::IsPartitionedDataset(flags.positional()[0])) return InfoPartitioned(flags);
   auto ds = Load(flags.positional()[0], *o);
   if (!ds.ok()) return Fail(ds.status());
   const std::pair<const char*, const char*> outputs[] = {{"cache", "fgc"}, {"npy_dir", "npy"}, {"ogb_dir", "ogb"}};

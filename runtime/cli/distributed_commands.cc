@@ -47,7 +47,8 @@ int Launch(const std::vector<std::string>& args) {
   flags.AddString("hosts", "", "file with one host per line (workers start there over ssh)");
   flags.AddString("log_dir", "", "directory for one log per process (default: a new temp dir)");
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
-  flags.AddString("partition", "metis", "hash, range, metis or balanced");
+  flags.AddString("partition", "metis",
+                  "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
   flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
   flags.AddBool("restart_on_failure", false, "restart a failed run from its last checkpoint");
   flags.AddString("max_restarts", "3", "restarts allowed with --restart_on_failure");
@@ -111,8 +112,8 @@ int Coordinator(const std::vector<std::string>& args) {
   flags.AddString("port_file", "", "write the port here once listening");
   flags.AddString("token", "", "run token (default: $FG_RUN_TOKEN)");
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
-  flags.AddString("partition", "metis", "hash, range, metis or balanced");
-  flags.AddString("plan", "", "a saved partition plan (flexgraph partition) instead of --partition");
+  flags.AddString("partition", "metis",
+                  "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("coordinator: ", s.message()));
   if (flags.help_requested()) {
     std::printf("%s", flags.Usage().c_str());
@@ -143,7 +144,6 @@ int Coordinator(const std::vector<std::string>& args) {
   o.host = flags.Get("host");
   o.heartbeat_timeout_seconds = *timeout;
   o.partition_method = flags.Get("partition");
-  o.plan_file = flags.Get("plan");
   o.token = TokenFrom(flags);
   if (o.token.empty()) return UsageError(flags, "coordinator: no run token (--token or $FG_RUN_TOKEN)");
   auto c = runtime::Coordinator::Start(o, *train);

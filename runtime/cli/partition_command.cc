@@ -1,8 +1,9 @@
 // `flexgraph partition`: computes a PartitionPlan (partition/plan.h) for a dataset and a model's
-// cost model, writes it, and prints per part the owned vertices, edges, ghosts per peer and the
-// estimated compute and communication cost, then the imbalance (max / mean estimated cost).
+// cost model, prints per part the owned vertices, edges, ghosts per peer and the estimated compute
+// and communication cost, then the imbalance (max / mean estimated cost), and writes the
+// partitioned dataset (partition/partitioned_dataset.h) that workers load one part each.
 //
-//   flexgraph partition --dataset ../shared/data/cora --parts 4 --method balanced --model gcn
+//   flexgraph partition --dataset ../shared/data/cora --parts 4 --method balanced --model gcn --out cora-4
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -17,7 +18,7 @@
 #include "flexgraph/graph/dataset.h"
 #include "nau/model.h"
 #include "flexgraph/graph/io/file.h"
-#include "partition/plan.h"
+#include "partition/partitioned_dataset.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
@@ -41,7 +42,7 @@ void AddFlags(FlagSet* f) {
   AddModelFlags(f);
   f->AddString("parts", "2", "number of parts (workers)");
   f->AddString("method", "balanced", "hash, range, metis or balanced (METIS + cost-model rebalancing)");
-  f->AddString("out", "", "plan file to write (default: <dataset>-<method>-<parts>.plan)");
+  f->AddString("out", "", "directory of the partitioned dataset to write, new or empty (default: <dataset>-<method>-<parts>)");
   f->AddString("summary_json", "", "also write a JSON summary to this file");
   f->AddString("calibration", "",
                "cost model calibration file (default: $XDG_CACHE_HOME/flexgraph/calibration-<host>-t<threads>.txt)");
@@ -138,13 +139,17 @@ absl::Status Run(Invocation& inv) {
   std::string out = inv.out;
   if (out.empty()) {
     out = absl::StrCat(ds.name.empty() ? "dataset" : ds.name, "-",
-                       partition::MethodName(plan.method), "-", plan.num_parts, ".plan");
+                       partition::MethodName(plan.method), "-", plan.num_parts);
     for (char& c : out) {
       if (c == '/' || c == ':' || c == ',' || c == '=') c = '_';
     }
   }
-  FG_RETURN_IF_ERROR(partition::SavePlan(plan, out));
-  std::printf("plan written to %s\n", out.c_str());
+  {
+    Progress progress(absl::StrCat("write ", out), 0);
+    FG_RETURN_IF_ERROR(partition::WritePartitionedDataset(ds, plan, inv.dataset, out));
+  }
+  std::printf("partitioned dataset written to %s (train on it: flexgraph launch --workers %d -- "
+              "train --dataset %s)\n", out.c_str(), plan.num_parts, out.c_str());
   if (!inv.summary_json.empty()) {
     FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically(inv.summary_json, partition::SummaryJson(plan)));
   }
@@ -153,7 +158,7 @@ absl::Status Run(Invocation& inv) {
 
 int PartitionMain(const std::vector<std::string>& args) {
   FlagSet flags("partition",
-                "Partitions a dataset for distributed training and writes the PartitionPlan.");
+                "Partitions a dataset for distributed training: writes one part per worker.");
   AddFlags(&flags);
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "flexgraph partition: %s\n\n%s", std::string(s.message()).c_str(),
@@ -176,7 +181,7 @@ int PartitionMain(const std::vector<std::string>& args) {
   return 0;
 }
 
-CommandRegistrar partition_command("partition", "partition a dataset into a PartitionPlan",
+CommandRegistrar partition_command("partition", "partition a dataset into parts, one per worker",
                                    PartitionMain);
 
 }  // namespace

@@ -386,54 +386,6 @@ TEST(RebalancerTest, LowersTheMaximumCostDeterministically) {
   EXPECT_EQ(none.owners, metis->owners);
 }
 
-TEST(PlanTest, RoundTripsThroughAFile) {
-  graph::Dataset ds = TinyImdb();
-  CostModel cost = MakeCost(ds, "magnn");
-  auto plan = Partition(ds, cost, Req(3, Method::kMetis, 9));
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::string path = ::testing::TempDir() + "/fg_plan_" + std::to_string(getpid());
-  ASSERT_TRUE(SavePlan(*plan, path).ok());
-  auto back = LoadPlan(path);
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->owners, plan->owners);
-  EXPECT_EQ(back->num_parts, 3);
-  EXPECT_EQ(back->method, Method::kMetis);
-  EXPECT_EQ(back->seed, 9u);
-  EXPECT_EQ(back->node_types, (std::vector<std::string>{"movie", "director", "actor"}));
-  EXPECT_EQ(back->stats.edge_cut, plan->stats.edge_cut);
-  EXPECT_EQ(back->stats.ghosts_total, plan->stats.ghosts_total);
-  EXPECT_DOUBLE_EQ(back->stats.imbalance, plan->stats.imbalance);
-  for (int p = 0; p < 3; ++p) {
-    EXPECT_EQ(back->stats.parts[p].ghosts, plan->stats.parts[p].ghosts);
-    EXPECT_DOUBLE_EQ(back->stats.parts[p].comm_seconds, plan->stats.parts[p].comm_seconds);
-  }
-  EXPECT_TRUE(CheckPlanMatches(*back, ds).ok());
-  int64_t owned = 0;
-  for (int p = 0; p < 3; ++p) owned += static_cast<int64_t>(back->OwnedVertices(p).size());
-  EXPECT_EQ(owned, 9);
-  std::filesystem::remove(path);
-}
-
-TEST(PlanTest, LoadErrorsNameTheFile) {
-  const std::string dir = ::testing::TempDir();
-  const std::string missing = dir + "/fg_no_such_plan";
-  EXPECT_THAT(std::string(LoadPlan(missing).status().message()), HasSubstr(missing));
-  const std::string garbage = dir + "/fg_garbage_plan_" + std::to_string(getpid());
-  ASSERT_TRUE(graph::io::WriteFileAtomically(garbage, "\xff\xff\xff not a proto").ok());
-  EXPECT_THAT(std::string(LoadPlan(garbage).status().message()),
-              HasSubstr(garbage + ": not a partition plan"));
-  flexgraph::PartitionPlan p;
-  p.set_num_parts(2);
-  p.set_method("metis");
-  p.add_node_types("node");
-  p.add_type_sizes(3);
-  for (int o : {0, 1, 2}) p.add_owner(o);
-  ASSERT_TRUE(graph::io::WriteFileAtomically(garbage, p.SerializeAsString()).ok());
-  EXPECT_THAT(std::string(LoadPlan(garbage).status().message()),
-              HasSubstr("vertex 2 has owner 2, outside [0, 2)"));
-  std::filesystem::remove(garbage);
-}
-
 TEST(PlanTest, APlanForAnotherDatasetIsRejected) {
   graph::Dataset ds = TwoCliques(4);
   CostModel cost = MakeCost(ds, "gcn");

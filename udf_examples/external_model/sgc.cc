@@ -22,12 +22,13 @@ class Hop : public nau::Layer {
   }
   hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor", true); }
   std::string SelectionKey() const override { return "sgc-normalized"; }
+  bool LocalSelection() const override { return true; }
   void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
                        hdg::NeighborWriter& out) const override {
     const auto nbrs = ctx.InNeighbors(v);
     const float dv = static_cast<float>(nbrs.size() + 1);
     out.Add(v, 1.0f / dv);
-    for (int32_t u : nbrs) out.Add(u, 1.0f / std::sqrt(dv * (ctx.InNeighbors(u).size() + 1)));
+    for (int32_t u : nbrs) out.Add(u, 1.0f / std::sqrt(dv * (ctx.InDegree(u) + 1)));
   }
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::WeightedSum(); }
   ag::Var Update(nau::UpdateContext&, const ag::Var&, const ag::Var& nbr) override {

@@ -27,13 +27,14 @@ class GcnLayer : public nau::Layer {
   hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor", true); }
   std::string SelectionKey() const override { return "gcn-normalized-self-loops"; }
 
+  bool LocalSelection() const override { return true; }
   void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
                        hdg::NeighborWriter& out) const override {
     const auto nbrs = ctx.InNeighbors(v);
     const float dv = static_cast<float>(nbrs.size() + 1);
     out.Add(v, 1.0f / dv);
     for (int32_t u : nbrs) {
-      const float du = static_cast<float>(ctx.InNeighbors(u).size() + 1);
+      const float du = static_cast<float>(ctx.InDegree(u) + 1);
       out.Add(u, 1.0f / std::sqrt(dv * du));
     }
   }

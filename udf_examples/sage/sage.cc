@@ -24,6 +24,7 @@ class SageLayer : public nau::Layer {
   hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor"); }
   std::string SelectionKey() const override { return "in-neighbors"; }
 
+  bool LocalSelection() const override { return true; }
   void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
                        hdg::NeighborWriter& out) const override {
     for (int32_t u : ctx.InNeighbors(v)) out.Add(u);

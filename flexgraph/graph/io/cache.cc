@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
@@ -108,12 +109,22 @@ std::vector<Section> Sections(const Dataset& ds) {
                     r.symmetric ? 1 : 0, "\n");
   }
   for (const auto& [type, k] : ds.num_classes) absl::StrAppend(&meta, "classes\t", type, "\t", k, "\n");
+  if (ds.part) {
+    absl::StrAppend(&meta, "part\t", ds.part->index, "\t", ds.part->num_parts(), "\n");
+    for (size_t t = 0; t < ds.part->bounds.size(); ++t) {
+      absl::StrAppend(&meta, "bounds\t", t, "\t", absl::StrJoin(ds.part->bounds[t], ","), "\n");
+    }
+    for (const auto& [type, n] : ds.part->train_total) {
+      absl::StrAppend(&meta, "train_total\t", type, "\t", n, "\n");
+    }
+  }
   std::vector<Section> s;
   s.push_back({"meta", Tensor(), meta});
   for (size_t i = 0; i < g.relations.size(); ++i) {
     const Relation& r = g.relations[i];
     const std::string p = absl::StrCat("r", i);
-    AddCsr(&s, p + ".src", r.by_src);
+    // A part holds in-edges only: by_dst (stored as by_src when the relation is symmetric).
+    if (!ds.part || r.symmetric) AddCsr(&s, p + ".src", r.by_src);
     if (!r.symmetric) AddCsr(&s, p + ".dst", r.by_dst);
     if (r.edge_feat.defined()) s.push_back({p + ".efeat", r.edge_feat, {}});
     if (auto it = ds.edge_splits.find(r.Key()); it != ds.edge_splits.end()) {
@@ -128,6 +139,15 @@ std::vector<Section> Sections(const Dataset& ds) {
     if (auto it = ds.splits.find(type); it != ds.splits.end()) {
       AddSplit(&s, p, it->second.train, it->second.valid, it->second.test);
     }
+    if (ds.part) {
+      if (auto it = ds.part->original_ids.find(type); it != ds.part->original_ids.end()) {
+        s.push_back({p + ".orig", it->second, {}});
+      }
+    }
+  }
+  if (ds.part && ds.part->halo_ids.defined()) {
+    s.push_back({"halo.ids", ds.part->halo_ids, {}});
+    s.push_back({"halo.deg", ds.part->halo_in_degrees, {}});
   }
   return s;
 }
@@ -300,6 +320,9 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
   if (!have_meta) return Corrupt(name, "no meta section");
   Dataset ds;
   std::vector<std::pair<std::string, int64_t>> classes;
+  std::vector<std::pair<std::string, int64_t>> train_total;
+  std::map<int64_t, std::vector<int64_t>> bounds;
+  int64_t part_index = -1, num_parts = 0;
   for (absl::string_view line : absl::StrSplit(meta, '\n', absl::SkipEmpty())) {
     std::vector<std::string> f = absl::StrSplit(line, '\t');
     int64_t v = 0;
@@ -320,6 +343,19 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       ds.graph.relations.push_back(std::move(r));
     } else if (f[0] == "classes" && f.size() == 3 && absl::SimpleAtoi(f[2], &v)) {
       classes.push_back({f[1], v});
+    } else if (f[0] == "part" && f.size() == 3 && absl::SimpleAtoi(f[1], &part_index) &&
+               absl::SimpleAtoi(f[2], &num_parts) && num_parts >= 1 && num_parts <= (1 << 20) &&
+               part_index >= 0 && part_index < num_parts) {
+    } else if (f[0] == "bounds" && f.size() == 3 && absl::SimpleAtoi(f[1], &v) && v >= 0 &&
+               bounds.count(v) == 0) {
+      std::vector<int64_t>& b = bounds[v];
+      for (absl::string_view x : absl::StrSplit(f[2], ',')) {
+        int64_t id = 0;
+        if (!absl::SimpleAtoi(x, &id)) return Corrupt(name, absl::StrCat("bad bounds of type ", v));
+        b.push_back(id);
+      }
+    } else if (f[0] == "train_total" && f.size() == 3 && absl::SimpleAtoi(f[2], &v) && v >= 0) {
+      train_total.push_back({f[1], v});
     } else {
       return Corrupt(name, absl::StrCat("bad meta line '", line.substr(0, 80), "'"));
     }
@@ -361,6 +397,28 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
     return absl::OkStatus();
   };
   HeteroGraph& g = ds.graph;
+  // A part: its bounds must tile every type's ids; its rows are the owned ranges.
+  if (part_index >= 0) {
+    PartInfo& part = ds.part.emplace();
+    part.index = static_cast<int>(part_index);
+    for (size_t t = 0; t < g.node_types.size(); ++t) {
+      auto it = bounds.find(static_cast<int64_t>(t));
+      if (it == bounds.end()) return Corrupt(name, absl::StrCat("no bounds for node type ", t));
+      const std::vector<int64_t>& b = it->second;
+      bool ok = static_cast<int64_t>(b.size()) == num_parts + 1 && b.front() == 0 &&
+                b.back() == g.num_nodes[t];
+      for (size_t k = 1; ok && k < b.size(); ++k) ok = b[k - 1] <= b[k];
+      if (!ok) return Corrupt(name, absl::StrCat("bounds of node type ", t, " do not tile its ids"));
+      part.bounds.push_back(b);
+    }
+    if (bounds.size() != g.node_types.size()) return Corrupt(name, "bounds of unknown node types");
+    for (const auto& [type, n] : train_total) part.train_total[type] = n;
+  } else if (!bounds.empty() || !train_total.empty()) {
+    return Corrupt(name, "part bounds without a part line");
+  }
+  const PartInfo* part = ds.part ? &*ds.part : nullptr;
+  auto rows = [&](int t) { return part ? part->end(t) - part->begin(t) : g.num_nodes[t]; };
+  auto first = [&](int t) -> int64_t { return part ? part->begin(t) : 0; };
   for (size_t i = 0; i < g.relations.size(); ++i) {
     Relation& r = g.relations[i];
     const int s = g.TypeIndex(r.src_type), d = g.TypeIndex(r.dst_type);
@@ -368,6 +426,11 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       return Corrupt(name, absl::StrCat("relation ", r.Key(), " has unknown node types"));
     }
     const std::string p = absl::StrCat("r", i);
+    if (part != nullptr) {
+      FG_RETURN_IF_ERROR(csr(p + (r.symmetric ? ".src" : ".dst"), rows(d), g.num_nodes[s], &r.by_dst));
+      if (r.symmetric) r.by_src = r.by_dst;
+      continue;
+    }
     FG_RETURN_IF_ERROR(csr(p + ".src", g.num_nodes[s], g.num_nodes[d], &r.by_src));
     if (r.symmetric) {
       r.by_dst = r.by_src;
@@ -390,9 +453,19 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       FG_RETURN_IF_ERROR(split_part(p + ".test", 2, ns, nd, &es.test));
     }
   }
+  // Split ids of a part lie in its own range.
+  auto owned_split = [&](const std::string& key, int t, Tensor* out) -> absl::Status {
+    FG_RETURN_IF_ERROR(split_part(key, 1, first(t) + rows(t), 0, out));
+    for (int64_t i = 0; out->defined() && i < out->numel(); ++i) {
+      if (out->i64()[i] < first(t)) {
+        return Corrupt(name, absl::StrCat("section '", key, "' holds an id out of range"));
+      }
+    }
+    return absl::OkStatus();
+  };
   for (size_t t = 0; t < g.node_types.size(); ++t) {
     const std::string& type = g.node_types[t];
-    const int64_t n = g.num_nodes[t];
+    const int64_t n = rows(static_cast<int>(t));
     const std::string p = absl::StrCat("t", t);
     if (Tensor f = take(p + ".feat"); f.defined()) {
       if (f.dtype() != DType::kFloat32 || f.rank() != 2 || f.dim(0) != n) {
@@ -408,10 +481,40 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
     }
     if (arrays.count(p + ".train") != 0) {
       Split& sp = ds.splits[type];
-      FG_RETURN_IF_ERROR(split_part(p + ".train", 1, n, 0, &sp.train));
-      FG_RETURN_IF_ERROR(split_part(p + ".valid", 1, n, 0, &sp.valid));
-      FG_RETURN_IF_ERROR(split_part(p + ".test", 1, n, 0, &sp.test));
+      const int ti = static_cast<int>(t);
+      FG_RETURN_IF_ERROR(owned_split(p + ".train", ti, &sp.train));
+      FG_RETURN_IF_ERROR(owned_split(p + ".valid", ti, &sp.valid));
+      FG_RETURN_IF_ERROR(owned_split(p + ".test", ti, &sp.test));
     }
+    if (part != nullptr) {
+      Tensor o = take(p + ".orig");
+      if (!o.defined() || o.dtype() != DType::kInt64 || o.rank() != 1 || o.dim(0) != n) {
+        return Corrupt(name, absl::StrCat("section '", p, ".orig' is missing or has the wrong shape"));
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        if (o.i64()[i] < 0 || o.i64()[i] >= g.num_nodes[t]) {
+          return Corrupt(name, absl::StrCat("section '", p, ".orig' holds an id out of range"));
+        }
+      }
+      ds.part->original_ids[type] = o;
+    }
+  }
+  if (part != nullptr && arrays.count("halo.ids") != 0) {
+    Tensor ids = take("halo.ids"), deg = take("halo.deg");
+    if (ids.dtype() != DType::kInt64 || ids.rank() != 1 || !deg.defined() ||
+        deg.dtype() != DType::kInt64 || deg.rank() != 1 || deg.numel() != ids.numel() ||
+        g.node_types.size() != 1) {
+      return Corrupt(name, "sections 'halo.ids' and 'halo.deg' disagree");
+    }
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t v = ids.i64()[i];
+      if (v < 0 || v >= g.num_nodes[0] || (v >= first(0) && v < first(0) + rows(0)) ||
+          (i > 0 && v <= ids.i64()[i - 1]) || deg.i64()[i] < 0) {
+        return Corrupt(name, "section 'halo.ids' is not ascending foreign ids with degrees");
+      }
+    }
+    ds.part->halo_ids = ids;
+    ds.part->halo_in_degrees = deg;
   }
   for (const auto& [type, k] : classes) {
     if (g.TypeIndex(type) < 0) return Corrupt(name, absl::StrCat("classes of unknown type ", type));
