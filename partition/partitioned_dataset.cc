@@ -221,6 +221,11 @@ bool IsPartitionedDataset(const std::string& path) {
 absl::StatusOr<flexgraph::PartitionedDataset> ReadPartitionMeta(const std::string& dir) {
   const std::string where = absl::StrCat(dir, "/", graph::kPartitionedDatasetMeta);
   FG_ASSIGN_OR_RETURN(const std::string text, graph::io::ReadFileToString(where));
+  return ParsePartitionMeta(text, where);
+}
+
+absl::StatusOr<flexgraph::PartitionedDataset> ParsePartitionMeta(const std::string& text,
+                                                                 const std::string& where) {
   flexgraph::PartitionedDataset meta;
   FG_RETURN_IF_ERROR(proto::ParseTextProto(text, where, &meta));
   if (meta.format_version() != kPartitionFormatVersion) {
@@ -242,7 +247,7 @@ absl::StatusOr<flexgraph::PartitionedDataset> ReadPartitionMeta(const std::strin
   }
   for (const std::string& f : meta.part_files()) {
     if (f.empty() || f.find('/') != std::string::npos || f[0] == '.') {
-      return Invalid(where, absl::StrCat("part_files: '", f, "' is not a file name inside ", dir));
+      return Invalid(where, absl::StrCat("part_files: '", f, "' is not a plain file name"));
     }
   }
   if (meta.part_in_edges_size() != P || meta.part_cut_in_edges_size() != P) {

@@ -35,6 +35,9 @@ bool IsPartitionedDataset(const std::string& path);
 
 // The metadata of DIR, checked for consistency (bounds tile every type, one file per part).
 absl::StatusOr<flexgraph::PartitionedDataset> ReadPartitionMeta(const std::string& dir);
+// The same from the metadata's text; `where` names it in errors (file:line:column for syntax).
+absl::StatusOr<flexgraph::PartitionedDataset> ParsePartitionMeta(const std::string& text,
+                                                                 const std::string& where);
 
 // Part `index` of DIR, checked against the metadata (vertex space, bounds, part index).
 absl::StatusOr<graph::Dataset> LoadPart(const std::string& dir, int index);

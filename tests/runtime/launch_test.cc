@@ -88,6 +88,34 @@ TEST(Launch, TwoAndThreeWorkersMatchSingleProcess) {
   }
 }
 
+TEST(Launch, WorkersOfAPartitionedDatasetReadOnlyTheirPartAndMatchSingleProcess) {
+  const std::string d = Dir("fg_launch_parts");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " partition --quiet --dataset " + kCora +
+                " --parts 3 --method metis --model gcn --out " + d + "/cora-3", &out), 0) << out;
+  ASSERT_EQ(Shell(kFlexgraph + " info " + d + "/cora-3", &out), 0) << out;
+  EXPECT_NE(out.find("3 parts"), std::string::npos) << out;
+  EXPECT_NE(out.find("edge cut"), std::string::npos) << out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora +
+                " --epochs 8 --threads 1 --quiet --summary_json " + d + "/single.json"), 0);
+  ASSERT_EQ(Shell(kFlexgraph + " launch --workers 3 --log_dir " + d + "/logs -- train --dataset " +
+                d + "/cora-3 --epochs 8 --threads 1 --summary_json " + d + "/parts.json", &out), 0)
+      << out;
+  const auto base = Losses(Read(d + "/single.json"));
+  const auto losses = Losses(Read(d + "/parts.json"));
+  ASSERT_EQ(losses.size(), base.size());
+  for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]);
+  // The coordinator read the metadata, each worker its own part.
+  EXPECT_NE(Read(d + "/logs/coordinator.log").find("partitioned dataset, 3 parts"), std::string::npos);
+  const std::string log = Read(d + "/logs/worker-0.log");  // the other ranks log quietly
+  EXPECT_NE(log.find("load part 0 of"), std::string::npos) << log;
+  // Another worker count is refused before any worker trains.
+  EXPECT_NE(Shell(kFlexgraph + " launch --workers 2 --log_dir " + d + "/logs2 -- train --dataset " +
+                d + "/cora-3 --epochs 2 --quiet", &out), 0);
+  EXPECT_NE(out.find("a partitioned dataset of 3 parts needs as many workers, not 2"), std::string::npos)
+      << out;
+}
+
 // Pids of the processes of a run, from the coordinator log.
 std::vector<pid_t> WorkerPids(const std::string& coordinator_log) {
   std::vector<pid_t> pids;
