@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "partition/partitioned_dataset.h"
@@ -109,6 +110,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                           StructFromJson(worker_metrics_[0].summary_json(), "summary of worker 0"));
       auto& fields = *summary.mutable_fields();
       fields["world_size"] = NumberValue(options_.workers);
+      fields["coordinator_peak_rss_bytes"] = NumberValue(PeakRssBytes());
       auto* workers = fields["workers"].mutable_list_value();
       double bytes_total = 0;
       for (int r = 0; r < options_.workers; ++r) {
@@ -122,6 +124,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
         w["bytes_partials_per_epoch"] = NumberValue(std::floor(m.bytes_partials() / epochs));
         w["bytes_gradients_per_epoch"] = NumberValue(std::floor(m.bytes_gradients() / epochs));
         w["bytes_allreduce_per_epoch"] = NumberValue(std::floor(m.bytes_allreduce() / epochs));
+        w["peak_rss_bytes"] = NumberValue(m.peak_rss_bytes());
         w["compute_seconds"] = NumberValue(m.compute_seconds());
         w["wait_seconds"] = NumberValue(m.wait_seconds());
         w["overlap"] = NumberValue(m.overlap());

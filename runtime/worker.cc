@@ -114,6 +114,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     metrics.set_compute_seconds(result->compute_seconds);
     metrics.set_wait_seconds(result->wait_seconds);
     metrics.set_bytes_features(result->bytes_features);
+    metrics.set_peak_rss_bytes(result->peak_rss_bytes);
     metrics.set_bytes_partials(result->bytes_partials);
     metrics.set_bytes_gradients(result->bytes_gradients);
     metrics.set_bytes_allreduce(result->bytes_allreduce);
