@@ -56,8 +56,10 @@ class SelectContext {
   uint64_t seed() const { return seed_; }
   // The random stream of `root` (a global vertex id) for this epoch and layer, keyed by its id in
   // the source dataset, so that partitioning never changes what is sampled.
-  RandomStream Rng(int64_t root) const {
-    return RandomStream(seed_, MixKey(0x5E1EC7, static_cast<uint64_t>(epoch_), layer_, SourceId(root)));
+  RandomStream Rng(int64_t root) const { return StreamOf(SourceId(root)); }
+  // The stream of the vertex whose source-dataset id is `source_id`.
+  RandomStream StreamOf(int64_t source_id) const {
+    return RandomStream(seed_, MixKey(0x5E1EC7, static_cast<uint64_t>(epoch_), layer_, source_id));
   }
   // Homogeneous graphs: in-neighbors of v (sorted by source-dataset id).
   std::span<const int32_t> InNeighbors(int32_t v) const {

@@ -21,6 +21,7 @@
 #include "hdg/schema.h"
 #include "nau/aggregator.h"
 #include "nau/context.h"
+#include "nau/walk.h"
 
 namespace fg::nau {
 
@@ -52,6 +53,10 @@ class Layer : public nn::Module {
   // (ctx.InNeighbors(root), ctx.InDegree), so that a worker holding only its own vertices'
   // in-edges (a part of a partitioned dataset) can run it.
   virtual bool LocalSelection() const { return false; }
+  // A selection made of random walks (nau/walk.h) returns them here, and its SelectNeighbors is
+  // WalkLocally(*Walks(), ...): on a partitioned dataset the framework then runs the walks across
+  // the workers. Null: not a walk selection.
+  virtual const WalkSelection* Walks() const { return nullptr; }
   // Layers whose selections are identical share one HDG: return the same non-empty key.
   virtual std::string SelectionKey() const { return ""; }
 

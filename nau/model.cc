@@ -37,8 +37,7 @@ std::vector<int32_t> Model::Roots(int i, const ModelSpec& spec) const {
 
 absl::StatusOr<hdg::Hdg> SelectHdg(const Layer& layer, int index, const ModelSpec& spec, int epoch,
                                    const std::vector<int32_t>& roots) {
-  const int round = layer.SampledSelection() ? epoch / std::max(1, layer.SelectionPeriod()) : 0;
-  const SelectContext ctx(spec.dataset, spec.vertices, spec.seed, round, index);
+  const SelectContext ctx(spec.dataset, spec.vertices, spec.seed, SelectionRound(layer, epoch), index);
   FG_ASSIGN_OR_RETURN(hdg::Hdg built, hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
                                           .Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
                                             layer.SelectNeighbors(ctx, root, out);
@@ -49,6 +48,10 @@ absl::StatusOr<hdg::Hdg> SelectHdg(const Layer& layer, int index, const ModelSpe
         ctx.foreign_vertex(), ", which this part of the partitioned dataset does not hold"));
   }
   return built;
+}
+
+int SelectionRound(const Layer& layer, int epoch) {
+  return layer.SampledSelection() ? epoch / std::max(1, layer.SelectionPeriod()) : 0;
 }
 
 std::string SharedSelectionKey(const Layer& layer) {

@@ -85,6 +85,8 @@ class StackedModel : public Model {
 // epoch / SelectionPeriod() for sampled selections and 0 for the others. Errors name the root.
 absl::StatusOr<hdg::Hdg> SelectHdg(const Layer& layer, int index, const ModelSpec& spec, int epoch,
                                    const std::vector<int32_t>& roots);
+// The selection round of `layer` at training epoch `epoch` (what its SelectContext is keyed by).
+int SelectionRound(const Layer& layer, int epoch);
 // The key under which layers over as many roots share one HDG (the first one built): the layer's
 // SelectionKey() when its selection is deterministic, "" (never shared) when it samples.
 std::string SharedSelectionKey(const Layer& layer);

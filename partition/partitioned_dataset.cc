@@ -107,31 +107,37 @@ graph::Dataset MakePart(const graph::Dataset& ds, const Renumbering& r, int p, i
     }
   }
   *in_edges = *cut_in_edges = 0;
-  for (const graph::Relation& rel : g.relations) {
-    const int s = g.TypeIndex(rel.src_type), d = g.TypeIndex(rel.dst_type);
-    const int64_t lo = r.bounds[d][p], hi = r.bounds[d][p + 1];
-    const Csr& in = rel.by_dst;
+  // Rows of `full` for the new ids [lo, hi) of its row type, columns renumbered, in source order.
+  auto owned_rows = [&](const Csr& full, int row_type, int col_type, int64_t lo, int64_t hi,
+                        int64_t* cut) {
     std::vector<int64_t> offsets = {0};
     std::vector<int32_t> cols;
     std::vector<float> vals;
     for (int64_t k = lo; k < hi; ++k) {
-      const int64_t v = r.order[d][k];
-      for (int64_t e = in.row_ptr()[v]; e < in.row_ptr()[v + 1]; ++e) {
-        const int32_t u = r.new_of[s][in.col()[e]];  // the source order of neighbours is kept
+      const int64_t v = r.order[row_type][k];
+      for (int64_t e = full.row_ptr()[v]; e < full.row_ptr()[v + 1]; ++e) {
+        const int32_t u = r.new_of[col_type][full.col()[e]];
         cols.push_back(u);
-        *cut_in_edges += u < r.bounds[s][p] || u >= r.bounds[s][p + 1];
-        if (in.val() != nullptr) vals.push_back(in.val()[e]);
+        *cut += u < r.bounds[col_type][p] || u >= r.bounds[col_type][p + 1];
+        if (full.val() != nullptr) vals.push_back(full.val()[e]);
       }
       offsets.push_back(static_cast<int64_t>(cols.size()));
     }
-    *in_edges += static_cast<int64_t>(cols.size());
+    return Csr::FromVectors(hi - lo, full.num_cols, offsets, cols, vals);
+  };
+  for (const graph::Relation& rel : g.relations) {
+    const int s = g.TypeIndex(rel.src_type), d = g.TypeIndex(rel.dst_type);
     graph::Relation out;
     out.src_type = rel.src_type;
     out.name = rel.name;
     out.dst_type = rel.dst_type;
     out.symmetric = rel.symmetric;
-    out.by_dst = Csr::FromVectors(hi - lo, g.num_nodes[s], offsets, cols, vals);
-    if (rel.symmetric) out.by_src = out.by_dst;
+    out.by_dst = owned_rows(rel.by_dst, d, s, r.bounds[d][p], r.bounds[d][p + 1], cut_in_edges);
+    *in_edges += out.by_dst.nnz();
+    int64_t out_cut = 0;
+    out.by_src = rel.symmetric
+                     ? out.by_dst
+                     : owned_rows(rel.by_src, s, d, r.bounds[s][p], r.bounds[s][p + 1], &out_cut);
     part.graph.relations.push_back(std::move(out));
   }
   if (g.IsHomogeneous()) {  // in-degrees of the foreign in-neighbours

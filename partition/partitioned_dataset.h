@@ -4,7 +4,7 @@
 // DIR/partition.txtpb is the metadata (flexgraph.PartitionedDataset in text format: the vertex
 // space, each node type's id bounds per part, the relations, the plan's summary); DIR/part-<p>.fgc
 // holds part p (a binary dataset cache with graph::PartInfo: its vertices' features, labels, split
-// members, original ids and in-edges). Vertices are renumbered so that every part owns one
+// members, source ids, and in- and out-edges). Vertices are renumbered so that every part owns one
 // contiguous id range per node type; ownership is a search over the bounds. Thread-safe: no shared
 // state.
 //

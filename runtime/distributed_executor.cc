@@ -31,6 +31,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                             const Rows& input, const Rows& roots, int epoch) {
   if (static_cast<int>(layers_.size()) <= i) layers_.resize(i + 1);
   LayerPlan& p = layers_[i];
+  if (i == 0) constant_remote_ = {};  // a new plan: received again
   p.hdg = std::move(hdg);
   p.input = input;
   p.roots = roots;
@@ -73,11 +74,12 @@ ag::Var DistributedExecutor::RunLayer(int i, nau::Layer& layer, const ag::Var& h
   ctx.table_global_ids = p.input.keys;
   ctx.root_global_ids = p.roots.keys;
   if (!distributed()) return executor_.Run(*p.hdg, p.levels, layer, h, ctx);
-  return RunExchanged(p, layer, h, ctx);
+  return RunExchanged(i, layer, h, ctx);
 }
 
-ag::Var DistributedExecutor::RunExchanged(const LayerPlan& p, nau::Layer& layer, const ag::Var& h,
+ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Var& h,
                                           nau::LayerContext& ctx) {
+  const LayerPlan& p = layers_[i];
   const LayerExchange& ex = p.exchange;
   ag::Var m, self, agg;
   {
@@ -87,20 +89,36 @@ ag::Var DistributedExecutor::RunExchanged(const LayerPlan& p, nau::Layer& layer,
   }
   ScopedTimer t(ctx.stats ? &ctx.stats->aggregation : nullptr);
   const int64_t d = m.row_width();
+  const bool constant = i == 0 && !m.requires_grad() && m.value().raw() == h.value().raw();
+  ConstantRemote& kept = constant_remote_;
+  const bool reuse = constant && kept.source.defined() && kept.source.raw() == m.value().raw();
+  if (constant && !reuse) kept = {m.value(), Tensor(), Tensor()};
   if (ex.partial_path) {
-    ag::Var rows_token = PostRows(xctx_, ex, m);
-    ag::Var part_token = PostPartials(xctx_, ex, m);
-    ag::Var ghosts;
-    if (!xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
-    Stopwatch local;
-    agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
-    if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
-    if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
-    agg = ag::Add(agg, ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum));
-    agg = ag::Add(agg, ReceivePartials(xctx_, ex, part_token, d));
+    if (reuse) {
+      agg = ag::Add(ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum), ag::Var(kept.remote));
+    } else {
+      ag::Var rows_token = PostRows(xctx_, ex, m);
+      ag::Var part_token = PostPartials(xctx_, ex, m);
+      ag::Var ghosts;
+      if (!xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
+      Stopwatch local;
+      agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
+      if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
+      if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
+      ag::Var remote = ag::Add(ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum),
+                               ReceivePartials(xctx_, ex, part_token, d));
+      if (constant && xctx_.error->ok()) kept.remote = remote.value();
+      agg = ag::Add(agg, remote);
+    }
   } else {
-    ag::Var token = PostRows(xctx_, ex, m);
-    ag::Var ghosts = ReceiveRows(xctx_, ex, token, d);
+    ag::Var ghosts;
+    if (reuse) {
+      ghosts = ag::Var(kept.ghosts);
+    } else {
+      ag::Var token = PostRows(xctx_, ex, m);
+      ghosts = ReceiveRows(xctx_, ex, token, d);
+      if (constant && xctx_.error->ok()) kept.ghosts = ghosts.value();
+    }
     ag::Var table = ConcatRows(m, ghosts);
     // Ghost rows are keyed by their ids here (a part knows only its own vertices' source ids).
     const Tensor& input_ids = p.input.keys;

@@ -84,14 +84,22 @@ class DistributedExecutor {
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
   };
-  ag::Var RunExchanged(const LayerPlan& p, nau::Layer& layer, const ag::Var& h,
-                       nau::LayerContext& ctx);
+  ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
+  // Layer 0's message of a constant input (features that are not trained, no dropout in this
+  // pass) is the same in every pass: its remote part is received once and kept. Every worker runs
+  // the same model, so all decide alike.
+  struct ConstantRemote {
+    Tensor source;  // the message it was received for (held: its storage is never reused meanwhile)
+    Tensor remote;                 // partial path: the remote rows' and partials' sum per root
+    Tensor ghosts;                 // other layers: the ghost rows
+  };
 
   DistributedSetup setup_;
   Ownership owners_;
   nau::HybridExecutor executor_;
   ExchangeContext xctx_;
   std::vector<LayerPlan> layers_;
+  ConstantRemote constant_remote_;
 };
 
 }  // namespace fg::runtime

@@ -14,6 +14,7 @@
 #include "flexgraph/tensor/device_alloc.h"
 #include "partition/partitioned_dataset.h"
 #include "runtime/checkpoint.h"
+#include "runtime/distributed_selection.h"
 #include "runtime/hooks.h"
 
 namespace fg::runtime {
@@ -143,12 +144,13 @@ absl::Status Trainer::BuildModel() {
       nn::OptimizerOptions{.lr = tc.lr(), .weight_decay = tc.weight_decay()});
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) exec_.SetOverride(s);
   for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) {
-    if (!model_->layer(i).LocalSelection()) {
+    const nau::Layer& layer = model_->layer(i);
+    if (!layer.LocalSelection() && layer.Walks() == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
-          "model ", mc.name(), ": layer ", i, "'s neighbour selection reaches beyond a vertex's "
-          "in-edges, and a part of a partitioned dataset holds only its own vertices' in-edges; "
-          "partitioned datasets train models with local selection (gcn, sage, gin) so far: train ",
-          mc.name(), " on the unpartitioned dataset"));
+          "model ", mc.name(), ": layer ", i, "'s neighbour selection reads topology beyond its "
+          "roots' edges and is not made of random walks, which a part of a partitioned dataset "
+          "cannot run yet (models with local or walk selections can: gcn, sage, gin, pinsage); "
+          "train ", mc.name(), " on the unpartitioned dataset"));
     }
   }
   return absl::OkStatus();
@@ -218,7 +220,16 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
       const Tensor& ids = layer_roots_[i].ids;
       std::vector<int32_t> roots(ids.numel());
       for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
-      FG_ASSIGN_OR_RETURN(hdg::Hdg built, nau::SelectHdg(layer, i, spec_, epoch, roots));
+      auto select = [&]() -> absl::StatusOr<hdg::Hdg> {
+        if (!dataset_.part || !distributed() || layer.Walks() == nullptr) {
+          return nau::SelectHdg(layer, i, spec_, epoch, roots);
+        }
+        // Walks cross the parts: run them across the workers.
+        const nau::SelectContext ctx(&dataset_, &space_, spec_.seed, nau::SelectionRound(layer, epoch), i);
+        return SelectByWalks(*exec_.setup().comm, exec_.ownership(), *layer.Walks(), ctx,
+                             layer.Schema(), space_.size(), roots);
+      };
+      FG_ASSIGN_OR_RETURN(hdg::Hdg built, select());
       lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
       if (!key.empty()) by_key[key] = i;
     }

@@ -44,6 +44,8 @@ class Trainer {
   // The resolved configuration.
   const flexgraph::RunConfig& config() const { return config_; }
   int64_t HdgBytes() const;
+  // Layer i's HDG as selected (level-1 children are global vertex ids).
+  const hdg::Hdg& layer_hdg(int i) const { return *layer_graphs_[i].hdg; }
   // Writes the current HDGs as OutputConfig.export_hdg describes (single process only).
   absl::Status ExportHdgs(const std::string& dir) const;
 

@@ -83,6 +83,17 @@ class RandomStream {
     return std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853071795864f * u2);
   }
   uint64_t counter() const { return counter_; }
+  // 32-bit draws taken so far; Seek(n) continues a stream as if n had been taken (a stream that
+  // travels between workers as (seed, stream, draws)).
+  uint64_t draws() const { return counter_ * 4 - (4 - pos_); }
+  void Seek(uint64_t n) {
+    counter_ = n / 4;
+    pos_ = 4;
+    if (n % 4 != 0) {
+      block_ = PhiloxBlock(key_, counter_++, stream_);
+      pos_ = static_cast<int>(n % 4);
+    }
+  }
 
  private:
   uint64_t key_, stream_;

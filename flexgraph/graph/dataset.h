@@ -30,9 +30,9 @@ inline constexpr char kPartitionedDatasetMeta[] = "partition.txtpb";
 // One part of a partitioned dataset (partition/partitioned_dataset.h). Vertices are numbered so
 // that every part owns one contiguous range of ids per node type, [bounds[t][p], bounds[t][p + 1]).
 // A part's tables hold only its own rows: row k of a type's features and labels is vertex
-// begin(t) + k, its splits list only its own vertices, and each relation holds the in-edges of its
-// own destinations (by_dst row k is destination begin(dst) + k; by_src is by_dst when the relation
-// is symmetric, else empty). A row's neighbours keep the source dataset's order.
+// begin(t) + k, its splits list only its own vertices, and each relation holds the edges of its own
+// vertices: by_dst row k the in-edges of destination begin(dst) + k, by_src row k the out-edges of
+// source begin(src) + k. A row's neighbours keep the source dataset's order.
 struct PartInfo {
   int index = 0;
   std::vector<std::vector<int64_t>> bounds;     // per node type: num_parts + 1 ascending ids

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "flexgraph/graph/dataset.h"
 #include "flexgraph/graph/io/file.h"
@@ -99,15 +100,19 @@ void ExpectPartsMatchSource(const graph::Dataset& ds, const std::string& dir, in
     for (size_t r = 0; r < g.relations.size(); ++r) {
       const graph::Relation& rel = g.relations[r];
       const int s = g.TypeIndex(rel.src_type), d = g.TypeIndex(rel.dst_type);
-      const Csr& mine = part.graph.relations[r].by_dst;
-      const Csr& full = rel.by_dst;
-      ASSERT_EQ(mine.num_rows, info.end(d) - info.begin(d)) << rel.Key();
-      for (int64_t k = 0; k < mine.num_rows; ++k) {
-        const int64_t v = source[d][info.begin(d) + k];
-        ASSERT_EQ(mine.degree(k), full.degree(v)) << rel.Key();
-        for (int64_t e = 0; e < mine.degree(k); ++e) {
-          ASSERT_EQ(source[s][mine.col()[mine.row_ptr()[k] + e]], full.col()[full.row_ptr()[v] + e])
-              << rel.Key() << " destination " << v;
+      // In-edges of the part's destinations, out-edges of its sources.
+      for (auto [mine, full, row_type, col_type] :
+           {std::tuple{&part.graph.relations[r].by_dst, &rel.by_dst, d, s},
+            std::tuple{&part.graph.relations[r].by_src, &rel.by_src, s, d}}) {
+        ASSERT_EQ(mine->num_rows, info.end(row_type) - info.begin(row_type)) << rel.Key();
+        for (int64_t k = 0; k < mine->num_rows; ++k) {
+          const int64_t v = source[row_type][info.begin(row_type) + k];
+          ASSERT_EQ(mine->degree(k), full->degree(v)) << rel.Key();
+          for (int64_t e = 0; e < mine->degree(k); ++e) {
+            ASSERT_EQ(source[col_type][mine->col()[mine->row_ptr()[k] + e]],
+                      full->col()[full->row_ptr()[v] + e])
+                << rel.Key() << " vertex " << v;
+          }
         }
       }
     }

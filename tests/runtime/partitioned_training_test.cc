@@ -2,11 +2,13 @@
 // loading only its part, must match the single-process run on the source dataset (loss within
 // 1e-4 relative at every epoch, same test accuracy) for GCN, GraphSAGE and GIN, with the parts
 // written by every partitioning method for P = 2, 3, 4. Models whose selection needs remote
-// topology, and a worker count other than the part count, are refused with clear errors.
+// topology other than walks, and a worker count other than the part count, are refused with clear
+// errors. PinSage's random walks run across the workers and select the single-process HDG.
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -101,14 +103,111 @@ TEST(PartitionedTraining, DnfaModelsMatchTheSingleProcessRunForEveryMethodAndP2T
   for (const auto& [key, dir] : dirs) std::filesystem::remove_all(dir);
 }
 
+// Global id -> source-dataset global id, from every part of `dir`.
+std::vector<int64_t> SourceIds(const std::string& dir, int parts) {
+  std::vector<int64_t> source;
+  for (int p = 0; p < parts; ++p) {
+    auto part = partition::LoadPart(dir, p);
+    EXPECT_TRUE(part.ok()) << part.status();
+    const nau::VertexSpace space(part->graph);
+    source.resize(space.size());
+    for (int t = 0; t < space.num_types(); ++t) {
+      const Tensor& ids = part->part->original_ids.at(space.type_name(t));
+      for (int64_t k = 0; k < ids.numel(); ++k) {
+        source[space.type_offset(t) + part->part->begin(t) + k] = space.type_offset(t) + ids.i64()[k];
+      }
+    }
+  }
+  return source;
+}
+
+// Every root's selected neighbours and weights, in source ids: {root: [(neighbour, weight)]}.
+using Selection = std::map<int64_t, std::vector<std::pair<int64_t, float>>>;
+void AddSelection(const hdg::Hdg& h, const std::vector<int64_t>* source, Selection* out) {
+  const Csr& c = h.level(1).csr();
+  const float* w = c.val();
+  for (int64_t r = 0; r < h.num_roots(); ++r) {
+    const int64_t root = h.roots().i32()[r];
+    auto& row = (*out)[source ? (*source)[root] : root];
+    for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
+      const int64_t v = c.col()[e];
+      row.push_back({source ? (*source)[v] : v, w ? w[e] : 1.0f});
+    }
+  }
+}
+
+// PinSage's random walks run across the workers of a partitioned dataset: the HDG (in source ids)
+// and the losses are the single-process ones, on a homogeneous graph and with a typed walk on a
+// heterogeneous one with learned embeddings.
+void ExpectWalksMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list) {
+  auto single = Trainer::Create(o);
+  ASSERT_TRUE(single.ok()) << single.status();
+  Selection want;
+  AddSelection((*single)->layer_hdg(0), nullptr, &want);
+  auto base = (*single)->Run();
+  ASSERT_TRUE(base.ok()) << base.status();
+  for (int parts : parts_list) {
+    const std::string dir = WriteParts(o, parts, partition::Method::kMetis);
+    const std::vector<int64_t> source = SourceIds(dir, parts);
+    flexgraph::RunConfig po = o;
+    po.mutable_dataset()->set_path(dir);
+    auto group = MakeInProcessGroup(parts);
+    std::vector<std::unique_ptr<Trainer>> trainers(parts);
+    std::vector<absl::StatusOr<TrainResult>> results(parts, absl::UnknownError("not run"));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < parts; ++r) {
+      threads.emplace_back([&, r] {
+        auto t = Trainer::Create(po, DistributedSetup{group[r].get()});
+        if (!t.ok()) {
+          group[r]->Abort(t.status());
+          results[r] = t.status();
+          return;
+        }
+        trainers[r] = std::move(*t);
+        results[r] = trainers[r]->Run();
+      });
+    }
+    for (auto& t : threads) t.join();
+    Selection got;
+    for (int r = 0; r < parts; ++r) {
+      ASSERT_TRUE(results[r].ok()) << "P=" << parts << ": " << results[r].status();
+      AddSelection(trainers[r]->layer_hdg(0), &source, &got);
+      for (size_t e = 0; e < base->losses.size(); ++e) {
+        EXPECT_NEAR(results[r]->losses[e], base->losses[e], 1e-4 * std::fabs(base->losses[e]))
+            << "P=" << parts << " epoch " << e + 1;
+      }
+      EXPECT_EQ(results[r]->test_accuracy, base->test_accuracy) << "P=" << parts;
+    }
+    EXPECT_EQ(got, want) << "P=" << parts;
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(PartitionedTraining, PinSageWalksAcrossWorkersSelectTheSingleProcessHdg) {
+  ExpectWalksMatch(Options("pinsage", kCora), {1, 2, 3, 4});
+}
+
+TEST(PartitionedTraining, TypedWalksOnAHeterogeneousDatasetSelectTheSingleProcessHdg) {
+  flexgraph::RunConfig o = Options("pinsage", std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  (*o.mutable_model()->mutable_options())["walk"] = "movie-actor-movie";
+  o.mutable_train()->set_epochs(3);
+  ExpectWalksMatch(o, {2, 3});
+}
+
 TEST(PartitionedTraining, RefusesRemoteSelectionAndAWrongWorkerCount) {
-  const std::string dir = WriteParts(Options("gcn", kCora), 2, partition::Method::kHash);
-  // PinSage's random walks leave a vertex's in-edges.
-  auto walks = RunWorkers(Options("pinsage", dir), 2);
-  ASSERT_FALSE(walks[0].ok());
-  EXPECT_THAT(std::string(walks[0].status().message()),
-              HasSubstr("train pinsage on the unpartitioned dataset"));
+  flexgraph::RunConfig magnn = Options("magnn", std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  flexgraph::RunConfig walks = Options("pinsage", magnn.dataset().path());
+  (*walks.mutable_model()->mutable_options())["walk"] = "movie-actor-movie";
+  const std::string imdb = WriteParts(walks, 2, partition::Method::kHash);
+  // MAGNN's metapath instances are not walks from the root's in-edges.
+  magnn.mutable_dataset()->set_path(imdb);
+  auto instances = RunWorkers(magnn, 2);
+  ASSERT_FALSE(instances[0].ok());
+  EXPECT_THAT(std::string(instances[0].status().message()),
+              HasSubstr("train magnn on the unpartitioned dataset"));
+  std::filesystem::remove_all(imdb);
   // One worker for two parts.
+  const std::string dir = WriteParts(Options("gcn", kCora), 2, partition::Method::kHash);
   auto alone = Trainer::Create(Options("gcn", dir));
   ASSERT_FALSE(alone.ok());
   EXPECT_THAT(std::string(alone.status().message()),

@@ -440,6 +440,11 @@ class Magnn : public nau::Model {
   absl::Status Build(const nau::ModelSpec& spec) override {
     FG_ASSIGN_OR_RETURN(Options opt, Options::FromSpec(spec));
     const graph::HeteroGraph& g = spec.dataset->graph;
+    if (spec.dataset->part) {  // instance counts and samples read the whole graph
+      return absl::UnimplementedError(
+          "magnn: metapath instances reach beyond a part of a partitioned dataset, and their "
+          "distributed expansion is not supported yet; train magnn on the unpartitioned dataset");
+    }
     if (spec.layers < 1) {
       return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
     }

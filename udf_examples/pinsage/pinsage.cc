@@ -60,7 +60,7 @@ absl::StatusOr<PinSageOptions> PinSageOptions::FromSpec(const nau::ModelSpec& sp
   if (pad != 0 && pad != 1) {
     return absl::InvalidArgumentError(absl::StrCat("pinsage: pad must be 0 or 1, got ", pad));
   }
-  o.pad = pad == 1;
+  o.walk.pad = pad == 1;
   auto narrow = [](int64_t v) {
     return static_cast<int>(std::clamp<int64_t>(v, -(int64_t{1} << 30), int64_t{1} << 30));
   };
@@ -104,12 +104,7 @@ PinSageLayer::PinSageLayer(std::shared_ptr<const WalkPlan> plan, const PinSageOp
 
 void PinSageLayer::SelectNeighbors(const nau::SelectContext& ctx, int32_t root,
                                    hdg::NeighborWriter& out) const {
-  RandomStream rng = ctx.Rng(root);
-  const std::vector<VisitCount> top = plan_->TopVisited(root, options_.walk, rng);
-  for (const VisitCount& v : top) out.Add(v.vertex, v.count);
-  if (options_.pad) {
-    for (size_t k = top.size(); k < static_cast<size_t>(options_.walk.top_k); ++k) out.Add(root, 0.0f);
-  }
+  nau::WalkLocally(*plan_, ctx, root, out);
 }
 
 std::string PinSageLayer::SelectionKey() const {
@@ -117,7 +112,7 @@ std::string PinSageLayer::SelectionKey() const {
   const WalkOptions& w = options_.walk;
   return absl::StrCat("pinsage:", plan_->ToString(), ":traces=", w.num_traces, ":hops=", w.n_hops,
                       ":top_k=", w.top_k, ":restart=", w.restart_prob,
-                      w.count_all_types ? ":all" : "", options_.pad ? ":pad" : "");
+                      w.count_all_types ? ":all" : "", w.pad ? ":pad" : "");
 }
 
 ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {
@@ -170,7 +165,7 @@ absl::Status PinSage::Build(const nau::ModelSpec& spec) {
         "pinsage: dataset '", ds.name, "' has neither labels for node type '", spec.target_type,
         "' nor an edge split to predict"));
   }
-  FG_ASSIGN_OR_RETURN(WalkPlan plan, WalkPlan::Make(ds, space, options_.walk_types));
+  FG_ASSIGN_OR_RETURN(WalkPlan plan, WalkPlan::Make(ds, space, options_.walk_types, options_.walk));
   plan_ = std::make_shared<const WalkPlan>(std::move(plan));
 
   // Inputs: the features of a single featured type as they are; otherwise every type maps to
@@ -181,15 +176,20 @@ absl::Status PinSage::Build(const nau::ModelSpec& spec) {
   projections_.clear();
   embeddings_.clear();
   type_rows_.clear();
+  embedding_rows_.clear();
+  input_rows_ = 0;
   if (!raw_features_) {
+    // The input holds this process's vertices in id order: all of them, or a part's own.
+    const graph::PartInfo* part = ds.part ? &*ds.part : nullptr;
     for (int t = 0; t < space.num_types(); ++t) {
       const std::string& name = space.type_name(t);
       const int64_t f = spec.FeatureDim(name);
-      std::vector<int32_t> rows(space.type_size(t));
-      for (int64_t i = 0; i < space.type_size(t); ++i) {
-        rows[i] = static_cast<int32_t>(space.type_offset(t) + i);
-      }
+      const int64_t first = part ? part->begin(t) : 0, n = part ? part->end(t) - first : space.type_size(t);
+      std::vector<int32_t> rows(n);
+      for (int64_t i = 0; i < n; ++i) rows[i] = static_cast<int32_t>(input_rows_ + i);
+      input_rows_ += n;
       type_rows_.push_back(Tensor::FromVector(rows));
+      embedding_rows_.push_back(part ? RowRange(first, first + n) : Tensor());
       if (f > 0) {
         projections_.push_back(std::make_unique<nn::Linear>(f, emb_dim, /*bias=*/true,
                                                             nn::Init::kGlorot, spec.seed, 1000 + t));
@@ -226,8 +226,9 @@ ag::Var PinSage::Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) {
     ag::Var part = projections_[t]
                        ? projections_[t]->Forward(ag::Var(spec.dataset->features.at(space.type_name(t))))
                        : embeddings_[t]->table();
+    if (!projections_[t] && embedding_rows_[t].defined()) part = ag::GatherRows(part, embedding_rows_[t]);
     if (space.num_types() == 1) return part;
-    ag::Var placed = ag::ScatterAddRows(part, type_rows_[t], space.size());
+    ag::Var placed = ag::ScatterAddRows(part, type_rows_[t], input_rows_);
     x = x.defined() ? ag::Add(x, placed) : placed;
   }
   return x;

@@ -37,9 +37,6 @@ struct PinSageOptions {
   std::string walk_types;  // "" or a typed walk such as "artist-user-artist"
   int reselect_every = 0;  // 0: the walks are drawn once
   int embedding_dim = 0;   // 0: spec.hidden
-  // Pads every root to exactly top_k neighbours with zero-weight entries (the root itself), so the
-  // level has uniform arity and may run dense; the weighted mean is unchanged.
-  bool pad = false;
 
   // Reads and validates spec.options, with the defaults of `task`; errors name the option.
   static absl::StatusOr<PinSageOptions> FromSpec(const nau::ModelSpec& spec, nau::Task task);
@@ -57,6 +54,7 @@ class PinSageLayer : public nau::Layer {
   bool SampledSelection() const override { return options_.reselect_every > 0; }
   int SelectionPeriod() const override { return std::max(1, options_.reselect_every); }
   std::string SelectionKey() const override;
+  const nau::WalkSelection* Walks() const override { return plan_.get(); }
 
   // ReLU(Q h_u + q) for every vertex of the table (after dropout).
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override;
@@ -97,7 +95,9 @@ class PinSage : public nau::Model {
   bool raw_features_ = false;  // one featured node type: its features are the input
   std::vector<std::unique_ptr<nn::Linear>> projections_;   // per type (featured types)
   std::vector<std::unique_ptr<nn::Embedding>> embeddings_;  // per type (featureless types)
-  std::vector<Tensor> type_rows_;                           // per type: int32 global ids
+  std::vector<Tensor> type_rows_;       // per type: int32 rows of its vertices in the input
+  std::vector<Tensor> embedding_rows_;  // per type: int32 embedding rows held (a part's own; undefined: all)
+  int64_t input_rows_ = 0;              // rows of the input: every vertex, or a part's own
 };
 
 }  // namespace fg::udf

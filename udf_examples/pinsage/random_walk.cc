@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "flexgraph/base/status.h"
 
 namespace fg::udf {
 
@@ -28,9 +29,14 @@ absl::Status WalkOptions::Validate() const {
 }
 
 absl::StatusOr<WalkPlan> WalkPlan::Make(const graph::Dataset& dataset,
-                                        const nau::VertexSpace& space, const std::string& walk) {
+                                        const nau::VertexSpace& space, const std::string& walk,
+                                        const WalkOptions& options) {
+  FG_RETURN_IF_ERROR(options.Validate());
   const graph::HeteroGraph& g = dataset.graph;
+  const graph::PartInfo* part = dataset.part ? &*dataset.part : nullptr;
+  auto first_row = [&](int type) -> int64_t { return part ? part->begin(type) : 0; };
   WalkPlan plan;
+  plan.options_ = options;
   plan.start_.assign(space.num_types(), -1);
   for (int t = 0; t <= space.num_types(); ++t) {
     plan.type_offsets_.push_back(t < space.num_types() ? space.type_offset(t) : space.size());
@@ -43,7 +49,7 @@ absl::StatusOr<WalkPlan> WalkPlan::Make(const graph::Dataset& dataset,
           g.node_types[0], "-", g.node_types.size() > 1 ? g.node_types[1] : "a"));
     }
     plan.cycle_ = {g.node_types[0]};
-    plan.steps_.push_back(Step{g.relations[0].by_dst, 0, 0});
+    plan.steps_.push_back(Step{g.relations[0].by_dst, 0, 0, first_row(0)});
     plan.start_[0] = 0;
     return plan;
   }
@@ -82,7 +88,12 @@ absl::StatusOr<WalkPlan> WalkPlan::Make(const graph::Dataset& dataset,
           absl::StrJoin(names, ", "), found.empty() ? "" : ") connect", " '", from, "' and '", to, "'"));
     }
     const int tf = space.TypeIndex(from), tt = space.TypeIndex(to);
-    plan.steps_.push_back(Step{*found[0], space.type_offset(tf), space.type_offset(tt)});
+    if (part != nullptr && !found[0]->offsets.defined()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pinsage: walk '", walk, "' steps from '", from, "' to '", to, "' through ", names[0],
+          ", whose out-edges this part of a partitioned dataset does not hold"));
+    }
+    plan.steps_.push_back(Step{*found[0], space.type_offset(tf), space.type_offset(tt), first_row(tf)});
     if (plan.start_[tf] < 0) plan.start_[tf] = static_cast<int>(i);
   }
   return plan;
@@ -93,51 +104,89 @@ std::string WalkPlan::ToString() const {
   return absl::StrCat(absl::StrJoin(cycle_, "-"), "-", cycle_.front());
 }
 
-std::vector<VisitCount> WalkPlan::TopVisited(int32_t root, const WalkOptions& options,
-                                             RandomStream& rng) const {
-  // Vertex ids of the root's type are counted at the end of every hop.
-  const auto it = std::upper_bound(type_offsets_.begin(), type_offsets_.end(), int64_t{root});
-  const int type = static_cast<int>(it - type_offsets_.begin()) - 1;
-  std::vector<VisitCount> top;
-  if (type < 0 || type >= static_cast<int>(start_.size()) || start_[type] < 0) return top;
-  const int first = start_[type], len = static_cast<int>(steps_.size());
+int WalkPlan::TypeOf(int64_t global) const {
+  const auto it = std::upper_bound(type_offsets_.begin(), type_offsets_.end(), global);
+  return static_cast<int>(it - type_offsets_.begin()) - 1;
+}
 
-  thread_local std::vector<int32_t> visits;
-  visits.clear();
-  for (int trace = 0; trace < options.num_traces; ++trace) {
-    int64_t cur = root;
-    for (int hop = 0; hop < options.n_hops; ++hop) {
-      if (hop > 0 && options.restart_prob > 0.0 && rng.Uniform() < options.restart_prob) cur = root;
-      bool dead_end = false;
-      for (int s = 0; s < len && !dead_end; ++s) {
-        const Step& step = steps_[(first + s) % len];
-        const int64_t local = cur - step.from_offset;
-        const int64_t deg = step.adj.degree(local);
-        if (deg == 0) {
-          dead_end = true;
-          break;
-        }
-        const int64_t e = step.adj.row_ptr()[local] + static_cast<int64_t>(rng.Below(deg));
-        cur = step.to_offset + step.adj.col()[e];
-        if (options.count_all_types && s + 1 < len && cur != root) visits.push_back(static_cast<int32_t>(cur));
-      }
-      if (dead_end) break;  // the trace ends at a vertex without a way on
-      if (cur != root) visits.push_back(static_cast<int32_t>(cur));
+namespace {
+constexpr uint32_t kRestartDrawn = 1;  // Walker::flags: this hop's restart was decided
+}  // namespace
+
+bool WalkPlan::Start(nau::Walker* w) const {
+  const int type = TypeOf(w->root);
+  if (type < 0 || type >= static_cast<int>(start_.size()) || start_[type] < 0) return false;
+  w->cur = w->root;
+  w->trace = w->hop = w->step = 0;
+  w->flags = 0;
+  w->draws = 0;
+  return true;
+}
+
+// One trace: n_hops hops of one cycle each (a hop may first restart at the root); a vertex without
+// a way on ends the trace. Hop ends other than the root are visits (with count_all_types, every
+// step's vertex).
+bool WalkPlan::Advance(const nau::SelectContext&, nau::Walker* w, RandomStream& rng,
+                       std::vector<int32_t>* visits) const {
+  const WalkOptions& o = options_;
+  const int first = start_[TypeOf(w->root)], len = static_cast<int>(steps_.size());
+  auto next_trace = [&] {
+    ++w->trace;
+    w->hop = w->step = 0;
+    w->flags = 0;
+    w->cur = w->root;
+  };
+  while (w->trace < o.num_traces) {
+    if (w->step == 0 && w->hop > 0 && o.restart_prob > 0.0 && !(w->flags & kRestartDrawn)) {
+      w->flags |= kRestartDrawn;
+      if (rng.Uniform() < o.restart_prob) w->cur = w->root;
+      w->draws = rng.draws();
     }
+    const Step& step = steps_[(first + w->step) % len];
+    const int64_t row = w->cur - step.from_offset - step.first_row;
+    if (row < 0 || row >= step.adj.num_rows) return true;  // held elsewhere
+    const int64_t deg = step.adj.degree(row);
+    if (deg == 0) {  // the trace ends at a vertex without a way on
+      next_trace();
+      continue;
+    }
+    const int64_t e = step.adj.row_ptr()[row] + static_cast<int64_t>(rng.Below(deg));
+    w->draws = rng.draws();
+    w->cur = step.to_offset + step.adj.col()[e];
+    ++w->step;
+    if (w->step < len) {
+      if (o.count_all_types && w->cur != w->root) visits->push_back(static_cast<int32_t>(w->cur));
+      continue;
+    }
+    if (w->cur != w->root) visits->push_back(static_cast<int32_t>(w->cur));  // a hop's end
+    w->step = 0;
+    w->flags = 0;
+    if (++w->hop == o.n_hops) next_trace();
   }
-  std::sort(visits.begin(), visits.end());
+  return false;
+}
+
+void WalkPlan::Finish(int64_t root, std::vector<nau::Visit>& visits, hdg::NeighborWriter& out) const {
+  std::sort(visits.begin(), visits.end(),
+            [](const nau::Visit& a, const nau::Visit& b) { return a.key < b.key; });
+  struct Count {
+    int32_t vertex;
+    float count;
+  };
+  std::vector<Count> top;
   for (size_t i = 0; i < visits.size();) {
     size_t j = i;
-    while (j < visits.size() && visits[j] == visits[i]) ++j;
-    top.push_back(VisitCount{visits[i], static_cast<float>(j - i)});
+    while (j < visits.size() && visits[j].key == visits[i].key) ++j;
+    top.push_back(Count{visits[i].vertex, static_cast<float>(j - i)});
     i = j;
   }
-  // Most visited first; equal counts by vertex id (already ascending, and the sort is stable).
-  const size_t k = std::min(top.size(), static_cast<size_t>(options.top_k));
-  std::stable_sort(top.begin(), top.end(),
-                   [](const VisitCount& a, const VisitCount& b) { return a.count > b.count; });
-  top.resize(k);
-  return top;
+  // Most visited first; equal counts by source id (already ascending, and the sort is stable).
+  std::stable_sort(top.begin(), top.end(), [](const Count& a, const Count& b) { return a.count > b.count; });
+  const size_t k = std::min(top.size(), static_cast<size_t>(options_.top_k));
+  for (size_t i = 0; i < k; ++i) out.Add(top[i].vertex, top[i].count);
+  if (options_.pad) {
+    for (size_t i = k; i < static_cast<size_t>(options_.top_k); ++i) out.Add(static_cast<int32_t>(root), 0.0f);
+  }
 }
 
 }  // namespace fg::udf

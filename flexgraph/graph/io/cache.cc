@@ -123,8 +123,7 @@ std::vector<Section> Sections(const Dataset& ds) {
   for (size_t i = 0; i < g.relations.size(); ++i) {
     const Relation& r = g.relations[i];
     const std::string p = absl::StrCat("r", i);
-    // A part holds in-edges only: by_dst (stored as by_src when the relation is symmetric).
-    if (!ds.part || r.symmetric) AddCsr(&s, p + ".src", r.by_src);
+    AddCsr(&s, p + ".src", r.by_src);
     if (!r.symmetric) AddCsr(&s, p + ".dst", r.by_dst);
     if (r.edge_feat.defined()) s.push_back({p + ".efeat", r.edge_feat, {}});
     if (auto it = ds.edge_splits.find(r.Key()); it != ds.edge_splits.end()) {
@@ -426,9 +425,13 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       return Corrupt(name, absl::StrCat("relation ", r.Key(), " has unknown node types"));
     }
     const std::string p = absl::StrCat("r", i);
-    if (part != nullptr) {
-      FG_RETURN_IF_ERROR(csr(p + (r.symmetric ? ".src" : ".dst"), rows(d), g.num_nodes[s], &r.by_dst));
-      if (r.symmetric) r.by_src = r.by_dst;
+    if (part != nullptr) {  // rows: the part's own vertices
+      FG_RETURN_IF_ERROR(csr(p + ".src", rows(s), g.num_nodes[d], &r.by_src));
+      if (r.symmetric) {
+        r.by_dst = r.by_src;
+      } else {
+        FG_RETURN_IF_ERROR(csr(p + ".dst", rows(d), g.num_nodes[s], &r.by_dst));
+      }
       continue;
     }
     FG_RETURN_IF_ERROR(csr(p + ".src", g.num_nodes[s], g.num_nodes[d], &r.by_src));
