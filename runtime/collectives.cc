@@ -3,24 +3,41 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 
 namespace fg::runtime {
 namespace {
-constexpr int kPhaseAllReduce = 14;
+
+// Tag phases of the collectives (the exchange ops own 0..12).
+constexpr int kPhaseRing = 14;
 constexpr int kPhaseSmall = 15;
+
+// One collective call, named by its phase and the caller's (epoch, step); its messages differ
+// only in their round, which has a tag field of its own.
+struct Collective {
+  int epoch;
+  int phase;
+  TrafficKind kind;
+  int step;
+  uint64_t Tag(int round) const { return MakeTag(epoch, 0, phase, kind, step, round); }
+};
+
 }  // namespace
 
 absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch, int step) {
   const int p = comm.size(), r = comm.rank();
+  FG_CHECK(p <= kMaxRingWorkers) << "RingAllReduce over " << p << " workers";
   if (p == 1 || n == 0) return absl::OkStatus();
+  const Collective call{epoch, kPhaseRing, TrafficKind::kAllReduce, step};
   auto lo = [&](int c) { return n * c / p; };
   auto len = [&](int c) { return lo(c + 1) - lo(c); };
   const int right = (r + 1) % p, left = (r + p - 1) % p;
   std::vector<float> incoming;
-  for (int s = 0; s < p - 1; ++s) {  // reduce-scatter
+  // Rounds 0 .. p-2: reduce-scatter; afterwards chunk (r + 1) % p holds the full sum.
+  for (int s = 0; s < p - 1; ++s) {
     const int send_c = (r - s + p) % p, recv_c = (r - s - 1 + 2 * p) % p;
-    const uint64_t tag = MakeTag(epoch, 0, kPhaseAllReduce, TrafficKind::kAllReduce, step * 64 + s);
+    const uint64_t tag = call.Tag(s);
     comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
     FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
     incoming.resize(len(recv_c));
@@ -28,10 +45,10 @@ absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch
     float* dst = data + lo(recv_c);
     for (int64_t i = 0; i < len(recv_c); ++i) dst[i] += incoming[i];
   }
-  for (int s = 0; s < p - 1; ++s) {  // all-gather
+  // Rounds p-1 .. 2p-3: all-gather of the summed chunks.
+  for (int s = 0; s < p - 1; ++s) {
     const int send_c = (r + 1 - s + p) % p, recv_c = (r - s + p) % p;
-    const uint64_t tag =
-        MakeTag(epoch, 0, kPhaseAllReduce, TrafficKind::kAllReduce, step * 64 + 32 + s);
+    const uint64_t tag = call.Tag(p - 1 + s);
     comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
     FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
     FG_RETURN_IF_ERROR(BytesToFloats(bytes, data + lo(recv_c), len(recv_c), left));
@@ -43,7 +60,7 @@ absl::Status AllReduceDoubles(Communicator& comm, std::vector<double>* values, i
                               int step) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return absl::OkStatus();
-  const uint64_t tag = MakeTag(epoch, 0, kPhaseSmall, TrafficKind::kControl, step);
+  const uint64_t tag = Collective{epoch, kPhaseSmall, TrafficKind::kControl, step}.Tag(0);
   const std::string mine(reinterpret_cast<const char*>(values->data()),
                          values->size() * sizeof(double));
   for (int q = 0; q < p; ++q) {

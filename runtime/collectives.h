@@ -1,6 +1,9 @@
 // Collective operations over a Communicator: a ring all-reduce over one flattened float buffer
 // (gradients), a small all-reduce of doubles (metrics), and a barrier. Every worker must call the
-// same collectives in the same order with the same `tag_epoch`/`step`. Errors name the peer.
+// same collectives in the same order with the same `epoch` (< 2^22) and `step` (< 2^10). The
+// collective, `epoch` and `step` name one call; its messages differ only in their round number,
+// which has a tag field of its own (layout in communicator.h). Reuse a name only once every
+// worker has returned from the earlier call with it. Errors name the peer.
 #pragma once
 
 #include <vector>
@@ -11,7 +14,10 @@
 namespace fg::runtime {
 
 // Sums `data` (n floats) across workers in place: reduce-scatter then all-gather around the ring,
-// 2(P-1) messages of about n/P floats per worker. Every worker ends with identical values.
+// 2(P-1) messages of about n/P floats per worker, in rounds 0 .. 2P-3. Every worker ends with
+// identical values. At most kMaxRingWorkers workers.
+inline constexpr int kMaxRingWorkers = 1 << 16;
+static_assert(2 * kMaxRingWorkers - 3 <= kMaxTagRound);
 absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch, int step);
 
 // Sums a short vector of doubles across workers (each sends its vector to every peer; every

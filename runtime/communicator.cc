@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/timer.h"
 
 namespace fg::runtime {
@@ -23,44 +24,93 @@ const char* TrafficKindName(TrafficKind k) {
   return "?";
 }
 
-uint64_t MakeTag(int epoch, int layer, int phase, TrafficKind kind, int step) {
-  // epoch: 28 bits | layer: 8 | phase: 4 | kind: 4 | step: 20
-  return (static_cast<uint64_t>(epoch & 0xFFFFFFF) << 36) |
-         (static_cast<uint64_t>(layer & 0xFF) << 28) | (static_cast<uint64_t>(phase & 0xF) << 24) |
-         (static_cast<uint64_t>(static_cast<int>(kind) & 0xF) << 20) |
-         static_cast<uint64_t>(step & 0xFFFFF);
+namespace {
+
+constexpr int kRoundShift = 0;
+constexpr int kStepShift = kRoundShift + kTagRoundBits;
+constexpr int kKindShift = kStepShift + kTagStepBits;
+constexpr int kPhaseShift = kKindShift + kTagKindBits;
+constexpr int kLayerShift = kPhaseShift + kTagPhaseBits;
+constexpr int kEpochShift = kLayerShift + kTagLayerBits;
+static_assert(kEpochShift + kTagEpochBits == 64, "the fields fill the tag");
+
+uint64_t Field(const char* name, int value, int bits, int shift) {
+  FG_CHECK(value >= 0 && value < (int64_t{1} << bits))
+      << "tag field " << name << " = " << value << " does not fit in " << bits << " bits";
+  return static_cast<uint64_t>(value) << shift;
+}
+
+int Extract(uint64_t tag, int bits, int shift) {
+  return static_cast<int>((tag >> shift) & ((uint64_t{1} << bits) - 1));
+}
+
+}  // namespace
+
+uint64_t MakeTag(int epoch, int layer, int phase, TrafficKind kind, int step, int round) {
+  return Field("epoch", epoch, kTagEpochBits, kEpochShift) |
+         Field("layer", layer, kTagLayerBits, kLayerShift) |
+         Field("phase", phase, kTagPhaseBits, kPhaseShift) |
+         Field("kind", static_cast<int>(kind), kTagKindBits, kKindShift) |
+         Field("step", step, kTagStepBits, kStepShift) |
+         Field("round", round, kTagRoundBits, kRoundShift);
+}
+
+TagFields DecodeTag(uint64_t tag) {
+  TagFields f;
+  f.epoch = Extract(tag, kTagEpochBits, kEpochShift);
+  f.layer = Extract(tag, kTagLayerBits, kLayerShift);
+  f.phase = Extract(tag, kTagPhaseBits, kPhaseShift);
+  f.kind = Extract(tag, kTagKindBits, kKindShift);
+  f.step = Extract(tag, kTagStepBits, kStepShift);
+  f.round = Extract(tag, kTagRoundBits, kRoundShift);
+  return f;
 }
 
 TrafficKind TagKind(uint64_t tag) {
-  const int k = static_cast<int>((tag >> 20) & 0xF);
+  const int k = DecodeTag(tag).kind;
   return k < kNumTrafficKinds ? static_cast<TrafficKind>(k) : TrafficKind::kControl;
 }
 
-void Mailbox::Put(int src, uint64_t tag, std::string payload) {
+std::string TagString(uint64_t tag) {
+  const TagFields f = DecodeTag(tag);
+  const std::string kind = f.kind < kNumTrafficKinds
+                               ? TrafficKindName(static_cast<TrafficKind>(f.kind))
+                               : absl::StrCat(f.kind);
+  return absl::StrCat("epoch ", f.epoch, ", layer ", f.layer, ", phase ", f.phase, ", kind ", kind,
+                      ", step ", f.step, ", round ", f.round);
+}
+
+absl::Status Mailbox::Put(int src, uint64_t tag, std::string payload) {
+  absl::Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    messages_[{src, tag}] = std::move(payload);
+    const auto [it, inserted] = messages_.try_emplace({src, tag}, std::move(payload));
+    if (!inserted) {  // neither message can be trusted: drop the waiting one, fail every take
+      status = absl::DataLossError(absl::StrCat("worker ", src,
+                                                " sent a second message with the same tag (",
+                                                TagString(tag), ") before the first was received"));
+      messages_.erase(it);
+      if (aborted_.ok()) aborted_ = status;
+    }
   }
   cv_.notify_all();
+  return status;
 }
 
 absl::StatusOr<std::string> Mailbox::Take(int src, uint64_t tag,
                                           std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto key = std::make_pair(src, tag);
-  const bool ready = cv_.wait_for(lock, timeout, [&] {
-    return !aborted_.ok() || messages_.count(key) > 0;
-  });
-  if (messages_.count(key) > 0) {
-    std::string payload = std::move(messages_[key]);
-    messages_.erase(key);
-    return payload;
-  }
+  const bool arrived =
+      cv_.wait_for(lock, timeout, [&] { return !aborted_.ok() || messages_.count(key) > 0; });
   if (!aborted_.ok()) return aborted_;
-  (void)ready;
-  return absl::DeadlineExceededError(
-      absl::StrCat("no message from worker ", src, " within ", timeout.count() / 1000.0,
-                   " s (tag ", tag, ")"));
+  if (!arrived) {
+    return absl::DeadlineExceededError(absl::StrCat("no message from worker ", src, " within ",
+                                                    timeout.count() / 1000.0, " s (tag ",
+                                                    TagString(tag), ")"));
+  }
+  auto node = messages_.extract(key);
+  return std::move(node.mapped());
 }
 
 void Mailbox::Abort(const absl::Status& status) {
@@ -86,7 +136,7 @@ class InProcessCommunicator : public Communicator {
   int size() const override { return static_cast<int>(boxes_->size()); }
   void Send(int peer, uint64_t tag, std::string payload) override {
     CountSent(tag, payload.size());
-    (*boxes_)[peer].Put(rank_, tag, std::move(payload));
+    if (auto s = (*boxes_)[peer].Put(rank_, tag, std::move(payload)); !s.ok()) Abort(s);
   }
   absl::StatusOr<std::string> Recv(int peer, uint64_t tag) override {
     Stopwatch w;

@@ -27,17 +27,50 @@ enum class TrafficKind { kFeatures = 0, kPartials = 1, kGradients = 2, kAllReduc
 inline constexpr int kNumTrafficKinds = 5;
 const char* TrafficKindName(TrafficKind k);
 
-// Tags: (epoch, layer, phase, kind, step) packed into 64 bits; distinct messages between one pair
-// of workers always have distinct tags.
-uint64_t MakeTag(int epoch, int layer, int phase, TrafficKind kind, int step = 0);
+// Tags: every message between one ordered pair of workers is named by a 64-bit tag, and two
+// messages waiting at the same receiver never share (source, tag): a Mailbox refuses the second.
+// Fields, from the high bits down:
+//   epoch  22 bits  [42, 64)  training epoch
+//   layer   8 bits  [34, 42)  model layer (0 for whole-model collectives)
+//   phase   4 bits  [30, 34)  which exchange or collective; each caller owns its phase values
+//   kind    3 bits  [27, 30)  TrafficKind, for the traffic accounting
+//   step   10 bits  [17, 27)  which call of that phase in the epoch and layer
+//   round  17 bits  [0, 17)   the message's round inside one collective call (a ring over P
+//                             workers uses 2(P-1) rounds, so P up to 65536)
+// MakeTag checks that every field fits (FG_CHECK): a value out of range is a programming error,
+// never a silent collision with another field.
+inline constexpr int kTagEpochBits = 22, kTagLayerBits = 8, kTagPhaseBits = 4, kTagKindBits = 3,
+                     kTagStepBits = 10, kTagRoundBits = 17;
+inline constexpr int kMaxTagEpoch = (1 << kTagEpochBits) - 1;
+inline constexpr int kMaxTagLayer = (1 << kTagLayerBits) - 1;
+inline constexpr int kMaxTagStep = (1 << kTagStepBits) - 1;
+inline constexpr int kMaxTagRound = (1 << kTagRoundBits) - 1;
+static_assert(kNumTrafficKinds <= (1 << kTagKindBits));
+
+struct TagFields {
+  int epoch = 0, layer = 0, phase = 0;
+  int kind = 0;  // a TrafficKind value
+  int step = 0, round = 0;
+};
+
+uint64_t MakeTag(int epoch, int layer, int phase, TrafficKind kind, int step = 0, int round = 0);
+TagFields DecodeTag(uint64_t tag);
+// The traffic kind of a tag (kControl for a kind field that names none).
 TrafficKind TagKind(uint64_t tag);
+// "epoch 3, layer 1, phase 14, kind allreduce, step 2, round 7", for error messages.
+std::string TagString(uint64_t tag);
 
 // Received messages keyed by (source, tag), with blocking takes. Thread-safe.
 class Mailbox {
  public:
-  void Put(int src, uint64_t tag, std::string payload);
+  // Stores the message from `src` with `tag` until a Take. A second message with the same
+  // (src, tag) while the first still waits is a protocol error, never an overwrite: the mailbox
+  // is aborted with a DataLoss status naming the source and the tag's fields, which Put returns.
+  absl::Status Put(int src, uint64_t tag, std::string payload);
+  // The message from `src` with `tag`, removed from the mailbox. Fails with the abort status once
+  // the mailbox is aborted (even if the message is here), or DeadlineExceeded after `timeout`.
   absl::StatusOr<std::string> Take(int src, uint64_t tag, std::chrono::milliseconds timeout);
-  // Wakes every waiter with `status` and fails later takes.
+  // Wakes every waiter with `status` and fails later takes (the first abort's status wins).
   void Abort(const absl::Status& status);
   absl::Status status() const;
 
@@ -53,7 +86,8 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Queues `payload` for `peer` (!= rank()).
+  // Queues `payload` for `peer` (!= rank()). Sending a tag while the peer still holds an
+  // unreceived message with it from this worker fails the run (see Mailbox::Put).
   virtual void Send(int peer, uint64_t tag, std::string payload) = 0;
   // The message from `peer` with `tag`.
   virtual absl::StatusOr<std::string> Recv(int peer, uint64_t tag) = 0;
@@ -78,7 +112,8 @@ class Communicator {
   std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
 };
 
-// P communicators connected in memory (one per worker thread).
+// P communicators connected in memory (one per worker thread). A failed delivery (a duplicate
+// (source, tag)) aborts every communicator of the group.
 std::vector<std::unique_ptr<Communicator>> MakeInProcessGroup(int size);
 
 // Float buffers as message payloads (raw little-endian bytes).

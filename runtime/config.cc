@@ -13,6 +13,7 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "proto/text_format.h"
+#include "runtime/communicator.h"
 #include "runtime/link_prediction.h"
 
 namespace fg::runtime {
@@ -134,10 +135,17 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   const auto& m = c.model();
   const auto& t = c.train();
   if (t.epochs() < 1) return bad("epochs", absl::StrCat("must be positive, got ", t.epochs()));
+  // Epoch and layer numbers are fields of the message tags (communicator.h).
+  if (t.epochs() > kMaxTagEpoch + 1) {
+    return bad("epochs", absl::StrCat("must be at most ", kMaxTagEpoch + 1, ", got ", t.epochs()));
+  }
   if (!(t.lr() > 0)) return bad("lr", absl::StrCat("must be positive, got ", t.lr()));
   if (t.weight_decay() < 0) return bad("weight_decay", "must not be negative");
   if (m.hidden() < 1) return bad("hidden", absl::StrCat("must be positive, got ", m.hidden()));
   if (m.layers() < 1) return bad("layers", absl::StrCat("must be positive, got ", m.layers()));
+  if (m.layers() > kMaxTagLayer + 1) {
+    return bad("layers", absl::StrCat("must be at most ", kMaxTagLayer + 1, ", got ", m.layers()));
+  }
   if (m.heads() < 1) return bad("heads", absl::StrCat("must be positive, got ", m.heads()));
   if (!(m.dropout() >= 0 && m.dropout() < 1)) {
     return bad("dropout", absl::StrCat("must be in [0, 1), got ", m.dropout()));

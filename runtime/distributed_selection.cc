@@ -10,12 +10,13 @@
 namespace fg::runtime {
 namespace {
 
-// Tags: phase 13 of the selection round; steps are walk steps, then the key lookup.
+// Tags: phase 13 of the selection round; the walks (one round per step), then the key lookup.
 constexpr int kPhaseSelection = 13;
-constexpr int kStepKeyRequest = (1 << 19), kStepKeyReply = (1 << 19) + 1;
+constexpr int kStepWalk = 0, kStepKeyRequest = 1, kStepKeyReply = 2;
+constexpr int kMaxWalkSteps = 1 << 17;  // the tag's round field
 
-uint64_t Tag(const nau::SelectContext& ctx, int step) {
-  return MakeTag(ctx.epoch(), ctx.layer(), kPhaseSelection, TrafficKind::kControl, step);
+uint64_t Tag(const nau::SelectContext& ctx, int step, int round = 0) {
+  return MakeTag(ctx.epoch(), ctx.layer(), kPhaseSelection, TrafficKind::kControl, step, round);
 }
 
 struct RootVisit {
@@ -68,7 +69,9 @@ absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owne
   }
   std::vector<int32_t> visited;
   for (int step = 0;; ++step) {
-    if (step >= kStepKeyRequest) return absl::InternalError("random walks did not end");
+    if (step >= kMaxWalkSteps) {
+      return absl::InternalError(absl::StrCat("random walks still moving after ", step, " steps"));
+    }
     std::vector<std::vector<nau::Walker>> out(P);
     std::vector<std::vector<RootVisit>> out_visits(P);
     for (nau::Walker& w : active) {
@@ -97,13 +100,13 @@ absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owne
       std::string msg(reinterpret_cast<const char*>(&moved), sizeof(moved));
       Append(&msg, out[q]);
       Append(&msg, out_visits[q]);
-      comm.Send(q, Tag(ctx, step), std::move(msg));
+      comm.Send(q, Tag(ctx, kStepWalk, step), std::move(msg));
     }
     active.clear();
     uint64_t total = moved;
     for (int q = 0; q < P; ++q) {
       if (q == me) continue;
-      FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, step)));
+      FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepWalk, step)));
       uint64_t theirs = 0;
       if (msg.size() < sizeof(theirs)) {
         return absl::DataLossError(absl::StrCat("selection message from worker ", q, " is truncated"));

@@ -33,7 +33,9 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
       std::string& buf = partial[key];
       buf.append(chunk.payload());
       if (chunk.index() + 1 == chunk.count()) {
-        mailbox_->Put(chunk.src(), chunk.tag(), std::move(buf));
+        // A duplicate (source, tag) has failed this worker; the sender fails with it too.
+        absl::Status put = mailbox_->Put(chunk.src(), chunk.tag(), std::move(buf));
+        if (!put.ok()) return grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(put.message()));
         partial.erase(key);
       }
     }

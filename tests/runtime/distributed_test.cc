@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "runtime/collectives.h"
+#include "runtime/communicator.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -99,42 +99,6 @@ TEST(Distributed, MagnnMatchesSingleProcess) {
   o.mutable_model()->set_heads(2);
   (*o.mutable_model()->mutable_options())["max_instances"] = "8";
   ExpectMatchesSingleProcess("magnn", ExchangeMode::kAuto, {2, 3}, o);
-}
-
-TEST(Collectives, RingAllReduceSumsIdentically) {
-  for (int parts : {2, 3, 5}) {
-    auto group = MakeInProcessGroup(parts);
-    std::vector<std::vector<float>> data(parts);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < parts; ++r) {
-      data[r].resize(11);
-      for (int i = 0; i < 11; ++i) data[r][i] = static_cast<float>(r * 100 + i);
-      threads.emplace_back([&, r] {
-        ASSERT_TRUE(RingAllReduce(*group[r], data[r].data(), 11, 0, 0).ok());
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (int i = 0; i < 11; ++i) {
-      float expect = 0;
-      for (int r = 0; r < parts; ++r) expect += static_cast<float>(r * 100 + i);
-      for (int r = 0; r < parts; ++r) EXPECT_EQ(data[r][i], expect);
-    }
-  }
-}
-
-TEST(Communicator, AbortWakesWaitersWithTheReason) {
-  auto group = MakeInProcessGroup(2);
-  std::thread t([&] { group[1]->Abort(absl::UnavailableError("worker 1 died")); });
-  auto r = group[0]->Recv(1, 42);
-  t.join();
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("worker 1 died"), std::string::npos);
-  group[0]->set_timeout(std::chrono::milliseconds(50));
-  auto g = MakeInProcessGroup(2);
-  g[0]->set_timeout(std::chrono::milliseconds(50));
-  auto late = g[0]->Recv(1, 7);
-  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_NE(late.status().message().find("worker 1"), std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "flexgraph/graph/io/file.h"
+#include "runtime/communicator.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -91,6 +92,12 @@ TEST(Trainer, InvalidOptionsNameTheField) {
   o = CoraOptions("gcn");
   o.mutable_train()->set_exec("fast");
   EXPECT_NE(ValidateConfig(o).message().find("exec"), std::string::npos);
+  o = CoraOptions("gcn");  // epoch and layer numbers must fit their message tag fields
+  o.mutable_train()->set_epochs(kMaxTagEpoch + 2);
+  EXPECT_NE(ValidateConfig(o).message().find("epochs"), std::string::npos);
+  o = CoraOptions("gcn");
+  o.mutable_model()->set_layers(kMaxTagLayer + 2);
+  EXPECT_NE(ValidateConfig(o).message().find("layers"), std::string::npos);
   o = CoraOptions("gcn");
   o.mutable_dataset()->set_path("/nonexistent/dataset");
   EXPECT_FALSE(Trainer::Create(o).ok());
