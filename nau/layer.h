@@ -21,6 +21,7 @@
 #include "hdg/schema.h"
 #include "nau/aggregator.h"
 #include "nau/context.h"
+#include "nau/metapath.h"
 #include "nau/walk.h"
 
 namespace fg::nau {
@@ -57,6 +58,10 @@ class Layer : public nn::Module {
   // WalkLocally(*Walks(), ...): on a partitioned dataset the framework then runs the walks across
   // the workers. Null: not a walk selection.
   virtual const WalkSelection* Walks() const { return nullptr; }
+  // A selection of metapath instances (nau/metapath.h) returns it here, and its SelectNeighbors
+  // writes exactly those instances: on a partitioned dataset the framework then expands them
+  // across the workers. Null: not a metapath selection.
+  virtual const MetapathSelection* Instances() const { return nullptr; }
   // Layers whose selections are identical share one HDG: return the same non-empty key.
   virtual std::string SelectionKey() const { return ""; }
 

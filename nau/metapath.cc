@@ -15,7 +15,6 @@
 namespace fg::nau {
 namespace {
 
-constexpr int64_t kMaxCount = int64_t{1} << 62;
 
 std::string Lower(const std::string& s) { return absl::AsciiStrToLower(s); }
 
@@ -79,7 +78,7 @@ Metapath Make(const graph::HeteroGraph& g, std::vector<int> types,
 
 MetapathStep Reverse(MetapathStep s) { return {s.relation, !s.forward}; }
 
-int64_t SaturatingAdd(int64_t a, int64_t b) { return std::min(kMaxCount, a + b); }
+int64_t SaturatingAdd(int64_t a, int64_t b) { return std::min(kMaxInstanceCount, a + b); }
 
 }  // namespace
 
@@ -197,6 +196,19 @@ std::vector<Metapath> DefaultMetapaths(const graph::HeteroGraph& g) {
   return out;
 }
 
+std::vector<int64_t> SampleInstanceIndices(int64_t total, int64_t k, RandomStream* rng) {
+  // Floyd's algorithm: k distinct indices, uniformly.
+  std::unordered_set<int64_t> chosen;
+  chosen.reserve(static_cast<size_t>(k) * 2);
+  for (int64_t j = total - k; j < total; ++j) {
+    const int64_t t = static_cast<int64_t>(rng->Below(static_cast<uint64_t>(j) + 1));
+    if (!chosen.insert(t).second) chosen.insert(j);
+  }
+  std::vector<int64_t> sorted(chosen.begin(), chosen.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
 MetapathEnumerator::MetapathEnumerator(const graph::HeteroGraph* g, const VertexSpace* space,
                                        std::vector<Metapath> metapaths)
     : g_(g), space_(space), metapaths_(std::move(metapaths)) {
@@ -261,15 +273,7 @@ int64_t MetapathEnumerator::Enumerate(int m, int32_t start, int64_t max_instance
     // Floyd's algorithm: max_instances distinct instance indices, uniformly; then decode each
     // (sorted, so the sample keeps depth-first order).
     FG_CHECK(rng != nullptr) << "MetapathEnumerator::Enumerate: sampling needs a RandomStream";
-    std::unordered_set<int64_t> chosen;
-    chosen.reserve(static_cast<size_t>(max_instances) * 2);
-    for (int64_t j = total - max_instances; j < total; ++j) {
-      const int64_t t = static_cast<int64_t>(rng->Below(static_cast<uint64_t>(j) + 1));
-      if (!chosen.insert(t).second) chosen.insert(j);
-    }
-    std::vector<int64_t> sorted(chosen.begin(), chosen.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (int64_t index : sorted) {
+    for (int64_t index : SampleInstanceIndices(total, max_instances, rng)) {
       Decode(m, start, index, path.data());
       emit();
     }

@@ -68,6 +68,24 @@ std::vector<Metapath> DefaultMetapaths(const graph::HeteroGraph& g);
 // it, else the full name.
 std::string TypeToken(const graph::HeteroGraph& g, int t);
 
+// A selection of metapath instances (INHA models such as MAGNN): every root writes, for each
+// metapath of `by_type[its type]` in order, that metapath's instances starting at it
+// (HdgBuilder::AddInstance with the metapath's index), all of them or, beyond max_instances, a
+// uniform sample drawn from ctx.Rng(root), in MetapathEnumerator's order. A layer whose
+// SelectNeighbors does exactly that returns it from Layer::Instances(): on a partitioned dataset
+// the framework then expands the instances across the workers.
+struct MetapathSelection {
+  std::vector<Metapath> metapaths;
+  std::vector<std::vector<int>> by_type;  // node type -> indices of the metapaths its roots expand
+  int64_t max_instances = 0;              // 0: all
+};
+
+// Instance counts saturate here; sampling stays exact below it.
+inline constexpr int64_t kMaxInstanceCount = int64_t{1} << 62;
+
+// k distinct instance indices of [0, total), uniformly (Floyd's algorithm), ascending; k < total.
+std::vector<int64_t> SampleInstanceIndices(int64_t total, int64_t k, RandomStream* rng);
+
 class MetapathEnumerator {
  public:
   // Precomputes, per metapath, the number of instance suffixes at every vertex of every position

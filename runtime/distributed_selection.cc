@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -13,11 +14,23 @@ namespace {
 // Tags: phase 13 of the selection round; the walks (one round per step), then the key lookup.
 constexpr int kPhaseSelection = 13;
 constexpr int kStepWalk = 0, kStepKeyRequest = 1, kStepKeyReply = 2;
+constexpr int kStepCountRequest = 3, kStepCountReply = 4, kStepDecode = 5;
 constexpr int kMaxWalkSteps = 1 << 17;  // the tag's round field
 
 uint64_t Tag(const nau::SelectContext& ctx, int step, int round = 0) {
   return MakeTag(ctx.epoch(), ctx.layer(), kPhaseSelection, TrafficKind::kControl, step, round);
 }
+
+// A metapath instance being decoded: `index` counts within the suffixes at path[pos]; `order` is
+// its index among the root's instances of metapath m (the single-process order).
+constexpr int kMaxPathLength = 8;
+struct PathTask {
+  int64_t root;
+  int64_t index;
+  int64_t order;
+  int32_t m, pos;
+  int32_t path[kMaxPathLength];  // type-local ids
+};
 
 struct RootVisit {
   int64_t root;
@@ -194,6 +207,237 @@ absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owne
           vs.push_back({v, owners.Of(v) == me ? ctx.SourceId(v) : key_of.at(v)});
         }
         walks.Finish(root, vs, writer);
+      });
+}
+
+}  // namespace fg::runtime
+
+namespace fg::runtime {
+
+absl::StatusOr<hdg::Hdg> SelectByMetapaths(Communicator& comm, const Ownership& owners,
+                                           const nau::MetapathSelection& selection,
+                                           const nau::SelectContext& ctx,
+                                           const hdg::SchemaTree& schema, int64_t num_vertices,
+                                           const std::vector<int32_t>& roots) {
+  const int me = comm.rank(), P = comm.size();
+  const graph::HeteroGraph& g = ctx.graph();
+  const graph::PartInfo& part = *ctx.dataset().part;
+  const nau::VertexSpace& space = ctx.vertices();
+  const std::vector<nau::Metapath>& mps = selection.metapaths;
+  const int M = static_cast<int>(mps.size());
+  auto owner_of = [&](int type, int64_t local) { return owners.Of(space.type_offset(type) + local); };
+  // Neighbours (type-local ids) of own vertex v at step s of metapath mp.
+  auto next = [&](const nau::Metapath& mp, int s, int64_t v) {
+    const graph::Relation& rel = g.relations[mp.steps[s].relation];
+    const Csr& c = mp.steps[s].forward ? rel.by_src : rel.by_dst;
+    const int64_t row = v - part.begin(mp.node_types[s]);
+    return std::span<const int32_t>(c.col() + c.row_ptr()[row], static_cast<size_t>(c.degree(row)));
+  };
+  for (const nau::Metapath& mp : mps) {
+    if (mp.length() > kMaxPathLength) {
+      return absl::UnimplementedError(absl::StrCat("metapath ", mp.name, " has ", mp.length(),
+                                                   " types; across workers at most ",
+                                                   kMaxPathLength));
+    }
+  }
+  // Suffix counts per metapath and position: own vertices, and the foreign neighbours of own
+  // vertices at the position before (fetched from their owners).
+  std::vector<std::vector<std::vector<int64_t>>> counts(M);
+  std::vector<std::vector<std::unordered_map<int32_t, int64_t>>> foreign(M);
+  int round = 0;
+  for (int m = 0; m < M; ++m) {
+    const nau::Metapath& mp = mps[m];
+    const int len = mp.length();
+    counts[m].resize(len);
+    foreign[m].resize(len);
+    const int last = mp.node_types[len - 1];
+    counts[m][len - 1].assign(part.end(last) - part.begin(last), 1);
+    for (int i = len - 2; i >= 0; --i, ++round) {
+      const int t = mp.node_types[i], tn = mp.node_types[i + 1];
+      std::vector<std::vector<int32_t>> ask(P);
+      for (int64_t v = part.begin(t); v < part.end(t); ++v) {
+        for (int32_t u : next(mp, i, v)) {
+          const int o = owner_of(tn, u);
+          if (o != me) ask[o].push_back(u);
+        }
+      }
+      for (auto& a : ask) {
+        std::sort(a.begin(), a.end());
+        a.erase(std::unique(a.begin(), a.end()), a.end());
+      }
+      // Requests and replies keep their order: the k-th count answers the k-th id asked.
+      for (int q = 0; q < P; ++q) {
+        if (q == me) continue;
+        std::string msg;
+        Append(&msg, ask[q]);
+        comm.Send(q, Tag(ctx, kStepCountRequest, round), std::move(msg));
+      }
+      const std::vector<int64_t>& here = counts[m][i + 1];
+      for (int q = 0; q < P; ++q) {
+        if (q == me) continue;
+        FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepCountRequest, round)));
+        size_t pos = 0;
+        std::vector<int32_t> wanted;
+        FG_RETURN_IF_ERROR(Take(msg, &pos, q, &wanted));
+        std::vector<int64_t> reply(wanted.size());
+        for (size_t k = 0; k < wanted.size(); ++k) {
+          if (wanted[k] < part.begin(tn) || wanted[k] >= part.end(tn)) {
+            return absl::DataLossError(absl::StrCat("worker ", q, " asked for the instance count of ",
+                                                    space.type_name(tn), " ", wanted[k],
+                                                    ", which worker ", me, " does not own"));
+          }
+          reply[k] = here[wanted[k] - part.begin(tn)];
+        }
+        std::string out;
+        Append(&out, reply);
+        comm.Send(q, Tag(ctx, kStepCountReply, round), std::move(out));
+      }
+      for (int q = 0; q < P; ++q) {
+        if (q == me) continue;
+        FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepCountReply, round)));
+        size_t pos = 0;
+        std::vector<int64_t> got;
+        FG_RETURN_IF_ERROR(Take(msg, &pos, q, &got));
+        if (got.size() != ask[q].size()) {
+          return absl::DataLossError(absl::StrCat("worker ", q, " answered ", got.size(), " of ",
+                                                  ask[q].size(), " instance counts"));
+        }
+        for (size_t k = 0; k < got.size(); ++k) foreign[m][i + 1][ask[q][k]] = got[k];
+      }
+      std::vector<int64_t>& mine = counts[m][i];
+      mine.assign(part.end(t) - part.begin(t), 0);
+      for (int64_t v = part.begin(t); v < part.end(t); ++v) {
+        int64_t c = 0;
+        for (int32_t u : next(mp, i, v)) {
+          const int64_t cu = owner_of(tn, u) == me ? here[u - part.begin(tn)] : foreign[m][i + 1].at(u);
+          c = std::min(nau::kMaxInstanceCount, c + cu);
+        }
+        mine[v - part.begin(t)] = c;
+      }
+    }
+  }
+  // The count of the suffixes of metapath m at position j from vertex u (own, or a foreign
+  // neighbour of an own vertex at position j - 1).
+  auto count = [&](int m, int j, int32_t u) -> int64_t {
+    const int t = mps[m].node_types[j];
+    if (owner_of(t, u) == me) return counts[m][j][u - part.begin(t)];
+    auto it = foreign[m][j].find(u);
+    return it == foreign[m][j].end() ? -1 : it->second;
+  };
+  // Instance indices at the roots' owner; decoding at the owner of each instance's current vertex.
+  auto index_of = [&](int64_t root) {
+    return std::lower_bound(roots.begin(), roots.end(), static_cast<int32_t>(root)) - roots.begin();
+  };
+  std::vector<std::vector<PathTask>> done(roots.size());
+  std::vector<PathTask> active;
+  for (int32_t root : roots) {
+    const int t = space.TypeOf(root);
+    const int64_t local = root - space.type_offset(t);
+    RandomStream rng = ctx.Rng(root);
+    for (int m : selection.by_type[t]) {
+      const int64_t total = counts[m][0][local - part.begin(t)];
+      if (total == 0) continue;
+      std::vector<int64_t> indices;
+      if (selection.max_instances > 0 && total > selection.max_instances) {
+        indices = nau::SampleInstanceIndices(total, selection.max_instances, &rng);
+      } else {
+        for (int64_t k = 0; k < total; ++k) indices.push_back(k);
+      }
+      for (int64_t k : indices) {
+        PathTask task{root, k, k, m, 0, {}};
+        task.path[0] = static_cast<int32_t>(local);
+        (mps[m].length() == 1 ? done[index_of(root)] : active).push_back(task);
+      }
+    }
+  }
+  for (int step = 0;; ++step) {
+    if (step >= kMaxPathLength * 4 + 4) return absl::InternalError("metapath instances did not finish");
+    std::vector<std::vector<PathTask>> out(P), finished(P);
+    for (PathTask task : active) {
+      const nau::Metapath& mp = mps[task.m];
+      const int len = mp.length();
+      while (true) {
+        int32_t chosen = -1;
+        for (int32_t u : next(mp, task.pos, task.path[task.pos])) {
+          const int64_t c = count(task.m, task.pos + 1, u);
+          if (c < 0) return absl::InternalError(absl::StrCat("no instance count for vertex ", u));
+          if (task.index < c) {
+            chosen = u;
+            break;
+          }
+          task.index -= c;
+        }
+        if (chosen < 0) return absl::InternalError(absl::StrCat("instance ", task.order, " of root ",
+                                                                task.root, " is out of range"));
+        task.path[++task.pos] = chosen;
+        if (task.pos == len - 1) {
+          const int o = owners.Of(task.root);
+          (o == me ? done[index_of(task.root)] : finished[o]).push_back(task);
+          break;
+        }
+        const int o = owner_of(mp.node_types[task.pos], chosen);
+        if (o != me) {
+          out[o].push_back(task);
+          break;
+        }
+      }
+    }
+    uint64_t moved = 0;
+    for (const auto& v : out) moved += v.size();
+    for (int q = 0; q < P; ++q) {
+      if (q == me) continue;
+      std::string msg(reinterpret_cast<const char*>(&moved), sizeof(moved));
+      Append(&msg, out[q]);
+      Append(&msg, finished[q]);
+      comm.Send(q, Tag(ctx, kStepDecode, step), std::move(msg));
+    }
+    active.clear();
+    uint64_t total = moved;
+    for (int q = 0; q < P; ++q) {
+      if (q == me) continue;
+      FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepDecode, step)));
+      uint64_t theirs = 0;
+      if (msg.size() < sizeof(theirs)) {
+        return absl::DataLossError(absl::StrCat("selection message from worker ", q, " is truncated"));
+      }
+      std::memcpy(&theirs, msg.data(), sizeof(theirs));
+      total += theirs;
+      size_t pos = sizeof(theirs);
+      std::vector<PathTask> moving, ended;
+      FG_RETURN_IF_ERROR(Take(msg, &pos, q, &moving));
+      FG_RETURN_IF_ERROR(Take(msg, &pos, q, &ended));
+      for (const PathTask& task : moving) {
+        const bool ok = task.m >= 0 && task.m < M && task.pos >= 0 && task.pos + 1 < mps[task.m].length() &&
+                        owner_of(mps[task.m].node_types[task.pos], task.path[task.pos]) == me;
+        if (!ok) return absl::DataLossError(absl::StrCat("worker ", q, " sent a malformed instance"));
+        active.push_back(task);
+      }
+      for (const PathTask& task : ended) {
+        const int64_t k = index_of(task.root);
+        if (k >= static_cast<int64_t>(roots.size()) || roots[k] != task.root || task.m < 0 ||
+            task.m >= M) {
+          return absl::DataLossError(absl::StrCat("worker ", q, " sent an instance of root ",
+                                                  task.root, ", which is not a root of worker ", me));
+        }
+        done[k].push_back(task);
+      }
+    }
+    if (total == 0) break;
+  }
+  return hdg::HdgBuilder(schema, num_vertices)
+      .Build(roots, [&](int32_t root, hdg::NeighborWriter& writer) {
+        std::vector<PathTask>& mine = done[index_of(root)];
+        std::sort(mine.begin(), mine.end(), [](const PathTask& a, const PathTask& b) {
+          return a.m != b.m ? a.m < b.m : a.order < b.order;
+        });
+        int32_t ids[kMaxPathLength];
+        for (const PathTask& task : mine) {
+          const nau::Metapath& mp = mps[task.m];
+          for (int j = 0; j < mp.length(); ++j) {
+            ids[j] = static_cast<int32_t>(space.type_offset(mp.node_types[j]) + task.path[j]);
+          }
+          writer.AddInstance(task.m, std::span<const int32_t>(ids, mp.length()));
+        }
       });
 }
 

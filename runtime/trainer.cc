@@ -145,11 +145,11 @@ absl::Status Trainer::BuildModel() {
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) exec_.SetOverride(s);
   for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) {
     const nau::Layer& layer = model_->layer(i);
-    if (!layer.LocalSelection() && layer.Walks() == nullptr) {
+    if (!layer.LocalSelection() && layer.Walks() == nullptr && layer.Instances() == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
           "model ", mc.name(), ": layer ", i, "'s neighbour selection reads topology beyond its "
-          "roots' edges and is not made of random walks, which a part of a partitioned dataset "
-          "cannot run yet (models with local or walk selections can: gcn, sage, gin, pinsage); "
+          "roots' edges and declares neither random walks nor metapath instances, which a part "
+          "of a partitioned dataset cannot run (nau/layer.h: LocalSelection, Walks, Instances); "
           "train ", mc.name(), " on the unpartitioned dataset"));
     }
   }
@@ -221,13 +221,17 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
       std::vector<int32_t> roots(ids.numel());
       for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
       auto select = [&]() -> absl::StatusOr<hdg::Hdg> {
-        if (!dataset_.part || !distributed() || layer.Walks() == nullptr) {
+        if (!dataset_.part || !distributed() || layer.LocalSelection()) {
           return nau::SelectHdg(layer, i, spec_, epoch, roots);
         }
-        // Walks cross the parts: run them across the workers.
+        // Walks and metapath instances cross the parts: expand them across the workers.
         const nau::SelectContext ctx(&dataset_, &space_, spec_.seed, nau::SelectionRound(layer, epoch), i);
-        return SelectByWalks(*exec_.setup().comm, exec_.ownership(), *layer.Walks(), ctx,
-                             layer.Schema(), space_.size(), roots);
+        if (layer.Walks() != nullptr) {
+          return SelectByWalks(*exec_.setup().comm, exec_.ownership(), *layer.Walks(), ctx,
+                               layer.Schema(), space_.size(), roots);
+        }
+        return SelectByMetapaths(*exec_.setup().comm, exec_.ownership(), *layer.Instances(), ctx,
+                                 layer.Schema(), space_.size(), roots);
       };
       FG_ASSIGN_OR_RETURN(hdg::Hdg built, select());
       lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));

@@ -1,9 +1,9 @@
 // Training on a partitioned dataset: P workers (threads over the in-process communicator), each
 // loading only its part, must match the single-process run on the source dataset (loss within
 // 1e-4 relative at every epoch, same test accuracy) for GCN, GraphSAGE and GIN, with the parts
-// written by every partitioning method for P = 2, 3, 4. Models whose selection needs remote
-// topology other than walks, and a worker count other than the part count, are refused with clear
-// errors. PinSage's random walks run across the workers and select the single-process HDG.
+// written by every partitioning method for P = 2, 3, 4. PinSage's random walks and MAGNN's
+// metapath instances run across the workers and select the single-process HDGs. A selection that
+// declares nothing, and a worker count other than the part count, are refused with clear errors.
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nau/model.h"
 #include "partition/partitioned_dataset.h"
 #include "runtime/trainer.h"
 
@@ -121,29 +122,37 @@ std::vector<int64_t> SourceIds(const std::string& dir, int parts) {
   return source;
 }
 
-// Every root's selected neighbours and weights, in source ids: {root: [(neighbour, weight)]}.
+// Every root's selection in source ids: the leaves below it, level by level, with their weights,
+// and a marker (-1) closing every group, so instance and metapath boundaries count too.
 using Selection = std::map<int64_t, std::vector<std::pair<int64_t, float>>>;
+void Flatten(const hdg::Hdg& h, int level, int64_t row, const std::vector<int64_t>* source,
+             std::vector<std::pair<int64_t, float>>* out) {
+  const Csr& c = h.level(level).csr();
+  for (int64_t e = c.row_ptr()[row]; e < c.row_ptr()[row + 1]; ++e) {
+    if (level == 1) {
+      const int64_t v = c.col()[e];
+      out->push_back({source ? (*source)[v] : v, c.val() ? c.val()[e] : 1.0f});
+    } else {
+      Flatten(h, level - 1, c.col()[e], source, out);
+    }
+  }
+  out->push_back({-1, 0.0f});
+}
 void AddSelection(const hdg::Hdg& h, const std::vector<int64_t>* source, Selection* out) {
-  const Csr& c = h.level(1).csr();
-  const float* w = c.val();
   for (int64_t r = 0; r < h.num_roots(); ++r) {
     const int64_t root = h.roots().i32()[r];
-    auto& row = (*out)[source ? (*source)[root] : root];
-    for (int64_t e = c.row_ptr()[r]; e < c.row_ptr()[r + 1]; ++e) {
-      const int64_t v = c.col()[e];
-      row.push_back({source ? (*source)[v] : v, w ? w[e] : 1.0f});
-    }
+    Flatten(h, h.num_levels(), r, source, &(*out)[source ? (*source)[root] : root]);
   }
 }
 
-// PinSage's random walks run across the workers of a partitioned dataset: the HDG (in source ids)
-// and the losses are the single-process ones, on a homogeneous graph and with a typed walk on a
-// heterogeneous one with learned embeddings.
-void ExpectWalksMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list) {
+// A selection that crosses the parts runs across the workers: every layer's HDG (in source ids) and
+// the losses are the single-process ones.
+void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list) {
   auto single = Trainer::Create(o);
   ASSERT_TRUE(single.ok()) << single.status();
-  Selection want;
-  AddSelection((*single)->layer_hdg(0), nullptr, &want);
+  const int layers = (*single)->model().num_layers();
+  std::vector<Selection> want(layers);
+  for (int i = 0; i < layers; ++i) AddSelection((*single)->layer_hdg(i), nullptr, &want[i]);
   auto base = (*single)->Run();
   ASSERT_TRUE(base.ok()) << base.status();
   for (int parts : parts_list) {
@@ -168,46 +177,69 @@ void ExpectWalksMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list
       });
     }
     for (auto& t : threads) t.join();
-    Selection got;
+    std::vector<Selection> got(layers);
     for (int r = 0; r < parts; ++r) {
       ASSERT_TRUE(results[r].ok()) << "P=" << parts << ": " << results[r].status();
-      AddSelection(trainers[r]->layer_hdg(0), &source, &got);
+      for (int i = 0; i < layers; ++i) AddSelection(trainers[r]->layer_hdg(i), &source, &got[i]);
       for (size_t e = 0; e < base->losses.size(); ++e) {
         EXPECT_NEAR(results[r]->losses[e], base->losses[e], 1e-4 * std::fabs(base->losses[e]))
             << "P=" << parts << " epoch " << e + 1;
       }
       EXPECT_EQ(results[r]->test_accuracy, base->test_accuracy) << "P=" << parts;
     }
-    EXPECT_EQ(got, want) << "P=" << parts;
+    for (int i = 0; i < layers; ++i) EXPECT_EQ(got[i], want[i]) << "P=" << parts << " layer " << i;
     std::filesystem::remove_all(dir);
   }
 }
 
 TEST(PartitionedTraining, PinSageWalksAcrossWorkersSelectTheSingleProcessHdg) {
-  ExpectWalksMatch(Options("pinsage", kCora), {1, 2, 3, 4});
+  ExpectSelectionsMatch(Options("pinsage", kCora), {1, 2, 3, 4});
 }
 
 TEST(PartitionedTraining, TypedWalksOnAHeterogeneousDatasetSelectTheSingleProcessHdg) {
   flexgraph::RunConfig o = Options("pinsage", std::string(FG_SHARED_DATA_DIR) + "/imdb");
   (*o.mutable_model()->mutable_options())["walk"] = "movie-actor-movie";
   o.mutable_train()->set_epochs(3);
-  ExpectWalksMatch(o, {2, 3});
+  ExpectSelectionsMatch(o, {2, 3});
 }
 
-TEST(PartitionedTraining, RefusesRemoteSelectionAndAWrongWorkerCount) {
-  flexgraph::RunConfig magnn = Options("magnn", std::string(FG_SHARED_DATA_DIR) + "/imdb");
-  flexgraph::RunConfig walks = Options("pinsage", magnn.dataset().path());
-  (*walks.mutable_model()->mutable_options())["walk"] = "movie-actor-movie";
-  const std::string imdb = WriteParts(walks, 2, partition::Method::kHash);
-  // MAGNN's metapath instances are not walks from the root's in-edges.
-  magnn.mutable_dataset()->set_path(imdb);
-  auto instances = RunWorkers(magnn, 2);
-  ASSERT_FALSE(instances[0].ok());
-  EXPECT_THAT(std::string(instances[0].status().message()),
-              HasSubstr("train magnn on the unpartitioned dataset"));
-  std::filesystem::remove_all(imdb);
-  // One worker for two parts.
+TEST(PartitionedTraining, MagnnInstancesAcrossWorkersAreTheSingleProcessOnes) {
+  // Sampled instances (8 per root and metapath) decoded across the workers, two layers.
+  flexgraph::RunConfig o = Options("magnn", std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  o.mutable_model()->set_hidden(16);
+  o.mutable_model()->set_heads(2);
+  (*o.mutable_model()->mutable_options())["max_instances"] = "8";
+  o.mutable_train()->set_epochs(3);
+  ExpectSelectionsMatch(o, {2, 3});
+}
+
+// A layer that reads its neighbours' in-edges without declaring how (nau/layer.h).
+class TwoHopLayer : public nau::Layer {
+ public:
+  hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("two-hop"); }
+  void SelectNeighbors(const nau::SelectContext& ctx, int32_t v, hdg::NeighborWriter& out) const override {
+    for (int32_t u : ctx.InNeighbors(v)) {
+      for (int32_t w : ctx.InNeighbors(u)) out.Add(w);
+    }
+  }
+  nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Mean(); }
+  ag::Var Update(nau::UpdateContext&, const ag::Var&, const ag::Var& nbr) override { return nbr; }
+};
+
+FG_REGISTER_MODEL(two_hop_test, "two-hop mean (test)", "", {}, [] {
+  return std::make_unique<nau::StackedModel>(
+      [](const nau::ModelSpec&, int, int64_t, int64_t, bool) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
+        return std::make_unique<TwoHopLayer>();
+      });
+});
+
+TEST(PartitionedTraining, RefusesAnUndeclaredSelectionAndAWrongWorkerCount) {
   const std::string dir = WriteParts(Options("gcn", kCora), 2, partition::Method::kHash);
+  auto undeclared = RunWorkers(Options("two_hop_test", dir), 2);
+  ASSERT_FALSE(undeclared[0].ok());
+  EXPECT_THAT(std::string(undeclared[0].status().message()),
+              HasSubstr("train two_hop_test on the unpartitioned dataset"));
+  // One worker for two parts.
   auto alone = Trainer::Create(Options("gcn", dir));
   ASSERT_FALSE(alone.ok());
   EXPECT_THAT(std::string(alone.status().message()),

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -176,13 +177,19 @@ class MagnnLayer : public nau::Layer {
         last_(last),
         index_(index),
         dropout_(spec.dropout),
-        walker_(&spec.dataset->graph, spec.vertices, std::move(metapaths)),
         by_type_(spec.vertices->num_types()) {
-    const auto& mps = walker_.metapaths();
+    const graph::PartInfo* part = spec.dataset->part ? &*spec.dataset->part : nullptr;
+    // Instance counts read the whole graph: built where it is held (not on one part of several,
+    // whose instances the framework expands across the workers).
+    if (part == nullptr || part->num_parts() == 1) walker_.emplace(&spec.dataset->graph, spec.vertices, metapaths);
+    selection_.metapaths = std::move(metapaths);
+    selection_.max_instances = opt.max_instances;
+    const auto& mps = selection_.metapaths;
     const int p = static_cast<int>(mps.size());
     const uint64_t seed = spec.seed;
     uint64_t stream = 1000 * static_cast<uint64_t>(index + 1);
     for (int m = 0; m < p; ++m) by_type_[mps[m].start_type()].push_back(m);
+    selection_.by_type = by_type_;
     const int64_t width = heads_ * d;  // per-metapath embedding: heads concatenated
     if (opt.encoder == Encoder::kRotate) {
       rotations_ = AddParameter(
@@ -220,9 +227,10 @@ class MagnnLayer : public nau::Layer {
 
   hdg::SchemaTree Schema() const override {
     std::vector<hdg::MetapathType> types;
-    for (const nau::Metapath& mp : walker_.metapaths()) types.push_back(mp.SchemaType());
+    for (const nau::Metapath& mp : selection_.metapaths) types.push_back(mp.SchemaType());
     return hdg::SchemaTree::Metapaths(std::move(types));
   }
+  const nau::MetapathSelection* Instances() const override { return &selection_; }
   bool SampledSelection() const override { return opt_.resample > 0; }
   int SelectionPeriod() const override { return std::max(1, opt_.resample); }
 
@@ -234,8 +242,8 @@ class MagnnLayer : public nau::Layer {
     thread_local std::vector<int32_t> ids;
     for (int m : by_type_[type]) {
       ids.clear();
-      const int len = walker_.metapaths()[m].length();
-      const int64_t k = walker_.Enumerate(m, local, opt_.max_instances, &rng, &ids);
+      const int len = selection_.metapaths[m].length();
+      const int64_t k = walker_->Enumerate(m, local, opt_.max_instances, &rng, &ids);
       for (int64_t i = 0; i < k; ++i) {
         out.AddInstance(m, std::span<const int32_t>(ids.data() + i * len, len));
       }
@@ -263,7 +271,7 @@ class MagnnLayer : public nau::Layer {
             Strategy::kGraph, [this](const nau::LevelInput& in) { return Attend(in); });
       default:
         return Aggregator::Custom(
-            absl::StrCat("inter-metapath attention over ", walker_.metapaths().size(),
+            absl::StrCat("inter-metapath attention over ", selection_.metapaths.size(),
                          " metapaths, [roots, ", heads_ * d_, "] per metapath"),
             Strategy::kDense, [this](const nau::LevelInput& in) { return Fuse(in); });
     }
@@ -291,7 +299,7 @@ class MagnnLayer : public nau::Layer {
   // arity), encoded by a fused gather-rotate-mean that never materialises the batch; all blocks
   // write into one [instances, d] output.
   ag::Var Encode(const nau::LevelInput& in) const {
-    const auto& mps = walker_.metapaths();
+    const auto& mps = selection_.metapaths;
     const hdg::HdgLevel& l = in.lvl();
     ag::Var unit;
     if (opt_.encoder == Encoder::kRotate) unit = UnitRotations(rotations_);
@@ -323,7 +331,7 @@ class MagnnLayer : public nau::Layer {
   ag::Var Attend(const nau::LevelInput& in) const {
     const hdg::HdgLevel& groups = in.lvl();
     const hdg::HdgLevel& instances = in.hdg->level(1);
-    const int64_t p = static_cast<int64_t>(walker_.metapaths().size());
+    const int64_t p = static_cast<int64_t>(selection_.metapaths.size());
     const int64_t num_inst = instances.num_nodes();
     const Tensor group_root = in.NodeRoots();
     const std::vector<int32_t> group_block = NodeBlocks(groups);
@@ -424,7 +432,8 @@ class MagnnLayer : public nau::Layer {
   bool last_;
   int index_;
   float dropout_;
-  nau::MetapathEnumerator walker_;
+  std::optional<nau::MetapathEnumerator> walker_;  // null on one part of several
+  nau::MetapathSelection selection_;
   std::vector<std::vector<int>> by_type_;  // node type -> indices of metapaths starting there
   ag::Var rotations_;                      // RotatE: [relations, d] raw relation rotations
   std::vector<nn::Linear> linear_;         // linear encoder: per metapath, d -> heads * d
@@ -440,11 +449,6 @@ class Magnn : public nau::Model {
   absl::Status Build(const nau::ModelSpec& spec) override {
     FG_ASSIGN_OR_RETURN(Options opt, Options::FromSpec(spec));
     const graph::HeteroGraph& g = spec.dataset->graph;
-    if (spec.dataset->part) {  // instance counts and samples read the whole graph
-      return absl::UnimplementedError(
-          "magnn: metapath instances reach beyond a part of a partitioned dataset, and their "
-          "distributed expansion is not supported yet; train magnn on the unpartitioned dataset");
-    }
     if (spec.layers < 1) {
       return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
     }
@@ -489,6 +493,12 @@ class Magnn : public nau::Model {
         AddChild(absl::StrCat("embed.", type), p.embedding);
       }
       p.has_features = f > 0;
+      if (!p.has_features && spec.dataset->part) {  // a part holds its own vertices' rows
+        const graph::PartInfo& part = *spec.dataset->part;
+        std::vector<int32_t> rows;
+        for (int64_t v = part.begin(t); v < part.end(t); ++v) rows.push_back(static_cast<int32_t>(v));
+        p.rows = Tensor::FromVector(rows);
+      }
       projections_.push_back(std::move(p));
     }
     hidden_ = spec.hidden;
@@ -511,7 +521,7 @@ class Magnn : public nau::Model {
   int num_layers() const override { return static_cast<int>(layers_.size()); }
   nau::Layer& layer(int i) override { return *layers_[i]; }
 
-  // h_v = W_{type(v)} x_v + b_{type(v)}, laid out by the VertexSpace.
+  // h_v = W_{type(v)} x_v + b_{type(v)}, laid out by the VertexSpace (a part's own vertices).
   ag::Var Input(nau::LayerContext&, const nau::ModelSpec& spec) override {
     std::vector<ag::Var> parts;
     for (int t = 0; t < spec.vertices->num_types(); ++t) {
@@ -519,7 +529,8 @@ class Magnn : public nau::Model {
       parts.push_back(p.has_features
                           ? p.linear.Forward(ag::Var(spec.dataset->features.at(
                                 spec.vertices->type_name(t))))
-                          : p.embedding.table());
+                      : p.rows.defined() ? ag::GatherRows(p.embedding.table(), p.rows)
+                                         : p.embedding.table());
     }
     return ConcatRows(parts, hidden_);
   }
@@ -529,6 +540,7 @@ class Magnn : public nau::Model {
     bool has_features = false;
     nn::Linear linear;
     nn::Embedding embedding;
+    Tensor rows;  // int32 embedding rows of a part's own vertices (undefined: all)
   };
   std::vector<Projection> projections_;
   int64_t hidden_ = 0;
