@@ -133,6 +133,19 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
   return layer.Update(ctx, self, agg);
 }
 
+absl::Status DistributedExecutor::PlanAllRows(const Tensor& root_ids, int epoch) {
+  // Tagged as the layer after the model's last.
+  FG_ASSIGN_OR_RETURN(all_rows_, BuildAllRows(*setup_.comm, root_ids, static_cast<int>(layers_.size()),
+                                              epoch, &all_rows_order_, &all_ids_));
+  return absl::OkStatus();
+}
+
+ag::Var DistributedExecutor::AllRows(const ag::Var& mine) {
+  ag::Var token = PostRows(xctx_, all_rows_, mine);
+  ag::Var ghosts = ReceiveRows(xctx_, all_rows_, token, mine.row_width());
+  return ag::GatherRows(ConcatRows(mine, ghosts), all_rows_order_);
+}
+
 void DistributedExecutor::AllReduceGradients(const std::vector<nn::NamedParameter>& params,
                                              int epoch) {
   if (!distributed()) return;

@@ -63,6 +63,14 @@ class DistributedExecutor {
   // Layer `i` on this worker's input rows `h` (rows in input_ids order); one output row per root.
   ag::Var RunLayer(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
 
+  // Every worker's output rows, for tasks that pair rows of different workers
+  // (Task::NeedsAllRows). PlanAllRows exchanges the output roots' ids once (collective);
+  // AllRows returns [every root, d] in ascending global id order, differentiably (gradients
+  // return to the rows' owners). all_ids(): those roots.
+  absl::Status PlanAllRows(const Tensor& root_ids, int epoch);
+  ag::Var AllRows(const ag::Var& mine);
+  const Tensor& all_ids() const { return all_ids_; }
+
   // Sums the parameters' gradients across workers (after backward).
   void AllReduceGradients(const std::vector<nn::NamedParameter>& params, int epoch);
   // Sums across workers in place; `step` distinguishes the reductions of one epoch.
@@ -100,6 +108,8 @@ class DistributedExecutor {
   ExchangeContext xctx_;
   std::vector<LayerPlan> layers_;
   ConstantRemote constant_remote_;
+  LayerExchange all_rows_;
+  Tensor all_rows_order_, all_ids_;
 };
 
 }  // namespace fg::runtime

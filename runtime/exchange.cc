@@ -297,6 +297,62 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
   return ex;
 }
 
+absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids, int layer,
+                                           int epoch, Tensor* order, Tensor* all_ids) {
+  const int me = comm.rank(), P = comm.size();
+  const int64_t n = my_ids.numel();
+  const uint64_t tag = MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl);
+  const std::string mine(reinterpret_cast<const char*>(my_ids.i64()), n * sizeof(int64_t));
+  for (int q = 0; q < P; ++q) {
+    if (q != me) comm.Send(q, tag, mine);
+  }
+  LayerExchange ex;
+  ex.layer = layer;
+  ex.num_owned = ex.num_roots = n;
+  ex.peers.resize(P);
+  std::vector<int64_t> ghosts;
+  Tensor every_row = Tensor::Empty({n}, DType::kInt32);
+  for (int64_t k = 0; k < n; ++k) every_row.i32()[k] = static_cast<int32_t>(k);
+  for (int q = 0; q < P; ++q) {
+    PeerExchange& pe = ex.peers[q];
+    pe.peer = q;
+    if (q == me) continue;
+    FG_ASSIGN_OR_RETURN(const std::string bytes, comm.Recv(q, tag));
+    if (bytes.size() % sizeof(int64_t) != 0) {
+      return absl::DataLossError(absl::StrCat("malformed row list from worker ", q));
+    }
+    const int64_t count = static_cast<int64_t>(bytes.size() / sizeof(int64_t));
+    pe.send_rows = every_row;
+    pe.recv_slots = Tensor::Empty({count}, DType::kInt32);
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t id;
+      std::memcpy(&id, bytes.data() + k * sizeof(int64_t), sizeof(id));
+      pe.recv_slots.i32()[k] = static_cast<int32_t>(ghosts.size());
+      ghosts.push_back(id);
+    }
+    ex.rows_sent += n;
+    ex.recv_chosen += count;
+  }
+  ex.ghost_ids = Tensor::FromVector(ghosts);
+  // Row of every id in [mine | ghosts], by ascending id.
+  std::vector<std::pair<int64_t, int32_t>> rows;
+  for (int64_t k = 0; k < n; ++k) rows.push_back({my_ids.i64()[k], static_cast<int32_t>(k)});
+  for (size_t k = 0; k < ghosts.size(); ++k) rows.push_back({ghosts[k], static_cast<int32_t>(n + k)});
+  std::sort(rows.begin(), rows.end());
+  for (size_t k = 1; k < rows.size(); ++k) {
+    if (rows[k].first == rows[k - 1].first) {
+      return absl::InvalidArgumentError(absl::StrCat("vertex ", rows[k].first, " is a row of two workers"));
+    }
+  }
+  *order = Tensor::Empty({static_cast<int64_t>(rows.size())}, DType::kInt32);
+  *all_ids = Tensor::Empty({static_cast<int64_t>(rows.size())}, DType::kInt64);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    order->i32()[k] = rows[k].second;
+    all_ids->i64()[k] = rows[k].first;
+  }
+  return ex;
+}
+
 ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   for (const PeerExchange& pe : ex.peers) {

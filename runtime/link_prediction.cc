@@ -240,26 +240,32 @@ absl::Status LinkPredictionTask::SetOutputRows(const Tensor& roots) {
 }
 
 ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
-  const int64_t n = num_train();
+  // This worker's training pairs: every share_size_-th one.
+  const int64_t total = num_train();
+  const int64_t n = total / share_size_ + (share_rank_ < total % share_size_ ? 1 : 0);
+  auto pair = [&](int64_t k) { return k * share_size_ + share_rank_; };
+  if (n == 0) return ag::Scale(ag::Sum(embeddings), 0.0f);  // still runs the exchanges
   const int q = negatives_;
   const int64_t rows = embeddings.rows();
   if (positives_ == nullptr || positives_->csr().num_rows != rows) {
     std::vector<int32_t> src(n), dst(n);
-    for (int64_t i = 0; i < n; ++i) {
-      src[i] = src_row_[train_src_[i]];
-      dst[i] = dst_row_[train_dst_[i]];
+    for (int64_t k = 0; k < n; ++k) {
+      src[k] = src_row_[train_src_[pair(k)]];
+      dst[k] = dst_row_[train_dst_[pair(k)]];
     }
     positives_ = PairMatrix(rows, src, dst, &positive_entry_);
   }
-  // Negative j of positive i is entry i * q + j.
+  // Negative j of positive k is entry k * q + j; its draws are keyed by the global pair index.
   std::vector<int32_t> neg_src(n * q), neg_dst(n * q);
-  ParallelFor(0, n, [&](int64_t i) {
+  ParallelFor(0, n, [&](int64_t k) {
+    const int64_t i = pair(k);
     RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)));
     for (int j = 0; j < q; ++j) {
-      neg_src[i * q + j] = src_row_[train_src_[i]];
-      neg_dst[i * q + j] = dst_row_[SampleNegative(train_seen_[train_src_[i]], rng)];
+      neg_src[k * q + j] = src_row_[train_src_[i]];
+      neg_dst[k * q + j] = dst_row_[SampleNegative(train_seen_[train_src_[i]], rng)];
     }
   });
+  const float share = static_cast<float>(n) / static_cast<float>(total);
   std::vector<int64_t> negative_entry;
   SparseMatrixPtr negatives = PairMatrix(rows, neg_src, neg_dst, &negative_entry);
   // Scores as SDDMM over the pair matrices: no [pairs, d] gathers, forward or backward.
@@ -272,11 +278,11 @@ ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
       owner[negative_entry[k]] = static_cast<int32_t>(positive_entry_[k / q]);
     }
     ag::Var gap = ag::Sub(s_neg, ag::GatherRows(s_pos, Tensor::FromVector(owner)));
-    return ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(Tensor::Full({1}, margin_)))));
+    return ag::Scale(ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(Tensor::Full({1}, margin_))))), share);
   }
   ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n}, 1.0f));
   ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}));
-  return ag::Scale(ag::Add(l_pos, l_neg), 0.5f);
+  return ag::Scale(ag::Add(l_pos, l_neg), 0.5f * share);
 }
 
 std::vector<float> LinkPredictionTask::Scores(const Tensor& emb, const std::vector<int32_t>& src,

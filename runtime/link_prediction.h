@@ -56,10 +56,18 @@ class LinkPredictionTask : public Task {
   // Rows of the final embeddings: `roots` holds the global vertex id (int64) of each output row.
   // Every endpoint of the relation must have a row; the error names the first one missing.
   absl::Status SetOutputRows(const Tensor& roots) override;
-  // Training loss of `embeddings` [rows, d] at `epoch` (fresh negatives each epoch).
+  // In a distributed run every worker scores pairs of any rows: it sees all of them, and takes
+  // the training pairs i with i % size == rank.
+  bool NeedsAllRows() const override { return true; }
+  void SetShare(int rank, int size) override {
+    share_rank_ = rank;
+    share_size_ = size;
+  }
+  // This worker's share of the training loss of `embeddings` [rows, d] at `epoch` (fresh
+  // negatives each epoch, drawn per pair: the same on any number of workers).
   ag::Var Loss(const ag::Var& embeddings, int epoch) const override;
-  // valid = validation AUC; extra: valid_auc, test_auc, test_hits_at_10. Single process only
-  // (`sum` is not used).
+  // valid = validation AUC; extra: valid_auc, test_auc, test_hits_at_10. Every worker sees every
+  // row and computes the same metrics (`sum` is not used).
   EpochMetrics Evaluate(const Tensor& embeddings, const WorkerSum& sum) override;
   std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
@@ -83,6 +91,7 @@ class LinkPredictionTask : public Task {
   LossKind loss_ = LossKind::kBce;
   float margin_ = 0.1f;
   int negatives_ = 1, eval_negatives_ = 100;
+  int share_rank_ = 0, share_size_ = 1;
   std::vector<int32_t> train_src_, train_dst_;
   // Sorted destinations of each source: seen in training, and seen in any split.
   std::vector<std::vector<int32_t>> train_seen_, all_seen_;

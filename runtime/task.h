@@ -47,6 +47,11 @@ class Task {
   // `roots`: the sorted global ids (int64) of this worker's output rows. Errors name the vertex or
   // split that does not fit.
   virtual absl::Status SetOutputRows(const Tensor& roots) = 0;
+  // A loss over pairs of rows that different workers own (link prediction) needs every worker's
+  // output rows: the trainer then gathers them (differentiably), SetOutputRows receives all
+  // workers' roots, and the task computes the share `rank` of `size` of the loss.
+  virtual bool NeedsAllRows() const { return false; }
+  virtual void SetShare(int rank, int size) {}
   // This worker's share of the training loss at `epoch` (shares sum to the global loss).
   virtual ag::Var Loss(const ag::Var& output, int epoch) const = 0;
   virtual EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) = 0;

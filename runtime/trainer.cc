@@ -54,8 +54,13 @@ absl::Status Trainer::Init() {
   FG_RETURN_IF_ERROR(LoadData());
   FG_RETURN_IF_ERROR(BuildModel());
   PlaceRows();
-  FG_RETURN_IF_ERROR(task_->SetOutputRows(layer_roots_.back().ids));
-  return EnsureHdgs(0);
+  FG_RETURN_IF_ERROR(EnsureHdgs(0));
+  if (all_rows()) {  // the task pairs rows of different workers: it sees all of them
+    FG_RETURN_IF_ERROR(exec_.PlanAllRows(layer_roots_.back().ids, 0));
+    task_->SetShare(exec_.rank(), exec_.setup().comm->size());
+    return task_->SetOutputRows(exec_.all_ids());
+  }
+  return task_->SetOutputRows(layer_roots_.back().ids);
 }
 
 absl::Status Trainer::LoadData() {
@@ -97,9 +102,6 @@ absl::Status Trainer::LoadData() {
                                                    " vertices, dataset has ", space_.size()));
   }
   FG_ASSIGN_OR_RETURN(task_, MakeTask(&dataset_, config_));
-  if (task_->kind() == nau::Task::kLinkPrediction && distributed()) {
-    return absl::UnimplementedError("link prediction runs single-process only");
-  }
   target_ = data.target_type().empty() ? task_->target_type() : data.target_type();
   if (space_.TypeIndex(target_) < 0) {
     return absl::InvalidArgumentError(
@@ -276,6 +278,10 @@ ag::Var Trainer::Forward(int epoch, bool training) {
   return h;
 }
 
+ag::Var Trainer::TaskRows(const ag::Var& output) {
+  return all_rows() ? exec_.AllRows(output) : output;
+}
+
 double Trainer::TrainStep(int epoch) {
   if (auto s = EnsureHdgs(epoch); !s.ok()) {
     exec_.RecordError(s);
@@ -285,7 +291,7 @@ double Trainer::TrainStep(int epoch) {
   ag::Var loss;
   {
     ScopedTimer t(&stats_.loss);
-    loss = task_->Loss(output, epoch);
+    loss = task_->Loss(TaskRows(output), epoch);
   }
   {
     ScopedTimer t(&stats_.backward);
@@ -304,7 +310,7 @@ double Trainer::TrainStep(int epoch) {
 double Trainer::EvalLoss() {
   ag::NoGradGuard guard;
   ag::Var output = Forward(0, false);
-  std::vector<double> value = {task_->Loss(output, 0).value().Item()};
+  std::vector<double> value = {task_->Loss(TaskRows(output), 0).value().Item()};
   exec_.SumDoubles(&value, 0, kStepEvalLoss);
   return value[0];
 }
@@ -312,7 +318,7 @@ double Trainer::EvalLoss() {
 EpochMetrics Trainer::Evaluate(int epoch) {
   ScopedTimer timer(&stats_.evaluation);
   ag::NoGradGuard guard;
-  Tensor output = Forward(epoch, false).value();
+  Tensor output = TaskRows(Forward(epoch, false)).value();
   return task_->Evaluate(output, [&](std::vector<double>* v) { exec_.SumDoubles(v, epoch, kStepMetrics); });
 }
 

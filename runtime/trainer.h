@@ -62,6 +62,9 @@ class Trainer {
   ag::Var Forward(int epoch, bool training);
   EpochMetrics Evaluate(int epoch);
   bool distributed() const { return exec_.distributed(); }
+  // The task pairs rows of different workers: it gets every worker's output rows (TaskRows).
+  bool all_rows() const { return distributed() && task_->NeedsAllRows(); }
+  ag::Var TaskRows(const ag::Var& output);
 
   flexgraph::RunConfig config_;
   graph::Dataset dataset_;

@@ -103,6 +103,9 @@ std::string Dataset::LabeledType() const {
   if (labels.count("node") != 0) return "node";
   if (splits.size() == 1) return splits.begin()->first;
   if (!labels.empty()) return labels.begin()->first;
+  if (splits.empty() && edge_splits.size() == 1) {  // link prediction: the links' destinations
+    if (const Relation* r = graph.FindRelation(edge_splits.begin()->first)) return r->dst_type;
+  }
   return "node";
 }
 

@@ -64,7 +64,7 @@ struct Dataset {
   // requires IsHomogeneous().
   const Csr& Adjacency() const { return graph.relations[0].by_dst; }
   // The node type that carries labels: the only labeled type, else "node" when labeled, else the
-  // only type with a split.
+  // only type with a split, else the destination type of the only edge split.
   std::string LabeledType() const;
   size_t Bytes() const;
 };

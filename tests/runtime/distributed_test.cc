@@ -92,6 +92,25 @@ TEST(Distributed, PinSageMatchesSingleProcessForP2To4) {
   ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2, 3, 4}, Options("pinsage", 10));
 }
 
+TEST(Distributed, PinSageLinkPredictionMatchesSingleProcess) {
+  // Pairs of rows that different workers own: every worker sees all output rows.
+  flexgraph::RunConfig o = Options("pinsage", 3, std::string(FG_SHARED_DATA_DIR) + "/lastfm");
+  auto single = Trainer::Create(o);
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto base = (*single)->Run();
+  ASSERT_TRUE(base.ok()) << base.status();
+  ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2, 3}, o);
+  for (int parts : {2, 3}) {
+    int64_t vertices = 0;
+    for (int64_t n : (*single)->dataset().graph.num_nodes) vertices += n;
+    for (const TrainResult& r : RunWorkers(o, parts, ExchangeMode::kAuto, vertices)) {
+      for (const char* key : {"valid_auc", "test_auc", "test_hits_at_10"}) {
+        EXPECT_NEAR(r.extra.at(key), base->extra.at(key), 1e-4) << key << " P=" << parts;
+      }
+    }
+  }
+}
+
 TEST(Distributed, MagnnMatchesSingleProcess) {
   // Hierarchical, custom aggregators (row fetch) and a cross-worker mean in metapath fusion.
   flexgraph::RunConfig o = Options("magnn", 4, std::string(FG_SHARED_DATA_DIR) + "/imdb");
