@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -98,12 +99,19 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     }
   });
 
+  // Running out of memory is this worker's failure, reported like any other (the heartbeat thread
+  // is still running: nothing may unwind past it).
   absl::StatusOr<TrainResult> result = [&]() -> absl::StatusOr<TrainResult> {
-    flexgraph::RunConfig t = train;
-    if (rank != 0) t.mutable_output()->set_quiet(true);
-    FG_ASSIGN_OR_RETURN(auto trainer,
-                        Trainer::Create(t, {comm.get(), owners, options.exchange, options.pipeline}));
-    return trainer->Run();
+    try {
+      flexgraph::RunConfig t = train;
+      if (rank != 0) t.mutable_output()->set_quiet(true);
+      FG_ASSIGN_OR_RETURN(auto trainer,
+                          Trainer::Create(t, {comm.get(), owners, options.exchange, options.pipeline}));
+      return trainer->Run();
+    } catch (const std::bad_alloc& e) {
+      comm->Abort(absl::ResourceExhaustedError(absl::StrCat("worker ", rank, " ran out of memory")));
+      return absl::ResourceExhaustedError(absl::StrCat("worker ", rank, ": ", e.what()));
+    }
   }();
 
   flexgraph::MetricsRequest metrics;

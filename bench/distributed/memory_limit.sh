@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The point of partitioned datasets, demonstrated: under one per-process address-space limit
-# (prlimit --as, inherited by every process of a launch), GCN on an RMAT graph fails in a single
-# process with a clean out-of-memory error, and trains with P workers on the partitioned dataset
-# to the accuracy of an unlimited single-process run. Prints the three outcomes.
+# The point of partitioned datasets, demonstrated: under one per-process memory limit (prlimit
+# --data: heap and anonymous mappings, inherited by every process of a launch), GCN on an RMAT
+# graph fails in a single process with a clean out-of-memory error, and trains with P workers on
+# the partitioned dataset to the accuracy of an unlimited single-process run. Prints the three
+# outcomes. (--as would also count the shared libraries' and threads' address space.)
 #
-#   bench/distributed/memory_limit.sh [--scale 18] [--limit_gib 2.5] [--parts 4] [--epochs 20]
+#   bench/distributed/memory_limit.sh [--scale 18] [--limit_gib 1.7] [--parts 4] [--epochs 20]
 #                                     [--build build/release]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-scale=18; limit_gib=2.5; parts=4; epochs=20; build=build/release
+scale=18; limit_gib=1.7; parts=4; epochs=20; build=build/release
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) scale=$2; shift 2;;
@@ -32,10 +33,10 @@ accuracy() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(
 
 "$fg" train --dataset "$source_file" $train --summary_json "$work/free.json" > /dev/null 2>&1
 echo "single process, no limit:        exit $?, test accuracy and final loss $(accuracy "$work/free.json")"
-prlimit --as="$limit" "$fg" train --dataset "$source_file" $train > "$work/limited.out" 2>&1
+prlimit --data="$limit" "$fg" train --dataset "$source_file" $train > "$work/limited.out" 2>&1
 rc=$?
 echo "single process, ${limit_gib} GiB limit:   exit $rc: $(tail -1 "$work/limited.out")"
-prlimit --as="$limit" "$fg" launch --quiet --workers "$parts" --log_dir "$work/logs" -- train \
+prlimit --data="$limit" "$fg" launch --quiet --workers "$parts" --log_dir "$work/logs" -- train \
   --dataset "$work/parts" $train --summary_json "$work/parts.json" > "$work/parts.out" 2>&1
 rc=$?
 echo "$parts workers, ${limit_gib} GiB limit each: exit $rc, test accuracy and final loss $(accuracy "$work/parts.json" 2>/dev/null || tail -1 "$work/parts.out")"

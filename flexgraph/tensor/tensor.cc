@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -113,7 +114,16 @@ OutOfMemory::OutOfMemory(size_t bytes) {
   message_ = "out of memory: allocating " + std::to_string(bytes) + " bytes (" +
              std::to_string(bytes >> 20) + " MiB; about " +
              std::to_string(pages > 0 && page > 0 ? (pages * page) >> 20 : 0) +
-             " MiB of memory are free)";
+             " MiB of memory are free";
+  // A per-process limit is the likelier cause: name it.
+  for (auto [resource, name] : {std::pair{RLIMIT_DATA, "data"}, std::pair{RLIMIT_AS, "address space"}}) {
+    struct rlimit limit;
+    if (getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      message_ += std::string(", and this process's ") + name + " limit is " +
+                  std::to_string(limit.rlim_cur >> 20) + " MiB";
+    }
+  }
+  message_ += ")";
 }
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
