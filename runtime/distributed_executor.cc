@@ -28,8 +28,19 @@ void DistributedExecutor::RecordError(const absl::Status& s) {
 
 absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                             std::shared_ptr<const hdg::Hdg> hdg,
-                                            const Rows& input, const Rows& roots, int epoch) {
+                                            const Rows& input, const Rows& roots, int epoch,
+                                            int same_as) {
   if (static_cast<int>(layers_.size()) <= i) layers_.resize(i + 1);
+  if (same_as >= 0 && distributed()) {
+    LayerPlan shared = layers_[same_as];  // tensors and matrices are shared, not copied
+    shared.exchange.layer = i;            // its own tags
+    shared.input = input;
+    shared.roots = roots;
+    shared.levels = executor_.Plan(shared.exchange.local_hdg ? *shared.exchange.local_hdg : *shared.hdg, layer);
+    layers_[i] = std::move(shared);
+    if (i == 0) constant_remote_ = {};
+    return absl::OkStatus();
+  }
   LayerPlan& p = layers_[i];
   if (i == 0) constant_remote_ = {};  // a new plan: received again
   p.hdg = std::move(hdg);

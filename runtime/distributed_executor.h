@@ -54,9 +54,10 @@ class DistributedExecutor {
   };
   // Plans layer `i` over `hdg` (level-1 children are global vertex ids). `input` and `roots` are
   // this worker's input rows and roots, ids sorted. Collective in a distributed run (index lists
-  // are exchanged with the peers).
+  // are exchanged with the peers), unless `same_as` names an earlier layer with the same HDG,
+  // rows and bottom reduction, whose exchange it shares (every worker must pass the same).
   absl::Status PlanLayer(int i, const nau::Layer& layer, std::shared_ptr<const hdg::Hdg> hdg,
-                         const Rows& input, const Rows& roots, int epoch);
+                         const Rows& input, const Rows& roots, int epoch, int same_as = -1);
 
   // Starts a forward pass: sets the context's cross-worker reduction and the exchange tags.
   void BeginPass(nau::LayerContext* ctx, int epoch, bool training);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
+#include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/tensor/device_alloc.h"
@@ -184,9 +185,20 @@ void Trainer::PlaceRows() {
   }
   table_ = rows_of(table);
   layer_graphs_.resize(model_->num_layers());
+  // Keys of the global row lists (every vertex for the table), equal on every worker.
+  auto key_of = [](const std::vector<int32_t>& global) {
+    uint64_t h = MixKey(global.size());
+    for (int32_t v : global) h = MixKey(h, static_cast<uint64_t>(v));
+    return h;
+  };
+  std::vector<int32_t> every(space_.size());
+  for (int64_t v = 0; v < space_.size(); ++v) every[v] = static_cast<int32_t>(v);
+  table_key_ = key_of(every);
   for (int i = 0; i < model_->num_layers(); ++i) {
+    const std::vector<int32_t> global = model_->Roots(i, spec_);
+    roots_key_.push_back(key_of(global));
     std::vector<int64_t> ids;
-    for (int32_t r : model_->Roots(i, spec_)) {
+    for (int32_t r : global) {
       if (exec_.Owns(r)) ids.push_back(r);
     }
     layer_roots_.push_back(rows_of(std::move(ids)));
@@ -214,8 +226,8 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     if (!stale) continue;
     const std::string key = nau::SharedSelectionKey(layer);
     auto it = key.empty() ? by_key.end() : by_key.find(key);
-    const bool same_roots =
-        it != by_key.end() && layer_roots_[it->second].ids.numel() == layer_roots_[i].ids.numel();
+    // Decided on global facts (the layers' root lists), so that every worker decides alike.
+    const bool same_roots = it != by_key.end() && roots_key_[it->second] == roots_key_[i];
     if (same_roots) {
       lg.hdg = layer_graphs_[it->second].hdg;
     } else {
@@ -242,7 +254,14 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     lg.built_epoch = epoch;
     // The layer's input rows: layer 0 reads the table, layer i > 0 the roots of layer i - 1.
     const DistributedExecutor::Rows& input = i == 0 ? table_ : layer_roots_[i - 1];
-    FG_RETURN_IF_ERROR(exec_.PlanLayer(i, layer, lg.hdg, input, layer_roots_[i], epoch));
+    // A layer over the same HDG, input and bottom reduction as an earlier one shares its exchange.
+    auto input_key = [&](int l) { return l == 0 ? table_key_ : roots_key_[l - 1]; };
+    const int j = same_roots ? it->second : -1;
+    const bool same_exchange =
+        j >= 0 && input_key(j) == input_key(i) &&
+        model_->layer(j).LevelAggregator(1).reduction() == layer.LevelAggregator(1).reduction();
+    FG_RETURN_IF_ERROR(
+        exec_.PlanLayer(i, layer, lg.hdg, input, layer_roots_[i], epoch, same_exchange ? j : -1));
   }
   return absl::OkStatus();
 }

@@ -83,6 +83,9 @@ class Trainer {
   // This worker's rows: each layer's roots and layer 0's input rows (owned ones).
   std::vector<DistributedExecutor::Rows> layer_roots_;
   DistributedExecutor::Rows table_;
+  // Keys of the global row lists: each layer's roots, and the table (every vertex).
+  std::vector<uint64_t> roots_key_;
+  uint64_t table_key_ = 0;
   bool sparse_checked_ = false;
   SparseMatrixPtr input_sparse_;     // sparse view of a constant, mostly-zero layer-0 input
   const void* input_sparse_source_ = nullptr;
