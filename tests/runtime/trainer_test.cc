@@ -151,6 +151,22 @@ TEST(Trainer, BrokenLabelsSplitsAndFeaturesAreClearErrors) {
             std::string::npos);
 }
 
+TEST(Trainer, ALabelThatSkipsClassesIsReported) {
+  // Cora's classes are 0..6: a 9 makes two classes no vertex has.
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  const std::string dir = CoraWith("typo_label", "raw/node-label.csv.gz", "9");
+  o.mutable_dataset()->set_path(dir);
+  o.mutable_output()->set_quiet(false);
+  ::testing::internal::CaptureStderr();
+  auto t = Trainer::Create(o);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_NE(err.find("no vertex has class 7, 8; the largest label, 9 (vertex 0), makes 10 classes"),
+            std::string::npos)
+      << err;
+}
+
 TEST(Trainer, ModelOptionsAreDeclaredAndChecked) {
   // An unknown option names itself and the valid ones.
   flexgraph::RunConfig c;
