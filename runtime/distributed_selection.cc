@@ -62,6 +62,46 @@ absl::Status Take(const std::string& in, size_t* pos, int peer, std::vector<T>* 
   return absl::OkStatus();
 }
 
+// One bulk-synchronous step: sends every peer, in one message, the items moving to it and the
+// finished ones it collects, receives the peers' and hands each item to `on_moving` or `on_ended`
+// with its sender. Returns how many items moved over all workers: the same on every worker, so
+// all stop together when it is 0.
+template <typename M, typename E, typename OnMoving, typename OnEnded>
+absl::StatusOr<uint64_t> Step(Communicator& comm, uint64_t tag,
+                              const std::vector<std::vector<M>>& moving,
+                              const std::vector<std::vector<E>>& ended, OnMoving on_moving,
+                              OnEnded on_ended) {
+  const int me = comm.rank(), P = comm.size();
+  uint64_t moved = 0;
+  for (const auto& v : moving) moved += v.size();
+  for (int q = 0; q < P; ++q) {
+    if (q == me) continue;
+    std::string msg(reinterpret_cast<const char*>(&moved), sizeof(moved));
+    Append(&msg, moving[q]);
+    Append(&msg, ended[q]);
+    comm.Send(q, tag, std::move(msg));
+  }
+  uint64_t total = moved;
+  for (int q = 0; q < P; ++q) {
+    if (q == me) continue;
+    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, tag));
+    uint64_t theirs = 0;
+    if (msg.size() < sizeof(theirs)) {
+      return absl::DataLossError(absl::StrCat("selection message from worker ", q, " is truncated"));
+    }
+    std::memcpy(&theirs, msg.data(), sizeof(theirs));
+    total += theirs;
+    size_t pos = sizeof(theirs);
+    std::vector<M> in_moving;
+    std::vector<E> in_ended;
+    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &in_moving));
+    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &in_ended));
+    for (const M& m : in_moving) FG_RETURN_IF_ERROR(on_moving(q, m));
+    for (const E& e : in_ended) FG_RETURN_IF_ERROR(on_ended(q, e));
+  }
+  return total;
+}
+
 }  // namespace
 
 absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owners,
@@ -106,48 +146,28 @@ absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owne
         out[o].push_back(w);
       }
     }
-    uint64_t moved = 0;
-    for (const auto& v : out) moved += v.size();
-    for (int q = 0; q < P; ++q) {
-      if (q == me) continue;
-      std::string msg(reinterpret_cast<const char*>(&moved), sizeof(moved));
-      Append(&msg, out[q]);
-      Append(&msg, out_visits[q]);
-      comm.Send(q, Tag(ctx, kStepWalk, step), std::move(msg));
-    }
     active.clear();
-    uint64_t total = moved;
-    for (int q = 0; q < P; ++q) {
-      if (q == me) continue;
-      FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepWalk, step)));
-      uint64_t theirs = 0;
-      if (msg.size() < sizeof(theirs)) {
-        return absl::DataLossError(absl::StrCat("selection message from worker ", q, " is truncated"));
-      }
-      std::memcpy(&theirs, msg.data(), sizeof(theirs));
-      total += theirs;
-      size_t pos = sizeof(theirs);
-      std::vector<nau::Walker> walkers;
-      std::vector<RootVisit> root_visits;
-      FG_RETURN_IF_ERROR(Take(msg, &pos, q, &walkers));
-      FG_RETURN_IF_ERROR(Take(msg, &pos, q, &root_visits));
-      for (const nau::Walker& w : walkers) {
-        if (w.cur < 0 || w.cur >= num_vertices || owners.Of(w.cur) != me) {
-          return absl::DataLossError(absl::StrCat("worker ", q, " sent a walker at vertex ", w.cur,
-                                                  ", which worker ", me, " does not own"));
-        }
-        active.push_back(w);
-      }
-      for (const RootVisit& rv : root_visits) {
-        const int64_t k = index_of(rv.root);
-        if (k >= static_cast<int64_t>(roots.size()) || roots[k] != rv.root || rv.vertex < 0 ||
-            rv.vertex >= num_vertices) {
-          return absl::DataLossError(absl::StrCat("worker ", q, " sent a visit of root ", rv.root,
-                                                  ", which is not a root of worker ", me));
-        }
-        visits[k].push_back(static_cast<int32_t>(rv.vertex));
-      }
-    }
+    FG_ASSIGN_OR_RETURN(
+        const uint64_t total,
+        Step(comm, Tag(ctx, kStepWalk, step), out, out_visits,
+             [&](int q, const nau::Walker& w) -> absl::Status {
+               if (w.cur < 0 || w.cur >= num_vertices || owners.Of(w.cur) != me) {
+                 return absl::DataLossError(absl::StrCat("worker ", q, " sent a walker at vertex ",
+                                                         w.cur, ", which worker ", me, " does not own"));
+               }
+               active.push_back(w);
+               return absl::OkStatus();
+             },
+             [&](int q, const RootVisit& rv) -> absl::Status {
+               const int64_t k = index_of(rv.root);
+               if (k >= static_cast<int64_t>(roots.size()) || roots[k] != rv.root || rv.vertex < 0 ||
+                   rv.vertex >= num_vertices) {
+                 return absl::DataLossError(absl::StrCat("worker ", q, " sent a visit of root ",
+                                                         rv.root, ", which is not a root of worker ", me));
+               }
+               visits[k].push_back(static_cast<int32_t>(rv.vertex));
+               return absl::OkStatus();
+             }));
     if (total == 0) break;  // every worker saw the same total: all stop together
   }
   // Source ids of the visited vertices: mine directly, the others' from their owners.
@@ -382,46 +402,28 @@ absl::StatusOr<hdg::Hdg> SelectByMetapaths(Communicator& comm, const Ownership& 
         }
       }
     }
-    uint64_t moved = 0;
-    for (const auto& v : out) moved += v.size();
-    for (int q = 0; q < P; ++q) {
-      if (q == me) continue;
-      std::string msg(reinterpret_cast<const char*>(&moved), sizeof(moved));
-      Append(&msg, out[q]);
-      Append(&msg, finished[q]);
-      comm.Send(q, Tag(ctx, kStepDecode, step), std::move(msg));
-    }
     active.clear();
-    uint64_t total = moved;
-    for (int q = 0; q < P; ++q) {
-      if (q == me) continue;
-      FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepDecode, step)));
-      uint64_t theirs = 0;
-      if (msg.size() < sizeof(theirs)) {
-        return absl::DataLossError(absl::StrCat("selection message from worker ", q, " is truncated"));
-      }
-      std::memcpy(&theirs, msg.data(), sizeof(theirs));
-      total += theirs;
-      size_t pos = sizeof(theirs);
-      std::vector<PathTask> moving, ended;
-      FG_RETURN_IF_ERROR(Take(msg, &pos, q, &moving));
-      FG_RETURN_IF_ERROR(Take(msg, &pos, q, &ended));
-      for (const PathTask& task : moving) {
-        const bool ok = task.m >= 0 && task.m < M && task.pos >= 0 && task.pos + 1 < mps[task.m].length() &&
-                        owner_of(mps[task.m].node_types[task.pos], task.path[task.pos]) == me;
-        if (!ok) return absl::DataLossError(absl::StrCat("worker ", q, " sent a malformed instance"));
-        active.push_back(task);
-      }
-      for (const PathTask& task : ended) {
-        const int64_t k = index_of(task.root);
-        if (k >= static_cast<int64_t>(roots.size()) || roots[k] != task.root || task.m < 0 ||
-            task.m >= M) {
-          return absl::DataLossError(absl::StrCat("worker ", q, " sent an instance of root ",
-                                                  task.root, ", which is not a root of worker ", me));
-        }
-        done[k].push_back(task);
-      }
-    }
+    FG_ASSIGN_OR_RETURN(
+        const uint64_t total,
+        Step(comm, Tag(ctx, kStepDecode, step), out, finished,
+             [&](int q, const PathTask& task) -> absl::Status {
+               const bool ok = task.m >= 0 && task.m < M && task.pos >= 0 &&
+                               task.pos + 1 < mps[task.m].length() &&
+                               owner_of(mps[task.m].node_types[task.pos], task.path[task.pos]) == me;
+               if (!ok) return absl::DataLossError(absl::StrCat("worker ", q, " sent a malformed instance"));
+               active.push_back(task);
+               return absl::OkStatus();
+             },
+             [&](int q, const PathTask& task) -> absl::Status {
+               const int64_t k = index_of(task.root);
+               if (k >= static_cast<int64_t>(roots.size()) || roots[k] != task.root || task.m < 0 ||
+                   task.m >= M) {
+                 return absl::DataLossError(absl::StrCat("worker ", q, " sent an instance of root ",
+                                                         task.root, ", which is not a root of worker ", me));
+               }
+               done[k].push_back(task);
+               return absl::OkStatus();
+             }));
     if (total == 0) break;
   }
   return hdg::HdgBuilder(schema, num_vertices)

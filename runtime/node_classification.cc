@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/nn/metrics.h"
@@ -144,6 +145,33 @@ std::string NodeClassificationTask::EpochLine(double loss, const EpochMetrics& m
                                               double seconds) const {
   return absl::StrFormat("loss %.4f  train %.4f  valid %.4f  test %.4f  %.3fs", loss, m.train,
                          m.valid, m.test, seconds);
+}
+
+std::string SkippedClassesWarning(const graph::Dataset& dataset, const std::string& type) {
+  auto it = dataset.labels.find(type);
+  if (it == dataset.labels.end() || it->second.rank() != 1) return "";
+  const Tensor& labels = it->second;
+  std::vector<int64_t> count;
+  int64_t largest_at = -1;
+  for (int64_t v = 0; v < labels.numel(); ++v) {
+    const int64_t l = labels.i64()[v];
+    if (l < 0 || l > labels.numel()) continue;  // unlabeled, or refused by Create
+    if (l >= static_cast<int64_t>(count.size())) {
+      count.resize(l + 1, 0);
+      largest_at = v;
+    }
+    ++count[l];
+  }
+  std::vector<int64_t> empty;
+  for (size_t c = 0; c < count.size(); ++c) {
+    if (count[c] == 0) empty.push_back(static_cast<int64_t>(c));
+  }
+  if (empty.empty()) return "";
+  return absl::StrFormat(
+      "labels of '%s': no vertex has class %s; the largest label, %d (vertex %d), makes %d "
+      "classes (a typo?)",
+      type, absl::StrJoin(empty.begin(), empty.begin() + std::min<size_t>(empty.size(), 8), ", "),
+      static_cast<int64_t>(count.size()) - 1, largest_at, static_cast<int64_t>(count.size()));
 }
 
 }  // namespace fg::runtime

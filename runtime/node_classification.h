@@ -37,4 +37,8 @@ class NodeClassificationTask : public Task {
   Tensor train_rows_, valid_rows_, test_rows_;  // int32 output rows
 };
 
+// Labels of `type` that skip classes (no vertex has class c below the largest label, as a typo in
+// one label makes): a sentence naming them and the largest label's vertex; empty otherwise.
+std::string SkippedClassesWarning(const graph::Dataset& dataset, const std::string& type);
+
 }  // namespace fg::runtime

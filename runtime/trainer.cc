@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/rng.h"
@@ -18,6 +17,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/distributed_selection.h"
 #include "runtime/hooks.h"
+#include "runtime/node_classification.h"
 
 namespace fg::runtime {
 namespace {
@@ -109,33 +109,9 @@ absl::Status Trainer::LoadData() {
     return absl::InvalidArgumentError(
         absl::StrCat("target_type: node type '", target_, "' not in dataset ", data.path()));
   }
-  // Classes no vertex has, below the largest label (a part sees only its own labels).
-  if (auto it = dataset_.labels.find(target_);
-      it != dataset_.labels.end() && it->second.rank() == 1 && !dataset_.part && !config_.output().quiet()) {
-    const Tensor& labels = it->second;
-    std::vector<int64_t> count;
-    int64_t largest_at = -1;
-    for (int64_t v = 0; v < labels.numel(); ++v) {
-      const int64_t l = labels.i64()[v];
-      if (l < 0) continue;
-      if (l >= static_cast<int64_t>(count.size())) {
-        count.resize(l + 1, 0);
-        largest_at = v;
-      }
-      ++count[l];
-    }
-    std::vector<int64_t> empty;
-    for (size_t c = 0; c < count.size(); ++c) {
-      if (count[c] == 0) empty.push_back(static_cast<int64_t>(c));
-    }
-    if (!empty.empty()) {
-      std::fprintf(stderr,
-                   "warning: labels of '%s' in %s: no vertex has class %s; the largest label, %lld "
-                   "(vertex %lld), makes %zu classes (a typo?)\n",
-                   target_.c_str(), data.path().c_str(),
-                   absl::StrJoin(empty.begin(), empty.begin() + std::min<size_t>(empty.size(), 8), ", ").c_str(),
-                   static_cast<long long>(count.size() - 1), static_cast<long long>(largest_at),
-                   count.size());
+  if (!dataset_.part && !config_.output().quiet()) {  // a part sees only its own labels
+    if (std::string w = SkippedClassesWarning(dataset_, target_); !w.empty()) {
+      std::fprintf(stderr, "warning: %s in %s\n", w.c_str(), data.path().c_str());
     }
   }
   if (data.normalize_features()) {
