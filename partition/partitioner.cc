@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
 #include "partition/cost_model.h"
@@ -105,17 +106,6 @@ class MetisPartitioner : public Partitioner {
   }
 };
 
-int64_t ReadInt64(const std::string& path, int64_t fallback) {
-  std::ifstream in(path);
-  std::string s;
-  if (!(in >> s) || s == "max") return fallback;
-  try {
-    return std::stoll(s);
-  } catch (...) {
-    return fallback;
-  }
-}
-
 }  // namespace
 
 const char* MethodName(Method m) {
@@ -163,26 +153,6 @@ int64_t EstimateMetisBytes(int64_t n, int64_t nnz, int num_parts) {
   return static_cast<int64_t>(words * sizeof(idx_t)) + (int64_t{64} << 20);
 }
 
-int64_t AvailableMemoryBytes() {
-  int64_t avail = std::numeric_limits<int64_t>::max();
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kb;
-  std::string unit;
-  while (meminfo >> key >> kb) {
-    std::getline(meminfo, unit);
-    if (key == "MemAvailable:") {
-      avail = kb * 1024;
-      break;
-    }
-  }
-  const int64_t limit = ReadInt64("/sys/fs/cgroup/memory.max", -1);
-  if (limit > 0) {
-    const int64_t used = ReadInt64("/sys/fs/cgroup/memory.current", 0);
-    avail = std::min(avail, std::max<int64_t>(0, limit - used));
-  }
-  return avail;
-}
 
 std::vector<int32_t> MetisVertexWeights(const CostModel& cost) {
   const std::vector<double>& c = cost.vertex_compute();

@@ -52,8 +52,6 @@ std::unique_ptr<Partitioner> MakePartitioner(Method method);
 // Bytes METIS_PartGraphKway needs, roughly, for a graph of n vertices and nnz adjacency entries
 // (our copies of the arrays plus METIS's coarsening hierarchy and work space; conservative).
 int64_t EstimateMetisBytes(int64_t n, int64_t nnz, int num_parts);
-// Memory this process may still use: MemAvailable, capped by the cgroup limit when there is one.
-int64_t AvailableMemoryBytes();
 
 // METIS weights from the cost model: vertex weight = estimated compute scaled to integers with
 // the mean vertex at 64 units (at least 1); edge weight = 1 + the number of layers in which one

@@ -15,10 +15,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/progress.h"
+#include "flexgraph/base/timer.h"
 #include "absl/strings/str_join.h"
 
 namespace fg::runtime {
@@ -83,6 +86,18 @@ std::string Tail(const std::string& path, int lines) {
     out += "  | " + all[i] + "\n";
   }
   return out;
+}
+
+// Resident memory of one flexgraph process before it loads any data (libraries, runtime threads).
+constexpr int64_t kProcessBaseBytes = int64_t{256} << 20;
+
+// True when process `pid` is stopped (SIGSTOP, a debugger): state T or t in /proc/<pid>/stat.
+bool IsStopped(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the command name may contain spaces
+  return close != std::string::npos && close + 2 < stat.size() &&
+         (stat[close + 2] == 'T' || stat[close + 2] == 't');
 }
 
 void StopAll(std::vector<Child>& children) {
@@ -195,8 +210,15 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   char host[256] = "127.0.0.1";
   if (!hosts.empty()) gethostname(host, sizeof(host));
   for (int r = 0; r < o.workers; ++r) {
+    if (g_signal.load()) {  // interrupted while starting: stop what started
+      std::fprintf(stderr, "flexgraph launch: signal %d while starting workers: stopping %zu processes\n",
+                   g_signal.load(), children.size());
+      StopAll(children);
+      return 128 + g_signal.load();
+    }
     std::vector<std::string> w = {exe, "worker", "--coordinator", absl::StrCat(host, ":", port),
                                   "--rank", std::to_string(r), "--exchange", o.exchange,
+                                  "--coordinator_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
                                   o.pipeline ? "--pipeline" : "--nopipeline", "--"};
     w.insert(w.end(), train_args.begin(), train_args.end());
     Child wc{absl::StrCat("worker ", r), -1, absl::StrCat(log_dir, "/worker-", r, suffix, ".log")};
@@ -220,7 +242,26 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   std::thread follow;
   if (!o.quiet) follow = std::thread([&] { Follow(children[1].log, stop_follow); });
   int rc = 0;
+  Stopwatch coordinator_stopped;  // how long the coordinator has been seen stopped
+  bool stopped_seen = false;
   while (true) {
+    // A stopped coordinator answers nobody: give up after the heartbeat timeout, naming it.
+    if (!children[0].exited && IsStopped(children[0].pid)) {
+      if (!stopped_seen) coordinator_stopped.Reset();
+      stopped_seen = true;
+      if (coordinator_stopped.Seconds() > o.heartbeat_timeout_seconds) {
+        kill(children[0].pid, SIGCONT);  // so that it can take the SIGTERM
+        StopAll(children);
+        std::fprintf(stderr, "flexgraph launch: the coordinator (pid %d) has been stopped for %.0f s "
+                             "(SIGSTOP?); stopped the run; log: %s\n",
+                     static_cast<int>(children[0].pid), coordinator_stopped.Seconds(),
+                     children[0].log.c_str());
+        rc = 1;
+        break;
+      }
+    } else {
+      stopped_seen = false;
+    }
     if (g_signal.load()) {
       std::fprintf(stderr, "flexgraph launch: signal %d: stopping all processes\n", g_signal.load());
       StopAll(children);
@@ -269,6 +310,20 @@ int Launch(const LaunchOptions& o) {
   if (o.workers < 1) {
     std::fprintf(stderr, "flexgraph launch: --workers must be positive, got %d\n", o.workers);
     return 2;
+  }
+  if (o.hosts_file.empty()) {
+    // Local workers share this machine: each process needs its own runtime before any data.
+    const int64_t need = (static_cast<int64_t>(o.workers) + 1) * kProcessBaseBytes;
+    const int64_t have = AvailableMemoryBytes();
+    if (need > have) {
+      std::fprintf(stderr,
+                   "flexgraph launch: %d local workers and a coordinator need at least %lld MiB "
+                   "(%lld MiB each before any data), and %lld MiB are available: use fewer workers "
+                   "or spread them with --hosts\n",
+                   o.workers, static_cast<long long>(need >> 20),
+                   static_cast<long long>(kProcessBaseBytes >> 20), static_cast<long long>(have >> 20));
+      return 2;
+    }
   }
   std::string log_dir = o.log_dir;
   if (log_dir.empty()) {

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -81,7 +82,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
       hb.set_rank(rank);
       flexgraph::HeartbeatReply hr;
       grpc::ClientContext ctx;
-      WithToken(&ctx, options.token, 5);
+      WithToken(&ctx, options.token, std::min(5.0, options.coordinator_timeout_seconds));
       grpc::Status s = stub->Heartbeat(&ctx, hb, &hr);
       if (s.ok()) {
         since_ok.Reset();

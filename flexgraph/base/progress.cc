@@ -2,7 +2,11 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <limits>
+#include <string>
 
 namespace fg {
 namespace {
@@ -42,6 +46,42 @@ int64_t PeakRssBytes() {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+namespace {
+
+int64_t ReadInt64(const std::string& path, int64_t fallback) {
+  std::ifstream in(path);
+  std::string s;
+  if (!(in >> s) || s == "max") return fallback;
+  try {
+    return std::stoll(s);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+int64_t AvailableMemoryBytes() {
+  int64_t avail = std::numeric_limits<int64_t>::max();
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kb;
+  std::string unit;
+  while (meminfo >> key >> kb) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") {
+      avail = kb * 1024;
+      break;
+    }
+  }
+  const int64_t limit = ReadInt64("/sys/fs/cgroup/memory.max", -1);
+  if (limit > 0) {
+    const int64_t used = ReadInt64("/sys/fs/cgroup/memory.current", 0);
+    avail = std::min(avail, std::max<int64_t>(0, limit - used));
+  }
+  return avail;
 }
 
 }  // namespace fg

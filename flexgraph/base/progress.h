@@ -1,5 +1,6 @@
 // Progress display for long work (loading, partitioning, HDG building, epochs): one line per step
-// on stderr, rate-limited, with elapsed time. Thread-safe Update().
+// on stderr, rate-limited, with elapsed time. Thread-safe Update(). Also this process's memory
+// figures (peak resident, still available).
 #pragma once
 
 #include <atomic>
@@ -32,5 +33,7 @@ class Progress {
 
 // Peak resident set size of this process in bytes (from getrusage).
 int64_t PeakRssBytes();
+// Memory this process may still use: MemAvailable, capped by the cgroup limit when there is one.
+int64_t AvailableMemoryBytes();
 
 }  // namespace fg

@@ -178,6 +178,7 @@ int Worker(const std::vector<std::string>& args) {
   flags.AddString("rank", "-1", "requested rank (-1: from the environment or any)");
   flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
   flags.AddString("register_timeout", "300", "seconds to wait for the coordinator and the other workers");
+  flags.AddString("coordinator_timeout", "30", "seconds without the coordinator's answer before the run is given up");
   flags.AddBool("pipeline", true, "overlap sends with local aggregation (--nopipeline for benchmarks)");
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("worker: ", s.message()));
   if (flags.help_requested()) {
@@ -200,6 +201,11 @@ int Worker(const std::vector<std::string>& args) {
   auto reg = flags.GetDouble("register_timeout");
   if (!reg.ok() || *reg <= 0) return UsageError(flags, "worker: --register_timeout takes a positive number");
   o.register_timeout_seconds = *reg;
+  auto silent = flags.GetDouble("coordinator_timeout");
+  if (!silent.ok() || !(*silent > 0)) {
+    return UsageError(flags, "worker: --coordinator_timeout takes a positive number");
+  }
+  o.coordinator_timeout_seconds = *silent;
   if (!runtime::ParseExchangeMode(flags.Get("exchange"), &o.exchange)) {
     return UsageError(flags, "worker: --exchange takes auto, rows or partial");
   }

@@ -291,6 +291,42 @@ TEST(Launch, WorkersOfAKilledCoordinatorFailNamingIt) {
   }
 }
 
+TEST(Launch, AStoppedCoordinatorEndsTheRunNamingIt) {
+  const std::string d = Dir("fg_launch_coord_stopped");
+  const pid_t launch = fork();
+  if (launch == 0) {
+    const std::string cmd = "exec " + kFlexgraph + " launch --workers 2 --heartbeat_timeout 2 --log_dir " + d +
+                            "/logs -- train --dataset " + kCora +
+                            " --epochs 1000000 --threads 1 --quiet > " + d + "/launch.out 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && WorkerPids(d + "/logs/coordinator.log").size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::vector<pid_t> workers = WorkerPids(d + "/logs/coordinator.log");
+  ASSERT_EQ(workers.size(), 2u) << Read(d + "/logs/coordinator.log");
+  // The coordinator's pid: the process listening as the run's coordinator.
+  std::string ps;
+  Shell("pgrep -f 'flexgraph coordinator .*" + d + "/logs/coordinator.port'", &ps);
+  const pid_t coord = static_cast<pid_t>(std::atol(ps.c_str()));
+  ASSERT_GT(coord, 0) << ps;
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(coord, SIGSTOP);
+  int st = 0;
+  waitpid(launch, &st, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string out = Read(d + "/launch.out");
+  EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_LT(seconds, 20) << out;
+  EXPECT_NE(out.find("the coordinator (pid " + std::to_string(coord) + ") has been stopped"),
+            std::string::npos) << out;
+  // Nothing is left behind.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (pid_t p : workers) EXPECT_NE(kill(p, 0), 0) << "worker pid " << p << " still running";
+  EXPECT_NE(kill(coord, 0), 0) << "coordinator still running";
+}
+
 TEST(Launch, AWorkerWithAnotherConfigurationIsRefusedNamingTheField) {
   const std::string d = Dir("fg_launch_config");
   std::string port;
@@ -347,6 +383,9 @@ TEST(Launch, UsageErrors) {
   EXPECT_NE(out.find("unknown flag '--bogus'"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " launch -- train --model nosuchmodel", &out), 2);
   EXPECT_NE(out.find("unknown model 'nosuchmodel'"), std::string::npos) << out;
+  // More local workers than this machine's memory holds: refused before any process starts.
+  EXPECT_EQ(Shell(kFlexgraph + " launch --workers 4000 -- train --dataset " + kCora, &out), 2);
+  EXPECT_NE(out.find("4000 local workers and a coordinator need at least"), std::string::npos) << out;
 }
 
 }  // namespace
