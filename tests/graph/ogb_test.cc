@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "flexgraph/base/progress.h"
 #include "flexgraph/graph/dataset.h"
 #include "flexgraph/graph/io/file.h"
 #include "gmock/gmock.h"
@@ -176,6 +177,16 @@ TEST(OgbBadInputTest, CountsDisagreeWithData) {
   d.Write("raw/num-edge-list.csv.gz", "3\n");
   d.Write("raw/node-feat.csv.gz", "1,0\n0,1\n0.5,0.5\n");
   EXPECT_THAT(LoadError(d), HasSubstr("raw/node-feat.csv.gz: has 3 rows but"));
+}
+
+TEST(OgbBadInputTest, AHugeNodeCountIsCheckedBeforeAllocating) {
+  // 10^9 nodes would need gigabytes of graph arrays: the feature file's 4 rows refute it first.
+  TempDir d;
+  WriteToy(d);
+  d.Write("raw/num-node-list.csv.gz", "1000000000\n");
+  const int64_t before = PeakRssBytes();
+  EXPECT_THAT(LoadError(d), HasSubstr("raw/node-feat.csv.gz: has 4 rows but"));
+  EXPECT_LT(PeakRssBytes() - before, int64_t{256} << 20);
 }
 
 TEST(OgbBadInputTest, EmptyFile) {

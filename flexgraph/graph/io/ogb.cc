@@ -186,11 +186,13 @@ absl::StatusOr<Dataset> LoadHomogeneous(const Ctx& ctx, const LoadOptions& optio
     }
   }
   FG_ASSIGN_OR_RETURN(Tensor edge_feat, ReadRows(ctx, "raw/edge-feat.csv", m, edges_rel, "edges"));
+  // Per-node files first: their row counts check the node count before the graph's arrays of
+  // that size are allocated.
+  FG_ASSIGN_OR_RETURN(Tensor feat, ReadRows(ctx, "raw/node-feat.csv", n, nodes_rel, "nodes"));
+  FG_ASSIGN_OR_RETURN(Tensor labels, ReadLabels(ctx, "raw/node-label.csv", n, nodes_rel));
   FG_ASSIGN_OR_RETURN(ds.graph, BuildHomogeneousGraph(n, src.data(), dst.data(), m, edge_feat,
                                                       HomogeneousBuildOptions(options)));
-  FG_ASSIGN_OR_RETURN(Tensor feat, ReadRows(ctx, "raw/node-feat.csv", n, nodes_rel, "nodes"));
   if (feat.defined()) ds.features["node"] = feat;
-  FG_ASSIGN_OR_RETURN(Tensor labels, ReadLabels(ctx, "raw/node-label.csv", n, nodes_rel));
   if (labels.defined()) {
     ds.labels["node"] = labels;
     ds.num_classes["node"] = NumClasses(labels);
