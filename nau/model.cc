@@ -74,7 +74,8 @@ absl::Status StackedModel::Build(const ModelSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a stack of homogeneous layers needs one node type and one relation; dataset '",
         spec.dataset->name, "' has node types {", absl::StrJoin(g.node_types, ", "), "} and ",
-        g.relations.size(), " relations: train a heterogeneous model (magnn, pinsage) on it"));
+        g.relations.size(), " relations: train a heterogeneous model (magnn, pinsage) on it, or this "
+        "model on a homogeneous view of one node type (--target_type T --homogeneous_view T-X-T,...)"));
   }
   const int64_t in = spec.FeatureDim(spec.target_type);
   if (in == 0) {

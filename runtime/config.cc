@@ -22,7 +22,7 @@ namespace {
 
 // What every run starts from; models override parts with their registered defaults.
 constexpr char kBaseDefaults[] = R"pb(
-  dataset { split: "" target_type: "" normalize_features: true cache_dir: "" }
+  dataset { split: "" target_type: "" normalize_features: true cache_dir: "" homogeneous_view: "" }
   model { hidden: 16 layers: 2 dropout: 0.5 heads: 1 }
   train {
     epochs: 200 lr: 0.01 weight_decay: 5e-4 seed: 0 patience: 0 optimizer: "adam"

@@ -18,6 +18,7 @@
 #include "runtime/grpc_communicator.h"
 #include "flexgraph/graph/io/file.h"
 #include "runtime/checkpoint.h"
+#include "runtime/dataset_view.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -67,8 +68,9 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   absl::Status PartitionInMemory() {
     graph::LoadOptions load;
     load.split = train_.dataset().split();
-    FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(train_.dataset().path(), load));
-    FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
+    FG_ASSIGN_OR_RETURN(graph::Dataset loaded, graph::LoadDataset(train_.dataset().path(), load));
+    FG_RETURN_IF_ERROR(loaded.graph.ToInt32Indices());
+    FG_ASSIGN_OR_RETURN(graph::Dataset ds, ApplyView(std::move(loaded), train_.dataset()));
     FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
     const partition::WorkloadOptions wl = WorkloadOptionsFrom(train_);
     FG_ASSIGN_OR_RETURN(partition::CostModel cost,

@@ -15,6 +15,7 @@
 #include "flexgraph/tensor/device_alloc.h"
 #include "partition/partitioned_dataset.h"
 #include "runtime/checkpoint.h"
+#include "runtime/dataset_view.h"
 #include "runtime/distributed_selection.h"
 #include "runtime/hooks.h"
 #include "runtime/node_classification.h"
@@ -85,6 +86,7 @@ absl::Status Trainer::LoadData() {
     FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(data.path(), load));
   }
   FG_RETURN_IF_ERROR(dataset_.graph.ToInt32Indices());
+  FG_ASSIGN_OR_RETURN(dataset_, ApplyView(std::move(dataset_), data));
   for (const auto& [type, feat] : dataset_.features) {
     if (!feat.defined()) continue;
     const float* f = feat.f32();

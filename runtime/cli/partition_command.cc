@@ -23,12 +23,14 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
 #include "runtime/config.h"
+#include "runtime/dataset_view.h"
 
 namespace fg::cli {
 namespace {
 
 struct Invocation {
   std::string dataset, out, summary_json, calibration;
+  flexgraph::DatasetConfig data;
   bool recalibrate = false, quiet = false;
   double network_bytes_per_second = 0;
   graph::LoadOptions load;
@@ -58,6 +60,7 @@ absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
   FG_ASSIGN_OR_RETURN(const flexgraph::RunConfig config, RunConfigFromFlags(f));
   Invocation inv;
   inv.dataset = config.dataset().path();
+  inv.data = config.dataset();
   inv.load.split = config.dataset().split();
   inv.load.cache_dir = config.dataset().cache_dir();
   inv.workload = runtime::WorkloadOptionsFrom(config);
@@ -105,6 +108,7 @@ absl::Status Run(Invocation& inv) {
     FG_ASSIGN_OR_RETURN(ds, graph::LoadDataset(inv.dataset, inv.load));
   }
   FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
+  FG_ASSIGN_OR_RETURN(ds, runtime::ApplyView(std::move(ds), inv.data));
   const std::string calibration =
       inv.calibration.empty() ? partition::DefaultCalibrationPath() : inv.calibration;
   partition::CostCoefficients k;

@@ -36,6 +36,8 @@ const ConfigFlag kConfigFlags[] = {
     {"dataset", "dataset.path", "dataset directory (OGB raw layout) or generator spec"},
     {"split", "dataset.split", "split name under split/ (default: the only one)"},
     {"target_type", "dataset.target_type", "node type to classify (heterogeneous datasets)"},
+    {"homogeneous_view", "dataset.homogeneous_view",
+     "train a homogeneous model on target_type joined by these metapaths (\"M-D-M,M-A-M\")"},
     {"normalize_features", "dataset.normalize_features", "row-normalise input features: true or false"},
     {"cache_dir", "dataset.cache_dir", "binary dataset cache directory"},
     {"model", "model.name", "registered model (--model M --help lists its options)"},
