@@ -100,9 +100,42 @@ bool IsStopped(pid_t pid) {
          (stat[close + 2] == 'T' || stat[close + 2] == 't');
 }
 
+// Watches the processes of a run for one that stays stopped (SIGSTOP, a debugger) longer than
+// `limit` seconds.
+class StoppedWatch {
+ public:
+  explicit StoppedWatch(double limit) : limit_(limit) {}
+  // The first child stopped for longer than the limit, or null.
+  const Child* Check(const std::vector<Child>& children) {
+    since_.resize(children.size(), -1);
+    for (size_t i = 0; i < children.size(); ++i) {
+      const Child& c = children[i];
+      if (c.exited || c.pid <= 0 || !IsStopped(c.pid)) {
+        since_[i] = -1;
+        continue;
+      }
+      if (since_[i] < 0) since_[i] = clock_.Seconds();
+      if (clock_.Seconds() - since_[i] > limit_) return &c;
+    }
+    return nullptr;
+  }
+  std::string Describe(const Child& c) const {
+    return absl::StrCat("the ", c.name, " (pid ", c.pid, ") has been stopped for more than ",
+                        limit_, " s (SIGSTOP?); stopped the run; log: ", c.log);
+  }
+
+ private:
+  double limit_;
+  Stopwatch clock_;
+  std::vector<double> since_;
+};
+
 void StopAll(std::vector<Child>& children) {
   for (Child& c : children) {
-    if (!c.exited && c.pid > 0) kill(c.pid, SIGTERM);
+    if (!c.exited && c.pid > 0) {
+      kill(c.pid, SIGTERM);
+      kill(c.pid, SIGCONT);  // a stopped process takes the SIGTERM once continued
+    }
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -183,6 +216,7 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   c.pid = Spawn(coord, c.log, env);
   children.push_back(c);
   // Wait for the coordinator's port.
+  StoppedWatch starting(o.heartbeat_timeout_seconds);
   int port = 0;
   for (int i = 0; i < 6000 && port == 0; ++i) {
     std::ifstream pf(port_file);
@@ -199,6 +233,12 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
     if (g_signal.load()) {
       StopAll(children);
       return 128 + g_signal.load();
+    }
+    if (const Child* stuck = starting.Check(children)) {
+      const std::string what = starting.Describe(*stuck);
+      StopAll(children);
+      std::fprintf(stderr, "flexgraph launch: %s\n", what.c_str());
+      return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -242,25 +282,15 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   std::thread follow;
   if (!o.quiet) follow = std::thread([&] { Follow(children[1].log, stop_follow); });
   int rc = 0;
-  Stopwatch coordinator_stopped;  // how long the coordinator has been seen stopped
-  bool stopped_seen = false;
+  StoppedWatch stopped(o.heartbeat_timeout_seconds);
   while (true) {
-    // A stopped coordinator answers nobody: give up after the heartbeat timeout, naming it.
-    if (!children[0].exited && IsStopped(children[0].pid)) {
-      if (!stopped_seen) coordinator_stopped.Reset();
-      stopped_seen = true;
-      if (coordinator_stopped.Seconds() > o.heartbeat_timeout_seconds) {
-        kill(children[0].pid, SIGCONT);  // so that it can take the SIGTERM
-        StopAll(children);
-        std::fprintf(stderr, "flexgraph launch: the coordinator (pid %d) has been stopped for %.0f s "
-                             "(SIGSTOP?); stopped the run; log: %s\n",
-                     static_cast<int>(children[0].pid), coordinator_stopped.Seconds(),
-                     children[0].log.c_str());
-        rc = 1;
-        break;
-      }
-    } else {
-      stopped_seen = false;
+    // A stopped process answers nobody (a worker that never registers, a silent coordinator).
+    if (const Child* c = stopped.Check(children)) {
+      const std::string what = stopped.Describe(*c);
+      StopAll(children);
+      std::fprintf(stderr, "flexgraph launch: %s\n", what.c_str());
+      rc = 1;
+      break;
     }
     if (g_signal.load()) {
       std::fprintf(stderr, "flexgraph launch: signal %d: stopping all processes\n", g_signal.load());
