@@ -17,7 +17,7 @@ constexpr int kStepGradients = 2;
 }  // namespace
 
 DistributedExecutor::DistributedExecutor(DistributedSetup setup)
-    : setup_(std::move(setup)), owners_(setup_.owners) {
+    : setup_(std::move(setup)), owners_(std::move(setup_.owners)) {  // one owner table, not two
   xctx_.comm = setup_.comm;
   xctx_.pipeline = setup_.pipeline;
 }

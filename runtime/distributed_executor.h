@@ -23,8 +23,9 @@
 namespace fg::runtime {
 
 // A worker's place in a distributed run: its communicator and, when every worker loads the whole
-// dataset, the partition plan (the owning rank of every global vertex; empty for a partitioned
-// dataset, whose parts carry their bounds). Null communicator: single process.
+// dataset, the partition plan (the owning rank of every global vertex, moved into the executor's
+// Ownership; empty for a partitioned dataset, whose parts carry their bounds). Null
+// communicator: single process.
 struct DistributedSetup {
   Communicator* comm = nullptr;
   std::vector<int32_t> owners;

@@ -102,6 +102,51 @@ absl::StatusOr<uint64_t> Step(Communicator& comm, uint64_t tag,
   return total;
 }
 
+// Asks every peer q for one value per id of ask[q] and answers the peers' questions with
+// answer(q, id) (a StatusOr<int64_t>); stores the replies in *got (id -> value). `what` names the
+// values in errors. Collective.
+template <typename Answer>
+absl::Status Lookup(Communicator& comm, uint64_t request_tag, uint64_t reply_tag,
+                    std::vector<std::vector<int32_t>> ask, const char* what, Answer answer,
+                    std::unordered_map<int32_t, int64_t>* got) {
+  const int me = comm.rank(), P = comm.size();
+  for (int q = 0; q < P; ++q) {
+    std::sort(ask[q].begin(), ask[q].end());
+    ask[q].erase(std::unique(ask[q].begin(), ask[q].end()), ask[q].end());
+    if (q == me) continue;
+    std::string msg;
+    Append(&msg, ask[q]);
+    comm.Send(q, request_tag, std::move(msg));
+  }
+  for (int q = 0; q < P; ++q) {  // replies keep the order: the k-th value answers the k-th id
+    if (q == me) continue;
+    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, request_tag));
+    size_t pos = 0;
+    std::vector<int32_t> wanted;
+    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &wanted));
+    std::vector<int64_t> values(wanted.size());
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      FG_ASSIGN_OR_RETURN(values[k], answer(q, wanted[k]));
+    }
+    std::string reply;
+    Append(&reply, values);
+    comm.Send(q, reply_tag, std::move(reply));
+  }
+  for (int q = 0; q < P; ++q) {
+    if (q == me) continue;
+    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, reply_tag));
+    size_t pos = 0;
+    std::vector<int64_t> values;
+    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &values));
+    if (values.size() != ask[q].size()) {
+      return absl::DataLossError(absl::StrCat("worker ", q, " answered ", values.size(), " of ",
+                                              ask[q].size(), " ", what));
+    }
+    for (size_t k = 0; k < values.size(); ++k) (*got)[ask[q][k]] = values[k];
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owners,
@@ -178,47 +223,17 @@ absl::StatusOr<hdg::Hdg> SelectByWalks(Communicator& comm, const Ownership& owne
       if (o != me) ask[o].push_back(v);
     }
   }
-  for (auto& a : ask) {
-    std::sort(a.begin(), a.end());
-    a.erase(std::unique(a.begin(), a.end()), a.end());
-  }
-  for (int q = 0; q < P; ++q) {
-    if (q == me) continue;
-    std::string msg;
-    Append(&msg, ask[q]);
-    comm.Send(q, Tag(ctx, kStepKeyRequest), std::move(msg));
-  }
-  for (int q = 0; q < P; ++q) {
-    if (q == me) continue;
-    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepKeyRequest)));
-    size_t pos = 0;
-    std::vector<int32_t> wanted;
-    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &wanted));
-    std::vector<int64_t> keys(wanted.size());
-    for (size_t k = 0; k < wanted.size(); ++k) {
-      if (wanted[k] < 0 || wanted[k] >= num_vertices || owners.Of(wanted[k]) != me) {
-        return absl::DataLossError(absl::StrCat("worker ", q, " asked for vertex ", wanted[k],
-                                                ", which worker ", me, " does not own"));
-      }
-      keys[k] = ctx.SourceId(wanted[k]);
-    }
-    std::string reply;
-    Append(&reply, keys);
-    comm.Send(q, Tag(ctx, kStepKeyReply), std::move(reply));
-  }
   std::unordered_map<int32_t, int64_t> key_of;
-  for (int q = 0; q < P; ++q) {
-    if (q == me) continue;
-    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepKeyReply)));
-    size_t pos = 0;
-    std::vector<int64_t> keys;
-    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &keys));
-    if (keys.size() != ask[q].size()) {
-      return absl::DataLossError(absl::StrCat("worker ", q, " answered ", keys.size(), " of ",
-                                              ask[q].size(), " source ids"));
-    }
-    for (size_t k = 0; k < keys.size(); ++k) key_of[ask[q][k]] = keys[k];
-  }
+  FG_RETURN_IF_ERROR(Lookup(
+      comm, Tag(ctx, kStepKeyRequest), Tag(ctx, kStepKeyReply), std::move(ask), "source ids",
+      [&](int q, int32_t v) -> absl::StatusOr<int64_t> {
+        if (v < 0 || v >= num_vertices || owners.Of(v) != me) {
+          return absl::DataLossError(absl::StrCat("worker ", q, " asked for vertex ", v,
+                                                  ", which worker ", me, " does not own"));
+        }
+        return ctx.SourceId(v);
+      },
+      &key_of));
   return hdg::HdgBuilder(schema, num_vertices)
       .Build(roots, [&](int32_t root, hdg::NeighborWriter& writer) {
         thread_local std::vector<nau::Visit> vs;
@@ -281,49 +296,19 @@ absl::StatusOr<hdg::Hdg> SelectByMetapaths(Communicator& comm, const Ownership& 
           if (o != me) ask[o].push_back(u);
         }
       }
-      for (auto& a : ask) {
-        std::sort(a.begin(), a.end());
-        a.erase(std::unique(a.begin(), a.end()), a.end());
-      }
-      // Requests and replies keep their order: the k-th count answers the k-th id asked.
-      for (int q = 0; q < P; ++q) {
-        if (q == me) continue;
-        std::string msg;
-        Append(&msg, ask[q]);
-        comm.Send(q, Tag(ctx, kStepCountRequest, round), std::move(msg));
-      }
       const std::vector<int64_t>& here = counts[m][i + 1];
-      for (int q = 0; q < P; ++q) {
-        if (q == me) continue;
-        FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepCountRequest, round)));
-        size_t pos = 0;
-        std::vector<int32_t> wanted;
-        FG_RETURN_IF_ERROR(Take(msg, &pos, q, &wanted));
-        std::vector<int64_t> reply(wanted.size());
-        for (size_t k = 0; k < wanted.size(); ++k) {
-          if (wanted[k] < part.begin(tn) || wanted[k] >= part.end(tn)) {
-            return absl::DataLossError(absl::StrCat("worker ", q, " asked for the instance count of ",
-                                                    space.type_name(tn), " ", wanted[k],
-                                                    ", which worker ", me, " does not own"));
-          }
-          reply[k] = here[wanted[k] - part.begin(tn)];
-        }
-        std::string out;
-        Append(&out, reply);
-        comm.Send(q, Tag(ctx, kStepCountReply, round), std::move(out));
-      }
-      for (int q = 0; q < P; ++q) {
-        if (q == me) continue;
-        FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, Tag(ctx, kStepCountReply, round)));
-        size_t pos = 0;
-        std::vector<int64_t> got;
-        FG_RETURN_IF_ERROR(Take(msg, &pos, q, &got));
-        if (got.size() != ask[q].size()) {
-          return absl::DataLossError(absl::StrCat("worker ", q, " answered ", got.size(), " of ",
-                                                  ask[q].size(), " instance counts"));
-        }
-        for (size_t k = 0; k < got.size(); ++k) foreign[m][i + 1][ask[q][k]] = got[k];
-      }
+      FG_RETURN_IF_ERROR(Lookup(
+          comm, Tag(ctx, kStepCountRequest, round), Tag(ctx, kStepCountReply, round), std::move(ask),
+          "instance counts",
+          [&](int q, int32_t u) -> absl::StatusOr<int64_t> {
+            if (u < part.begin(tn) || u >= part.end(tn)) {
+              return absl::DataLossError(absl::StrCat("worker ", q, " asked for the instance count of ",
+                                                      space.type_name(tn), " ", u, ", which worker ",
+                                                      me, " does not own"));
+            }
+            return here[u - part.begin(tn)];
+          },
+          &foreign[m][i + 1]));
       std::vector<int64_t>& mine = counts[m][i];
       mine.assign(part.end(t) - part.begin(t), 0);
       for (int64_t v = part.begin(t); v < part.end(t); ++v) {

@@ -53,9 +53,13 @@ std::string WriteParts(const flexgraph::RunConfig& o, int parts, partition::Meth
   return dir;
 }
 
-std::vector<absl::StatusOr<TrainResult>> RunWorkers(const flexgraph::RunConfig& o, int workers) {
+// Trains with `workers` in-process workers; `trainers` (optional) keeps them for inspection.
+std::vector<absl::StatusOr<TrainResult>> RunWorkers(
+    const flexgraph::RunConfig& o, int workers,
+    std::vector<std::unique_ptr<Trainer>>* trainers = nullptr) {
   auto group = MakeInProcessGroup(workers);
   std::vector<absl::StatusOr<TrainResult>> results(workers, absl::UnknownError("not run"));
+  std::vector<std::unique_ptr<Trainer>> kept(workers);
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r) {
     threads.emplace_back([&, r] {
@@ -65,10 +69,12 @@ std::vector<absl::StatusOr<TrainResult>> RunWorkers(const flexgraph::RunConfig& 
         results[r] = t.status();
         return;
       }
-      results[r] = (*t)->Run();
+      kept[r] = std::move(*t);
+      results[r] = kept[r]->Run();
     });
   }
   for (auto& t : threads) t.join();
+  if (trainers != nullptr) *trainers = std::move(kept);
   return results;
 }
 
@@ -160,23 +166,8 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
     const std::vector<int64_t> source = SourceIds(dir, parts);
     flexgraph::RunConfig po = o;
     po.mutable_dataset()->set_path(dir);
-    auto group = MakeInProcessGroup(parts);
-    std::vector<std::unique_ptr<Trainer>> trainers(parts);
-    std::vector<absl::StatusOr<TrainResult>> results(parts, absl::UnknownError("not run"));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < parts; ++r) {
-      threads.emplace_back([&, r] {
-        auto t = Trainer::Create(po, DistributedSetup{group[r].get()});
-        if (!t.ok()) {
-          group[r]->Abort(t.status());
-          results[r] = t.status();
-          return;
-        }
-        trainers[r] = std::move(*t);
-        results[r] = trainers[r]->Run();
-      });
-    }
-    for (auto& t : threads) t.join();
+    std::vector<std::unique_ptr<Trainer>> trainers;
+    const auto results = RunWorkers(po, parts, &trainers);
     std::vector<Selection> got(layers);
     for (int r = 0; r < parts; ++r) {
       ASSERT_TRUE(results[r].ok()) << "P=" << parts << ": " << results[r].status();
