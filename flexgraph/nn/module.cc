@@ -48,7 +48,7 @@ ag::Var Module::AddParameter(const std::string& name, Tensor value) {
 }
 
 void Module::AddChild(const std::string& prefix, const Module& child) {
-  for (const auto& p : child.parameters()) params_.push_back({prefix + "." + p.name, p.var});
+  for (const auto& p : child.parameters()) params_.push_back({prefix.empty() ? p.name : prefix + "." + p.name, p.var});
 }
 
 Linear::Linear(int64_t in, int64_t out, bool bias, Init init, uint64_t seed, uint64_t stream)

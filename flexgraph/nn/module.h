@@ -37,7 +37,7 @@ class Module {
 
  protected:
   ag::Var AddParameter(const std::string& name, Tensor value);
-  // Adopts a child's parameters under `prefix.`.
+  // Adopts a child's parameters under `prefix.` (under their own names when prefix is empty).
   void AddChild(const std::string& prefix, const Module& child);
 
  private:

@@ -70,6 +70,7 @@ absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec) {
   const nau::OptionValues& opt = spec.options;
   o.metapaths = opt.String("metapaths");
   FG_ASSIGN_OR_RETURN(o.encoder, ParseEncoder(opt.String("encoder")));
+  FG_ASSIGN_OR_RETURN(o.featureless, nau::ParseFeatureless(opt.String("featureless")));
   FG_ASSIGN_OR_RETURN(o.max_instances, opt.Int("max_instances"));
   FG_ASSIGN_OR_RETURN(int64_t resample, opt.Int("resample"));
   FG_ASSIGN_OR_RETURN(o.attn_dim, opt.Int("attn_dim"));
@@ -478,30 +479,9 @@ class Magnn : public nau::Model {
           "model option 'metapaths': none of ", absl::StrJoin(names, ", "),
           " starts at the target type '", spec.target_type, "'"));
     }
-    // Type-specific projections of node content into one hidden space (learned embeddings for
-    // types without features).
-    const uint64_t seed = spec.seed;
-    for (int t = 0; t < spec.vertices->num_types(); ++t) {
-      const std::string& type = spec.vertices->type_name(t);
-      const int64_t f = spec.FeatureDim(type);
-      Projection p;
-      if (f > 0) {
-        p.linear = nn::Linear(f, spec.hidden, /*bias=*/true, nn::Init::kGlorot, seed, 10 + t);
-        AddChild(absl::StrCat("project.", type), p.linear);
-      } else {
-        p.embedding = nn::Embedding(spec.vertices->type_size(t), spec.hidden, seed, 10 + t);
-        AddChild(absl::StrCat("embed.", type), p.embedding);
-      }
-      p.has_features = f > 0;
-      if (!p.has_features && spec.dataset->part) {  // a part holds its own vertices' rows
-        const graph::PartInfo& part = *spec.dataset->part;
-        std::vector<int32_t> rows;
-        for (int64_t v = part.begin(t); v < part.end(t); ++v) rows.push_back(static_cast<int32_t>(v));
-        p.rows = Tensor::FromVector(rows);
-      }
-      projections_.push_back(std::move(p));
-    }
-    hidden_ = spec.hidden;
+    // Type-specific projections of node content into one hidden space.
+    input_ = nau::TypedInput(spec, spec.hidden, opt.featureless, /*stream_base=*/10);
+    AddChild("", input_);
     layers_.clear();
     for (int i = 0; i < spec.layers; ++i) {
       const bool last = i == spec.layers - 1;
@@ -523,27 +503,11 @@ class Magnn : public nau::Model {
 
   // h_v = W_{type(v)} x_v + b_{type(v)}, laid out by the VertexSpace (a part's own vertices).
   ag::Var Input(nau::LayerContext&, const nau::ModelSpec& spec) override {
-    std::vector<ag::Var> parts;
-    for (int t = 0; t < spec.vertices->num_types(); ++t) {
-      const Projection& p = projections_[t];
-      parts.push_back(p.has_features
-                          ? p.linear.Forward(ag::Var(spec.dataset->features.at(
-                                spec.vertices->type_name(t))))
-                      : p.rows.defined() ? ag::GatherRows(p.embedding.table(), p.rows)
-                                         : p.embedding.table());
-    }
-    return ConcatRows(parts, hidden_);
+    return input_.Forward(spec);
   }
 
  private:
-  struct Projection {
-    bool has_features = false;
-    nn::Linear linear;
-    nn::Embedding embedding;
-    Tensor rows;  // int32 embedding rows of a part's own vertices (undefined: all)
-  };
-  std::vector<Projection> projections_;
-  int64_t hidden_ = 0;
+  nau::TypedInput input_;
   std::vector<std::unique_ptr<MagnnLayer>> layers_;
 };
 
@@ -567,7 +531,8 @@ FG_REGISTER_MODEL(magnn,
                    {"attn_dim", nau::OptionType::kInt, "128", "inter-metapath attention vector dimension"},
                    {"attn_dropout", nau::OptionType::kFloat, "",
                     "dropout on instance attention weights (default: the model's dropout)"},
-                   {"slope", nau::OptionType::kFloat, "0.2", "LeakyReLU slope of the instance attention scores"}},
+                   {"slope", nau::OptionType::kFloat, "0.2", "LeakyReLU slope of the instance attention scores"},
+                   nau::FeaturelessOption()},
                   MakeMagnn);
 
 }  // namespace fg::udf::magnn

@@ -39,6 +39,7 @@
 #include "nau/metapath.h"
 #include "nau/context.h"
 #include "nau/model.h"
+#include "nau/typed_input.h"
 
 namespace fg::udf::magnn {
 
@@ -56,6 +57,7 @@ struct Options {
   int64_t attn_dim = 128;          // inter-metapath attention vector dimension
   float attn_dropout = 0.5f;       // dropout on instance attention weights (default: dropout)
   float slope = 0.2f;              // LeakyReLU slope of the instance attention scores
+  nau::Featureless featureless = nau::Featureless::kEmbedding;  // types without features
 
   static absl::StatusOr<Options> FromSpec(const nau::ModelSpec& spec);
 };
