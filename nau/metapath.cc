@@ -311,4 +311,44 @@ int64_t MetapathEnumerator::Enumerate(int m, int32_t start, int64_t max_instance
   return emitted;
 }
 
+int64_t MetapathEnumerator::Endpoints(int m, int32_t start, int64_t max_neighbors,
+                                      RandomStream* rng, std::vector<int32_t>* out,
+                                      std::vector<int64_t>* paths) const {
+  const Metapath& mp = metapaths_[m];
+  if (Count(m, start) == 0) return 0;
+  // The distinct vertices at each position with the number of walks reaching them.
+  std::vector<std::pair<int32_t, int64_t>> frontier = {{start, 1}}, next;
+  for (int i = 0; i + 1 < mp.length(); ++i) {
+    next.clear();
+    const std::vector<int64_t>& alive = suffix_[m][i + 1];
+    for (const auto& [v, c] : frontier) {
+      for (int32_t u : Next(mp, i, v)) {
+        if (alive[u] > 0) next.emplace_back(u, c);
+      }
+    }
+    std::sort(next.begin(), next.end());
+    frontier.clear();
+    for (const auto& [u, c] : next) {
+      if (!frontier.empty() && frontier.back().first == u) {
+        frontier.back().second = SaturatingAdd(frontier.back().second, c);
+      } else {
+        frontier.emplace_back(u, c);
+      }
+    }
+  }
+  const int64_t base = space_->type_offset(mp.node_types.back());
+  const int64_t total = static_cast<int64_t>(frontier.size());
+  auto emit = [&](int64_t k) {
+    out->push_back(static_cast<int32_t>(base + frontier[k].first));
+    if (paths != nullptr) paths->push_back(frontier[k].second);
+  };
+  if (max_neighbors > 0 && total > max_neighbors) {
+    FG_CHECK(rng != nullptr) << "MetapathEnumerator::Endpoints: sampling needs a RandomStream";
+    for (int64_t k : SampleInstanceIndices(total, max_neighbors, rng)) emit(k);
+    return max_neighbors;
+  }
+  for (int64_t k = 0; k < total; ++k) emit(k);
+  return total;
+}
+
 }  // namespace fg::nau

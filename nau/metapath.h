@@ -104,6 +104,13 @@ class MetapathEnumerator {
   // instances appended.
   int64_t Enumerate(int m, int32_t start, int64_t max_instances, RandomStream* rng,
                     std::vector<int32_t>* out) const;
+  // Metapath-based neighbours (HAN): appends the distinct end vertices of metapath m's instances
+  // from local vertex `start` to `out` as global ids, ascending, and the number of instances
+  // ending at each to `paths` when given. When max_neighbors > 0 and there are more, appends a
+  // uniform sample without replacement of max_neighbors of them (ascending) drawn from `rng`.
+  // Returns the number appended. Work: the distinct vertices reached at each position.
+  int64_t Endpoints(int m, int32_t start, int64_t max_neighbors, RandomStream* rng,
+                    std::vector<int32_t>* out, std::vector<int64_t>* paths = nullptr) const;
 
  private:
   // Neighbours of local vertex v at step s of metapath m (sorted local ids of the next type).

@@ -52,6 +52,9 @@ class Model : public nn::Module {
   virtual int num_layers() const = 0;
   virtual Layer& layer(int i) = 0;
   virtual Task task() const { return Task::kNodeClassification; }
+  // What Build chose by itself (automatic choices and their estimates), for the user: the trainer
+  // prints it unless quiet. Empty: nothing to say.
+  virtual std::string Explain() const { return ""; }
   // Input rows of the vertex table [spec.vertices->size(), f]. Default: the features of the only
   // node type (heterogeneous models override, e.g. with type-specific projections).
   virtual ag::Var Input(LayerContext& ctx, const ModelSpec& spec);

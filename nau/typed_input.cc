@@ -20,13 +20,20 @@ OptionSpec FeaturelessOption() {
 }
 
 TypedInput::TypedInput(const ModelSpec& spec, int64_t width, Featureless featureless,
-                       uint64_t stream_base)
+                       uint64_t stream_base, std::vector<bool> read)
     : width_(width), featureless_(featureless) {
   for (int t = 0; t < spec.vertices->num_types(); ++t) {
     const std::string& type = spec.vertices->type_name(t);
     const int64_t f = spec.FeatureDim(type);
     const uint64_t stream = stream_base + static_cast<uint64_t>(t);
     Projection p;
+    p.read = read.empty() || read[t];
+    if (!p.read) {
+      p.zero_rows = spec.dataset->part ? spec.dataset->part->end(t) - spec.dataset->part->begin(t)
+                                       : spec.vertices->type_size(t);
+      projections_.push_back(std::move(p));
+      continue;
+    }
     p.has_features = f > 0;
     if (p.has_features) {
       p.linear = nn::Linear(f, width, /*bias=*/true, nn::Init::kGlorot, spec.seed, stream);
@@ -55,7 +62,9 @@ ag::Var TypedInput::Forward(const ModelSpec& spec) const {
   for (int t = 0; t < spec.vertices->num_types(); ++t) {
     const Projection& p = projections_[t];
     ag::Var h;
-    if (p.has_features) {
+    if (!p.read) {
+      h = ag::Var(Tensor::Zeros({p.zero_rows, width_}));
+    } else if (p.has_features) {
       h = p.linear.Forward(ag::Var(spec.dataset->features.at(spec.vertices->type_name(t))));
     } else {
       const ag::Var& table =

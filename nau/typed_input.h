@@ -30,14 +30,18 @@ class TypedInput : public nn::Module {
  public:
   TypedInput() = default;
   // Parameters are named project.<type>.{weight,bias} or embed.<type>.table; initialisers draw
-  // from streams stream_base + type index.
-  TypedInput(const ModelSpec& spec, int64_t width, Featureless featureless, uint64_t stream_base);
+  // from streams stream_base + type index. Types with read[t] false (default: all read) give
+  // zero rows and have no parameters.
+  TypedInput(const ModelSpec& spec, int64_t width, Featureless featureless, uint64_t stream_base,
+             std::vector<bool> read = {});
   // [spec.vertices->size(), width] in VertexSpace order.
   ag::Var Forward(const ModelSpec& spec) const;
   int64_t width() const { return width_; }
 
  private:
   struct Projection {
+    bool read = true;
+    int64_t zero_rows = 0;    // rows of a type not read
     bool has_features = false;
     nn::Linear linear;        // features, or one-hot rows
     nn::Embedding embedding;  // featureless types with kEmbedding

@@ -296,6 +296,7 @@ absl::StatusOr<graph::Dataset> LoadPart(const std::string& dir, int index) {
   for (int i = 0; i < meta.relations_size(); ++i) {
     if (g.relations[i].Key() != meta.relations(i)) return mismatch(absl::StrCat("relation ", i));
   }
+  part.part->relation_edges.assign(meta.relation_edges().begin(), meta.relation_edges().end());
   return part;
 }
 

@@ -138,6 +138,7 @@ absl::Status Trainer::BuildModel() {
   spec_.num_classes = task_->num_classes();
   model_ = nau::ModelRegistry::Get().Find(mc.name())->factory();  // resolved: registered
   FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", mc.name())));
+  if (!config_.output().quiet() && exec_.rank() == 0) std::fprintf(stderr, "%s", model_->Explain().c_str());
   if (task_->kind() == nau::Task::kLinkPrediction && model_->task() != task_->kind()) {
     return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
                                                    " does not predict links; dataset ",

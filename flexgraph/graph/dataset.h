@@ -41,6 +41,8 @@ struct PartInfo {
   // Homogeneous graphs: the in-neighbours this part does not own (int64, ascending) and their
   // in-degrees (int64), for selections that weigh a neighbour by its degree.
   Tensor halo_ids, halo_in_degrees;
+  // Edges of each relation over the whole graph (filled from the partitioned dataset's metadata).
+  std::vector<int64_t> relation_edges;
 
   int num_parts() const { return bounds.empty() ? 0 : static_cast<int>(bounds[0].size()) - 1; }
   int64_t begin(int type) const { return bounds[type][index]; }

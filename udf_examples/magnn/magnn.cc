@@ -65,13 +65,18 @@ absl::StatusOr<Encoder> ParseEncoder(const std::string& name) {
                                                  "' (choices: mean, linear, rotate)"));
 }
 
-absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec) {
+absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec, bool neighbors) {
   Options o;
   const nau::OptionValues& opt = spec.options;
+  o.neighbors = neighbors;
   o.metapaths = opt.String("metapaths");
-  FG_ASSIGN_OR_RETURN(o.encoder, ParseEncoder(opt.String("encoder")));
+  if (!neighbors) {
+    FG_ASSIGN_OR_RETURN(o.encoder, ParseEncoder(opt.String("encoder")));
+  }
   FG_ASSIGN_OR_RETURN(o.featureless, nau::ParseFeatureless(opt.String("featureless")));
-  FG_ASSIGN_OR_RETURN(o.max_instances, opt.Int("max_instances"));
+  FG_ASSIGN_OR_RETURN(o.memory_budget_mb, opt.Int("memory_budget_mb"));
+  const std::string cap = neighbors ? "max_neighbors" : "max_instances";
+  FG_ASSIGN_OR_RETURN(o.max_instances, opt.Int(cap));
   FG_ASSIGN_OR_RETURN(int64_t resample, opt.Int("resample"));
   FG_ASSIGN_OR_RETURN(o.attn_dim, opt.Int("attn_dim"));
   double attn_dropout = spec.dropout;
@@ -82,8 +87,9 @@ absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec) {
   auto bad = [](const std::string& option, const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("model option '", option, "': ", why));
   };
-  if (o.max_instances < 0) return bad("max_instances", "must be 0 (all) or positive");
+  if (o.max_instances < 0) return bad(cap, "must be 0 (all) or positive");
   if (resample < 0) return bad("resample", "must be 0 (sample once) or positive");
+  if (o.memory_budget_mb < 1) return bad("memory_budget_mb", "must be positive");
   if (o.attn_dim < 1) return bad("attn_dim", "must be positive");
   if (!(attn_dropout >= 0 && attn_dropout < 1)) return bad("attn_dropout", "must be in [0, 1)");
   if (!(slope >= 0)) return bad("slope", "must not be negative");
@@ -192,14 +198,14 @@ class MagnnLayer : public nau::Layer {
     for (int m = 0; m < p; ++m) by_type_[mps[m].start_type()].push_back(m);
     selection_.by_type = by_type_;
     const int64_t width = heads_ * d;  // per-metapath embedding: heads concatenated
-    if (opt.encoder == Encoder::kRotate) {
+    if (opt.encoder == Encoder::kRotate && !opt.neighbors) {
       rotations_ = AddParameter(
           "relation_rotations",
           nn::Initialize({static_cast<int64_t>(spec.dataset->graph.relations.size()), d},
                          nn::Init::kGlorot, seed, stream++));
     }
     for (int m = 0; m < p; ++m) {
-      if (opt.encoder == Encoder::kLinear) {
+      if (opt.encoder == Encoder::kLinear && !opt.neighbors) {
         linear_.emplace_back(d, width, /*bias=*/true, nn::Init::kGlorot, seed, stream++);
         AddChild(absl::StrCat("encoder.", mps[m].name), linear_.back());
       }
@@ -228,10 +234,15 @@ class MagnnLayer : public nau::Layer {
 
   hdg::SchemaTree Schema() const override {
     std::vector<hdg::MetapathType> types;
-    for (const nau::Metapath& mp : selection_.metapaths) types.push_back(mp.SchemaType());
+    for (const nau::Metapath& mp : selection_.metapaths) {
+      types.push_back({mp.name, opt_.neighbors ? 1 : mp.length()});
+    }
     return hdg::SchemaTree::Metapaths(std::move(types));
   }
-  const nau::MetapathSelection* Instances() const override { return &selection_; }
+  // Metapath-based neighbours are a selection of their own (the whole graph is held: Build).
+  const nau::MetapathSelection* Instances() const override {
+    return opt_.neighbors ? nullptr : &selection_;
+  }
   bool SampledSelection() const override { return opt_.resample > 0; }
   int SelectionPeriod() const override { return std::max(1, opt_.resample); }
 
@@ -243,6 +254,11 @@ class MagnnLayer : public nau::Layer {
     thread_local std::vector<int32_t> ids;
     for (int m : by_type_[type]) {
       ids.clear();
+      if (opt_.neighbors) {
+        walker_->Endpoints(m, local, opt_.max_instances, &rng, &ids);
+        for (int32_t u : ids) out.AddInstance(m, {u});
+        continue;
+      }
       const int len = selection_.metapaths[m].length();
       const int64_t k = walker_->Enumerate(m, local, opt_.max_instances, &rng, &ids);
       for (int64_t i = 0; i < k; ++i) {
@@ -263,8 +279,9 @@ class MagnnLayer : public nau::Layer {
     switch (level) {
       case 1:
         return Aggregator::Custom(
-            absl::StrCat(EncoderName(opt_.encoder), " instance encoder over [instances, length, ",
-                         d_, "]"),
+            opt_.neighbors ? absl::StrCat("metapath-based neighbours' rows, [neighbours, ", d_, "]")
+                           : absl::StrCat(EncoderName(opt_.encoder),
+                                          " instance encoder over [instances, length, ", d_, "]"),
             Strategy::kDense, [this](const nau::LevelInput& in) { return Encode(in); });
       case 2:
         return Aggregator::Custom(
@@ -294,7 +311,9 @@ class MagnnLayer : public nau::Layer {
   }
 
  private:
-  bool PerHeadEncodings() const { return opt_.encoder == Encoder::kLinear && heads_ > 1; }
+  bool PerHeadEncodings() const {
+    return !opt_.neighbors && opt_.encoder == Encoder::kLinear && heads_ > 1;
+  }
 
   // Level 1: every metapath's block of instances is a dense [n_P, L_P, d] batch (uniform
   // arity), encoded by a fused gather-rotate-mean that never materialises the batch; all blocks
@@ -302,6 +321,11 @@ class MagnnLayer : public nau::Layer {
   ag::Var Encode(const nau::LevelInput& in) const {
     const auto& mps = selection_.metapaths;
     const hdg::HdgLevel& l = in.lvl();
+    if (opt_.neighbors) {  // one vertex per instance: its row
+      const int32_t* col = l.csr().col();
+      return ag::GatherRows(in.children,
+                            IntTensor(std::vector<int32_t>(col, col + l.csr().nnz())));
+    }
     ag::Var unit;
     if (opt_.encoder == Encoder::kRotate) unit = UnitRotations(rotations_);
     std::vector<Tensor> blocks;
@@ -444,95 +468,12 @@ class MagnnLayer : public nau::Layer {
   nn::Linear out_fc_;
 };
 
-// --- the model: type-specific projections, then the layers ----------------------------------------
-class Magnn : public nau::Model {
- public:
-  absl::Status Build(const nau::ModelSpec& spec) override {
-    FG_ASSIGN_OR_RETURN(Options opt, Options::FromSpec(spec));
-    const graph::HeteroGraph& g = spec.dataset->graph;
-    if (spec.layers < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
-    }
-    if (spec.hidden < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("hidden must be positive, got ", spec.hidden));
-    }
-    if (opt.encoder == Encoder::kRotate && spec.hidden % 2 != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the rotate encoder needs an even hidden width (complex pairs), got ", spec.hidden));
-    }
-    auto parsed = nau::ParseMetapathList(opt.metapaths, g);
-    if (!parsed.ok()) return Annotate(parsed.status(), "model option 'metapaths'");
-    std::vector<nau::Metapath> metapaths = std::move(parsed).value();
-    const int target = spec.vertices->TypeIndex(spec.target_type);
-    if (target < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("target type '", spec.target_type, "' is not a node type"));
-    }
-    std::vector<std::string> names;
-    bool target_covered = false;
-    for (const nau::Metapath& mp : metapaths) {
-      names.push_back(mp.name);
-      target_covered |= mp.start_type() == target;
-    }
-    if (!target_covered) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model option 'metapaths': none of ", absl::StrJoin(names, ", "),
-          " starts at the target type '", spec.target_type, "'"));
-    }
-    // Type-specific projections of node content into one hidden space.
-    input_ = nau::TypedInput(spec, spec.hidden, opt.featureless, /*stream_base=*/10);
-    AddChild("", input_);
-    layers_.clear();
-    for (int i = 0; i < spec.layers; ++i) {
-      const bool last = i == spec.layers - 1;
-      // Hidden layers compute every vertex (their output is the next layer's vertex table); the
-      // last one only the target type's.
-      std::vector<nau::Metapath> mine;
-      for (const nau::Metapath& mp : metapaths) {
-        if (!last || mp.start_type() == target) mine.push_back(mp);
-      }
-      layers_.push_back(std::make_unique<MagnnLayer>(
-          spec, opt, std::move(mine), spec.hidden, last ? spec.num_classes : spec.hidden, last, i));
-    }
-    AdoptLayerParameters();
-    return absl::OkStatus();
-  }
-
-  int num_layers() const override { return static_cast<int>(layers_.size()); }
-  nau::Layer& layer(int i) override { return *layers_[i]; }
-
-  // h_v = W_{type(v)} x_v + b_{type(v)}, laid out by the VertexSpace (a part's own vertices).
-  ag::Var Input(nau::LayerContext&, const nau::ModelSpec& spec) override {
-    return input_.Forward(spec);
-  }
-
- private:
-  nau::TypedInput input_;
-  std::vector<std::unique_ptr<MagnnLayer>> layers_;
-};
-
 }  // namespace
 
-std::unique_ptr<nau::Model> MakeMagnn() { return std::make_unique<Magnn>(); }
-
-FG_REGISTER_MODEL(magnn,
-                  "MAGNN: metapath instances, RotatE/linear/mean instance encoders, "
-                  "instance and metapath attention (Fu et al.)",
-                  // MAGNN's IMDB setup; IMDB's bag-of-words features are fed as they are.
-                  R"pb(model { hidden: 64 layers: 2 heads: 8 dropout: 0.5 }
-                       train { epochs: 100 patience: 10 lr: 0.005 weight_decay: 0.001 }
-                       dataset { normalize_features: false })pb",
-                  {{"metapaths", nau::OptionType::kString, "auto",
-                    "metapaths per node type, e.g. M-D-M,M-A-M (auto: nau::DefaultMetapaths)"},
-                   {"encoder", nau::OptionType::kString, "rotate", "instance encoder: rotate, linear or mean"},
-                   {"max_instances", nau::OptionType::kInt, "1024",
-                    "instances per (root, metapath), sampled beyond (0: all)"},
-                   {"resample", nau::OptionType::kInt, "0", "resample capped instances every k epochs (0: once)"},
-                   {"attn_dim", nau::OptionType::kInt, "128", "inter-metapath attention vector dimension"},
-                   {"attn_dropout", nau::OptionType::kFloat, "",
-                    "dropout on instance attention weights (default: the model's dropout)"},
-                   {"slope", nau::OptionType::kFloat, "0.2", "LeakyReLU slope of the instance attention scores"},
-                   nau::FeaturelessOption()},
-                  MakeMagnn);
+std::unique_ptr<nau::Layer> MakeMagnnLayer(const nau::ModelSpec& spec, const Options& opt,
+                                           std::vector<nau::Metapath> metapaths, int64_t d,
+                                           int64_t out, bool last, int index) {
+  return std::make_unique<MagnnLayer>(spec, opt, std::move(metapaths), d, out, last, index);
+}
 
 }  // namespace fg::udf::magnn

@@ -50,16 +50,20 @@ absl::StatusOr<Encoder> ParseEncoder(const std::string& name);
 
 // Model options (spec.options), with MAGNN's IMDB defaults.
 struct Options {
+  // HAN: each root's distinct metapath-based neighbours (instances of one vertex, the neighbour;
+  // max_instances caps them: option max_neighbors) instead of metapath instances; no encoder.
+  bool neighbors = false;
   std::string metapaths = "auto";  // see nau/metapath.h; "auto" = nau::DefaultMetapaths
   Encoder encoder = Encoder::kRotate;
-  int64_t max_instances = 1024;    // per (root, metapath); 0 = all
+  int64_t max_instances = 128;     // per (root, metapath); 0 = all
   int resample = 0;                // resample capped instances every k epochs; 0 = sample once
   int64_t attn_dim = 128;          // inter-metapath attention vector dimension
   float attn_dropout = 0.5f;       // dropout on instance attention weights (default: dropout)
   float slope = 0.2f;              // LeakyReLU slope of the instance attention scores
   nau::Featureless featureless = nau::Featureless::kEmbedding;  // types without features
+  int64_t memory_budget_mb = 2048; // the automatic metapath choice keeps what fits
 
-  static absl::StatusOr<Options> FromSpec(const nau::ModelSpec& spec);
+  static absl::StatusOr<Options> FromSpec(const nau::ModelSpec& spec, bool neighbors = false);
 };
 
 // --- building blocks ---------------------------------------------------------------------------
@@ -99,7 +103,19 @@ ag::Var InstanceAttention(const SparseMatrixPtr& groups, const ag::Var& instance
 ag::Var MetapathAttention(const std::vector<ag::Var>& h, const nn::Linear& fc, const ag::Var& q,
                           Tensor* beta = nullptr, const nau::LayerContext* ctx = nullptr);
 
-// The registered model ("magnn").
+// One MAGNN layer over `metapaths` (those starting at a type it has roots of); d: input width,
+// out: output width.
+std::unique_ptr<nau::Layer> MakeMagnnLayer(const nau::ModelSpec& spec, const Options& opt,
+                                           std::vector<nau::Metapath> metapaths, int64_t d,
+                                           int64_t out, bool last, int index);
+
+// Memory one instance of a metapath of `length` vertices takes in one layer, forward and backward
+// (HDG entries, its encoding, attention scores and weights, their gradients), with `metapaths`
+// metapaths in the layer.
+double BytesPerInstance(int length, int64_t hidden, int heads, int metapaths);
+
+// The registered models: "magnn", and "han" (the same layers over metapath-based neighbours).
 std::unique_ptr<nau::Model> MakeMagnn();
+std::unique_ptr<nau::Model> MakeHan();
 
 }  // namespace fg::udf::magnn
