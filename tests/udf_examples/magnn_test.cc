@@ -20,6 +20,10 @@ namespace {
 using testing::ExpectGradientsMatch;
 using testing::RandomTensor;
 using testing::Rows;
+using testing::Tiny;
+using testing::BuildHdg;
+using testing::BuildModel;
+
 
 TEST(Magnn, PathRotationsComposeTowardsTheRoot) {
   const graph::Dataset ds = testing::TinyImdb();
@@ -160,44 +164,6 @@ TEST(Magnn, MetapathAttentionWeightsSumToOneAndDifferentiate) {
 }
 
 // --- the registered model on the hand-drawn graph -----------------------------------------------
-
-struct Tiny {
-  graph::Dataset ds = testing::TinyImdb();
-  nau::VertexSpace space{ds.graph};
-  nau::ModelSpec Spec(std::map<std::string, std::string> options, int layers = 1) const {
-    nau::ModelSpec spec;
-    spec.dataset = &ds;
-    spec.vertices = &space;
-    spec.target_type = "movie";
-    spec.num_classes = 2;
-    spec.hidden = 4;
-    spec.layers = layers;
-    spec.dropout = 0.0f;
-    spec.heads = 2;
-    spec.seed = 3;
-    spec.options = nau::OptionValues(nau::ModelRegistry::Get().Find("magnn")->options, std::move(options));
-    return spec;
-  }
-};
-
-std::unique_ptr<nau::Model> BuildModel(const nau::ModelSpec& spec) {
-  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find("magnn");
-  EXPECT_NE(info, nullptr);
-  auto model = info->factory();
-  absl::Status s = model->Build(spec);
-  EXPECT_TRUE(s.ok()) << s;
-  return model;
-}
-
-hdg::Hdg BuildHdg(nau::Layer& layer, const nau::ModelSpec& spec, std::vector<int32_t> roots) {
-  nau::SelectContext ctx(spec.dataset, spec.vertices, spec.seed, 0, 0);
-  auto h = hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
-               .Build(roots, [&](int32_t r, hdg::NeighborWriter& out) {
-                 layer.SelectNeighbors(ctx, r, out);
-               });
-  EXPECT_TRUE(h.ok()) << h.status();
-  return std::move(h).value();
-}
 
 TEST(Magnn, SelectionBuildsTheMetapathHdg) {
   Tiny t;

@@ -1,6 +1,8 @@
 // Metapath parsing, validation errors, exact instance enumeration on a hand-drawn graph, and the
-// seeded uniform cap (nau/metapath.h).
+// seeded uniform cap, metapath-based neighbours (nau/metapath.h), and sizing before building
+// (nau/metapath_budget.h).
 #include "nau/metapath.h"
+#include "nau/metapath_budget.h"
 
 #include <gtest/gtest.h>
 
@@ -157,6 +159,111 @@ TEST(MetapathEnumerator, CapSamplesUniformlyAndDeterministically) {
   std::vector<int32_t> flat;
   EXPECT_EQ(walk.Enumerate(0, 0, 4, nullptr, &flat), 4);
   EXPECT_EQ(flat, full);
+}
+
+TEST(MetapathEnumerator, EndpointsAreTheDistinctInstanceEndsWithTheirPathCounts) {
+  const graph::Dataset ds = testing::TinyImdb();
+  const VertexSpace space(ds.graph);
+  auto mps = ParseMetapathList("M-D-M,M-A-M,D-M-A-M-D,A-M-D-M-A", ds.graph);
+  ASSERT_TRUE(mps.ok());
+  MetapathEnumerator walk(&ds.graph, &space, *mps);
+  for (int m = 0; m < static_cast<int>(mps->size()); ++m) {
+    const int len = (*mps)[m].length();
+    const int t = (*mps)[m].start_type();
+    for (int32_t v = 0; v < ds.graph.num_nodes[t]; ++v) {
+      // Brute force: every instance, grouped by its last vertex.
+      std::vector<int32_t> flat;
+      walk.Enumerate(m, v, 0, nullptr, &flat);
+      std::map<int32_t, int64_t> expected;
+      for (const auto& inst : Split(flat, len)) ++expected[inst.back()];
+      std::vector<int32_t> ends;
+      std::vector<int64_t> paths;
+      const int64_t k = walk.Endpoints(m, v, 0, nullptr, &ends, &paths);
+      ASSERT_EQ(k, static_cast<int64_t>(expected.size())) << (*mps)[m].name << " at " << v;
+      std::map<int32_t, int64_t> got;
+      for (int64_t i = 0; i < k; ++i) got[ends[i]] = paths[i];
+      EXPECT_EQ(got, expected) << (*mps)[m].name << " at " << v;
+      EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
+    }
+  }
+  // m0's M-A-M neighbours are m0, m1, m2 (via a0 and a1): a cap of 2 samples distinct ones,
+  // each kept with probability 2/3, the same for the same stream.
+  std::map<int32_t, int> hits;
+  const int draws = 3000;
+  for (int s = 0; s < draws; ++s) {
+    RandomStream rng(s, 3), again(s, 3);
+    std::vector<int32_t> ends, same;
+    ASSERT_EQ(walk.Endpoints(1, 0, 2, &rng, &ends), 2);
+    walk.Endpoints(1, 0, 2, &again, &same);
+    EXPECT_EQ(ends, same);
+    ASSERT_LT(ends[0], ends[1]);
+    for (int32_t u : ends) ++hits[u];
+  }
+  ASSERT_EQ(hits.size(), 3u);
+  for (const auto& [u, n] : hits) EXPECT_NEAR(n, 2 * draws / 3, 80) << u;
+}
+
+TEST(MetapathBudget, EstimatesAreCappedCountsOrAverageDegreesOnAPart) {
+  graph::Dataset ds = testing::TinyImdb();
+  auto mps = ParseMetapathList("M-A-M,A-M-D-M-A", ds.graph);
+  ASSERT_TRUE(mps.ok());
+  const VertexSpace space(ds.graph);
+  MetapathEnumerator walk(&ds.graph, &space, *mps);
+  for (int64_t cap : {0, 1, 3}) {
+    const std::vector<MetapathEstimate> est = EstimateMetapaths(*mps, ds, cap);
+    ASSERT_EQ(est.size(), 2u);
+    for (int m = 0; m < 2; ++m) {
+      const int t = (*mps)[m].start_type();
+      double expected = 0, most = 0;
+      for (int32_t v = 0; v < ds.graph.num_nodes[t]; ++v) {
+        const int64_t c = walk.Count(m, v);
+        expected += static_cast<double>(cap > 0 ? std::min(c, cap) : c);
+        most = std::max(most, static_cast<double>(c));
+      }
+      EXPECT_TRUE(est[m].exact);
+      EXPECT_EQ(est[m].roots, ds.graph.num_nodes[t]);
+      EXPECT_DOUBLE_EQ(est[m].instances, expected) << (*mps)[m].name << " cap " << cap;
+      EXPECT_DOUBLE_EQ(est[m].per_root_max, most);
+    }
+  }
+  // One part of two: products of the whole graph's average degrees, capped per root.
+  ds.part.emplace();
+  ds.part->bounds = {{0, 2, 3}, {0, 1, 2}, {0, 2, 3}};
+  ds.part->relation_edges = {3, 5};  // directed_by, starring
+  const std::vector<MetapathEstimate> est = EstimateMetapaths(*mps, ds, 0);
+  EXPECT_FALSE(est[0].exact);
+  // M-A-M: 3 movies x (5 / 3 actors per movie) x (5 / 3 movies per actor).
+  EXPECT_NEAR(est[0].instances, 3 * (5.0 / 3) * (5.0 / 3), 1e-9);
+  // A-M-D-M-A: 3 actors x 5/3 x 3/3 x 3/2 x 5/3.
+  EXPECT_NEAR(est[1].instances, 3 * (5.0 / 3) * 1.0 * 1.5 * (5.0 / 3), 1e-9);
+  EXPECT_NEAR(EstimateMetapaths(*mps, ds, 2)[0].instances, 3 * 2.0, 1e-9);
+}
+
+TEST(MetapathBudget, DropsOtherTypesFirstLargestFirstAndKeepsTheTargetsSmallest) {
+  const graph::Dataset ds = testing::TinyImdb();
+  auto mps = ParseMetapathList("M-D-M,M-A-M,D-M-D,A-M-A", ds.graph);
+  ASSERT_TRUE(mps.ok());
+  // Sizes by hand: M-D-M 10, M-A-M 40, D-M-D 30, A-M-A 20 bytes.
+  const std::map<std::string, double> size = {{"M-D-M", 10}, {"M-A-M", 40}, {"D-M-D", 30}, {"A-M-A", 20}};
+  std::vector<MetapathEstimate> est(mps->size());
+  auto bytes = [&](const Metapath& mp, const MetapathEstimate&) { return size.at(mp.name); };
+  auto kept = [&](double budget) {
+    std::vector<std::string> names;
+    for (const Metapath& mp : ChooseMetapaths(*mps, est, bytes, budget, /*keep_type=*/0).Kept()) {
+      names.push_back(mp.name);
+    }
+    return names;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(kept(100), (Names{"M-D-M", "M-A-M", "D-M-D", "A-M-A"}));
+  EXPECT_EQ(kept(70), (Names{"M-D-M", "M-A-M", "A-M-A"}));  // D-M-D (other type, largest) goes
+  EXPECT_EQ(kept(50), (Names{"M-D-M", "M-A-M"}));           // then A-M-A
+  EXPECT_EQ(kept(49), (Names{"M-D-M"}));                    // then the target's largest
+  EXPECT_EQ(kept(1), (Names{"M-D-M"}));                     // the target's smallest stays
+  const MetapathBudget b = ChooseMetapaths(*mps, est, bytes, 50, 0);
+  EXPECT_DOUBLE_EQ(b.kept_bytes, 50);
+  EXPECT_NE(b.Describe().find("D-M-D"), std::string::npos);
+  EXPECT_NE(b.Describe().find("dropped"), std::string::npos);
 }
 
 }  // namespace

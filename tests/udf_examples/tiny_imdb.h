@@ -10,6 +10,7 @@
 //
 // Global ids (VertexSpace order movie, director, actor): m0..m2 = 0..2, d0, d1 = 3, 4,
 // a0..a2 = 5..7. Features: 4 per movie, 3 per director, none for actors (learned embeddings).
+// Tiny, BuildModel and BuildHdg build registered heterogeneous models (MAGNN, HAN) on it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +20,8 @@
 #include "flexgraph/base/rng.h"
 #include "flexgraph/graph/builder.h"
 #include "flexgraph/graph/dataset.h"
+#include "hdg/builder.h"
+#include "nau/model.h"
 
 namespace fg::testing {
 
@@ -53,6 +56,49 @@ inline graph::Dataset TinyImdb() {
   ds.splits["movie"].train = Tensor::FromVector(std::vector<int64_t>{0, 1});
   ds.splits["movie"].test = Tensor::FromVector(std::vector<int64_t>{2});
   return ds;
+}
+
+// --- registered heterogeneous models on it ---------------------------------------------------
+
+struct Tiny {
+  graph::Dataset ds = testing::TinyImdb();
+  nau::VertexSpace space{ds.graph};
+  // A spec for the registered model `model` (its declared options, these set).
+  nau::ModelSpec Spec(std::map<std::string, std::string> options, int layers = 1,
+                      const std::string& model = "magnn") const {
+    nau::ModelSpec spec;
+    spec.dataset = &ds;
+    spec.vertices = &space;
+    spec.target_type = "movie";
+    spec.num_classes = 2;
+    spec.hidden = 4;
+    spec.layers = layers;
+    spec.dropout = 0.0f;
+    spec.heads = 2;
+    spec.seed = 3;
+    spec.options = nau::OptionValues(nau::ModelRegistry::Get().Find(model)->options, std::move(options));
+    return spec;
+  }
+};
+
+inline std::unique_ptr<nau::Model> BuildModel(const nau::ModelSpec& spec,
+                                              const std::string& name = "magnn") {
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(name);
+  EXPECT_NE(info, nullptr);
+  auto model = info->factory();
+  absl::Status s = model->Build(spec);
+  EXPECT_TRUE(s.ok()) << s;
+  return model;
+}
+
+inline hdg::Hdg BuildHdg(nau::Layer& layer, const nau::ModelSpec& spec, std::vector<int32_t> roots) {
+  nau::SelectContext ctx(spec.dataset, spec.vertices, spec.seed, 0, 0);
+  auto h = hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
+               .Build(roots, [&](int32_t r, hdg::NeighborWriter& out) {
+                 layer.SelectNeighbors(ctx, r, out);
+               });
+  EXPECT_TRUE(h.ok()) << h.status();
+  return std::move(h).value();
 }
 
 }  // namespace fg::testing
