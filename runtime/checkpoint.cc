@@ -106,6 +106,7 @@ std::string EncodeCheckpoint(const RunIdentity& run, int epochs_done, nn::Optimi
   }
   ck.set_optimizer_steps(optimizer.step_count());
   ck.set_best_valid_accuracy(progress.valid_accuracy);
+  ck.set_best_valid_macro_f1(progress.valid_macro_f1);
   ck.set_best_epoch(progress.best_epoch);
   ck.set_best_test_accuracy(progress.test_accuracy);
   ck.set_best_test_macro_f1(progress.test_macro_f1);
@@ -208,6 +209,7 @@ absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string&
   }
   optimizer.set_step_count(ck.optimizer_steps());
   progress->valid_accuracy = ck.best_valid_accuracy();
+  progress->valid_macro_f1 = ck.best_valid_macro_f1();
   progress->best_epoch = ck.best_epoch();
   progress->test_accuracy = ck.best_test_accuracy();
   progress->test_macro_f1 = ck.best_test_macro_f1();

@@ -27,7 +27,7 @@ constexpr char kBaseDefaults[] = R"pb(
   train {
     epochs: 200 lr: 0.01 weight_decay: 5e-4 seed: 0 patience: 0 optimizer: "adam"
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
-    init_weights: "" exec: ""
+    init_weights: "" exec: "" select_on: "accuracy"
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
@@ -162,6 +162,9 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (t.resume() && t.checkpoint_dir().empty()) return bad("checkpoint_dir", "is required with resume");
   if (t.optimizer() != "adam" && t.optimizer() != "adamw" && t.optimizer() != "sgd") {
     return bad("optimizer", absl::StrCat("unknown optimizer '", t.optimizer(), "' (adam, adamw or sgd)"));
+  }
+  if (t.select_on() != "accuracy" && t.select_on() != "macro_f1") {
+    return bad("select_on", absl::StrCat("unknown metric '", t.select_on(), "' (accuracy or macro_f1)"));
   }
   if (t.device() != "cpu" && t.device() != "cuda") {
     return bad("device", absl::StrCat("unknown device '", t.device(), "' (cpu or cuda)"));

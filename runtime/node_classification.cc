@@ -104,8 +104,10 @@ ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
 EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const WorkerSum& sum) {
   // Counts (correct and total per split; per-class tp, fp, fn on test), summed across workers.
   const int64_t C = num_classes_;
-  std::vector<double> counts(6 + 3 * C, 0.0);
-  auto tally = [&](const Tensor& rows, int slot, bool per_class) {
+  // Per-class counts: test at 6, valid at 6 + 3C.
+  std::vector<double> counts(6 + 6 * C, 0.0);
+  auto tally = [&](const Tensor& rows, int slot, int per_class_at) {
+    const bool per_class = per_class_at >= 0;
     auto pred = nn::ArgmaxRows(output, rows);
     for (int64_t k = 0; k < rows.numel(); ++k) {
       const int64_t truth = labels_.i64()[rows.i32()[k]];
@@ -113,17 +115,17 @@ EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const Worker
       counts[slot + 1] += 1;
       if (per_class && truth >= 0 && truth < C && pred[k] >= 0 && pred[k] < C) {
         if (pred[k] == truth) {
-          counts[6 + 3 * truth] += 1;
+          counts[per_class_at + 3 * truth] += 1;
         } else {
-          counts[6 + 3 * pred[k] + 1] += 1;
-          counts[6 + 3 * truth + 2] += 1;
+          counts[per_class_at + 3 * pred[k] + 1] += 1;
+          counts[per_class_at + 3 * truth + 2] += 1;
         }
       }
     }
   };
-  tally(train_rows_, 0, false);
-  tally(valid_rows_, 2, false);
-  tally(test_rows_, 4, true);
+  tally(train_rows_, 0, -1);
+  tally(valid_rows_, 2, static_cast<int>(6 + 3 * C));
+  tally(test_rows_, 4, 6);
   sum(&counts);
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   EpochMetrics m;
@@ -131,13 +133,17 @@ EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const Worker
   m.valid = ratio(counts[2], counts[3]);
   m.test = ratio(counts[4], counts[5]);
   m.test_micro_f1 = m.test;
-  std::vector<int64_t> tp(C), fp(C), fn(C);
-  for (int64_t c = 0; c < C; ++c) {
-    tp[c] = static_cast<int64_t>(counts[6 + 3 * c]);
-    fp[c] = static_cast<int64_t>(counts[6 + 3 * c + 1]);
-    fn[c] = static_cast<int64_t>(counts[6 + 3 * c + 2]);
-  }
-  m.test_macro_f1 = nn::MacroF1FromCounts(tp, fp, fn);
+  auto macro_f1 = [&](int64_t at) {
+    std::vector<int64_t> tp(C), fp(C), fn(C);
+    for (int64_t c = 0; c < C; ++c) {
+      tp[c] = static_cast<int64_t>(counts[at + 3 * c]);
+      fp[c] = static_cast<int64_t>(counts[at + 3 * c + 1]);
+      fn[c] = static_cast<int64_t>(counts[at + 3 * c + 2]);
+    }
+    return nn::MacroF1FromCounts(tp, fp, fn);
+  };
+  m.test_macro_f1 = macro_f1(6);
+  m.valid_macro_f1 = macro_f1(6 + 3 * C);
   return m;
 }
 

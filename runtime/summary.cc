@@ -37,6 +37,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["epoch0_loss"] = NumberValue(r.epoch0_loss);
   f["train_accuracy"] = NumberValue(r.train_accuracy);
   f["valid_accuracy"] = NumberValue(r.valid_accuracy);
+  f["valid_macro_f1"] = NumberValue(r.valid_macro_f1);
   f["test_accuracy"] = NumberValue(r.test_accuracy);
   f["test_macro_f1"] = NumberValue(r.test_macro_f1);
   f["test_micro_f1"] = NumberValue(r.test_micro_f1);
@@ -86,11 +87,13 @@ std::string SummaryJson(const TrainResult& r) { return StructToJson(SummaryStruc
 
 void PrintSummary(const TrainResult& r, std::FILE* out) {
   std::fprintf(out,
-               "summary: model %s  dataset %s  epochs %d  best epoch %d  valid %.4f  test %.4f  "
-               "macro-F1 %.4f  median epoch %.4fs  HDG %.1f MiB  peak RSS %.1f MiB\n"
+               "summary: model %s  dataset %s  epochs %d  best epoch %d  valid %.4f (macro-F1 %.4f)  "
+               "test %.4f  macro-F1 %.4f  micro-F1 %.4f  median epoch %.4fs  HDG %.1f MiB  peak RSS "
+               "%.1f MiB\n"
                "stages: %s\n",
                r.model.c_str(), r.dataset.c_str(), r.epochs, r.best_epoch, r.valid_accuracy,
-               r.test_accuracy, r.test_macro_f1, r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
+               r.valid_macro_f1, r.test_accuracy, r.test_macro_f1, r.test_micro_f1,
+               r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
                r.peak_rss_bytes / 1048576.0, r.stats.Shares().c_str());
 }
 

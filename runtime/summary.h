@@ -23,7 +23,7 @@ struct TrainResult {
   int epochs = 0;      // epochs completed in total
   int best_epoch = 0;  // 1-based epoch with the best validation metric
   double final_loss = 0;
-  double train_accuracy = 0, valid_accuracy = 0;
+  double train_accuracy = 0, valid_accuracy = 0, valid_macro_f1 = 0;
   double test_accuracy = 0, test_macro_f1 = 0, test_micro_f1 = 0;
   double epoch0_loss = std::nan("");  // loss of the initial parameters (--epoch0_loss)
   std::vector<double> losses;         // training loss per epoch

@@ -28,7 +28,7 @@ namespace fg::runtime {
 struct EpochMetrics {
   // Model selection uses `valid` (accuracy for node classification, ROC-AUC for link prediction).
   double train = 0, valid = 0, test = 0;
-  double test_macro_f1 = 0, test_micro_f1 = 0;
+  double valid_macro_f1 = 0, test_macro_f1 = 0, test_micro_f1 = 0;
   std::map<std::string, double> extra;  // task-specific, reported at the top of the summary
 };
 

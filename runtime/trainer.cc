@@ -139,6 +139,11 @@ absl::Status Trainer::BuildModel() {
   model_ = nau::ModelRegistry::Get().Find(mc.name())->factory();  // resolved: registered
   FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", mc.name())));
   if (!config_.output().quiet() && exec_.rank() == 0) std::fprintf(stderr, "%s", model_->Explain().c_str());
+  if (task_->kind() == nau::Task::kLinkPrediction && tc.select_on() == "macro_f1") {
+    return absl::InvalidArgumentError(
+        "select_on macro_f1: link prediction selects on validation ROC-AUC; leave select_on at "
+        "accuracy");
+  }
   if (task_->kind() == nau::Task::kLinkPrediction && model_->task() != task_->kind()) {
     return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
                                                    " does not predict links; dataset ",
@@ -396,6 +401,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.num_edges = dataset_.graph.TotalEdges();
   const RunIdentity run = IdentityOf(config_, exec_.distributed() ? exec_.setup().comm->size() : 1);
   int start = 0;
+  const bool macro_f1 = tc.select_on() == "macro_f1";
   double best_valid = -1;
   int since_best = 0;
   const bool have_checkpoint = tc.resume() && HasCheckpoint(tc.checkpoint_dir());
@@ -413,7 +419,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (!out.quiet()) {
       std::fprintf(stderr, "resumed from %s at epoch %d\n", tc.checkpoint_dir().c_str(), start);
     }
-    best_valid = r.valid_accuracy;
+    best_valid = macro_f1 ? r.valid_macro_f1 : r.valid_accuracy;
     since_best = start - r.best_epoch;
   }
   if (out.explain()) std::fprintf(stderr, "%s", Explain().c_str());
@@ -438,10 +444,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     r.epoch_seconds.push_back(seconds);
     const EpochMetrics m = Evaluate(epoch);
     FG_RETURN_IF_ERROR(status());
-    if (m.valid > best_valid) {
-      best_valid = m.valid;
+    const double valid = macro_f1 ? m.valid_macro_f1 : m.valid;
+    if (valid > best_valid) {
+      best_valid = valid;
       r.best_epoch = epoch + 1;
       r.valid_accuracy = m.valid;
+      r.valid_macro_f1 = m.valid_macro_f1;
       r.test_accuracy = m.test;
       r.test_macro_f1 = m.test_macro_f1;
       r.test_micro_f1 = m.test_micro_f1;

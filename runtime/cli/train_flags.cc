@@ -51,6 +51,7 @@ const ConfigFlag kConfigFlags[] = {
     {"seed", "train.seed", "random seed"},
     {"patience", "train.patience", "early stopping patience in epochs (0: off)"},
     {"optimizer", "train.optimizer", "adam, adamw or sgd"},
+    {"select_on", "train.select_on", "validation metric for model selection and early stopping: accuracy or macro_f1"},
     {"threads", "train.threads", "worker threads (0: all cores)"},
     {"device", "train.device", "cpu or cuda"},
     {"checkpoint_every", "train.checkpoint_every", "write a checkpoint every k epochs"},

@@ -226,12 +226,29 @@ TEST(Trainer, ConfigLayersResolveInOrder) {
   EXPECT_NE(bad.status().message().find("run.cfg:2:"), std::string::npos) << bad.status();
 }
 
+TEST(Trainer, SelectsOnValidationAccuracyOrMacroF1) {
+  // The same training run either way; each selection keeps the epoch best in its own metric.
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_train()->set_epochs(40);
+  const TrainResult by_accuracy = TrainOrDie(o);
+  o.mutable_train()->set_select_on("macro_f1");
+  const TrainResult by_macro_f1 = TrainOrDie(o);
+  EXPECT_EQ(by_accuracy.losses, by_macro_f1.losses);
+  EXPECT_GE(by_macro_f1.valid_macro_f1, by_accuracy.valid_macro_f1);
+  EXPECT_GE(by_accuracy.valid_accuracy, by_macro_f1.valid_accuracy);
+  EXPECT_GT(by_macro_f1.valid_macro_f1, 0.6);
+  EXPECT_LE(by_macro_f1.valid_macro_f1, 1.0);
+  o.mutable_train()->set_select_on("f1");
+  EXPECT_NE(ValidateConfig(o).message().find("select_on"), std::string::npos);
+}
+
 TEST(Trainer, SummaryJsonHasTheDocumentedKeys) {
   flexgraph::RunConfig o = CoraOptions("gcn");
   o.mutable_train()->set_epochs(3);
   std::string json = SummaryJson(TrainOrDie(o));
   for (const char* key : {"model", "dataset", "epochs", "seed", "final_loss", "test_accuracy",
-                          "test_macro_f1", "valid_accuracy", "epoch_seconds_median", "hdg_bytes",
+                          "test_macro_f1", "test_micro_f1", "valid_accuracy", "valid_macro_f1",
+                          "epoch_seconds_median", "hdg_bytes",
                           "peak_rss_bytes"}) {
     EXPECT_NE(json.find(std::string("\"") + key + "\":"), std::string::npos) << key;
   }

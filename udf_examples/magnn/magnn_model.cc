@@ -189,7 +189,7 @@ FG_REGISTER_MODEL(magnn,
                   "instance and metapath attention (Fu et al.)",
                   // MAGNN's IMDB setup; IMDB's bag-of-words features are fed as they are.
                   R"pb(model { hidden: 64 layers: 2 heads: 8 dropout: 0.5 }
-                       train { epochs: 100 patience: 10 lr: 0.005 weight_decay: 0.001 }
+                       train { epochs: 100 patience: 10 lr: 0.005 weight_decay: 0.001 select_on: "macro_f1" }
                        dataset { normalize_features: false })pb",
                   {{"metapaths", nau::OptionType::kString, "auto",
                     "metapaths per node type, e.g. M-D-M,M-A-M (auto: nau::DefaultMetapaths)"},
@@ -212,7 +212,7 @@ FG_REGISTER_MODEL(han,
                   "HAN: node-level attention over metapath-based neighbours, semantic attention "
                   "across metapaths (Wang et al.)",
                   R"pb(model { hidden: 8 layers: 1 heads: 8 dropout: 0.6 }
-                       train { epochs: 200 patience: 30 lr: 0.005 weight_decay: 0.001 })pb",
+                       train { epochs: 200 patience: 30 lr: 0.005 weight_decay: 0.001 select_on: "macro_f1" })pb",
                   {{"metapaths", nau::OptionType::kString, "auto",
                     "metapaths, e.g. A-P-A,A-P-C-P-A (auto: the target type's of nau::DefaultMetapaths)"},
                    {"max_neighbors", nau::OptionType::kInt, "128",
