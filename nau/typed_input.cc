@@ -46,10 +46,12 @@ TypedInput::TypedInput(const ModelSpec& spec, int64_t width, Featureless feature
       p.embedding = nn::Embedding(spec.vertices->type_size(t), width, spec.seed, stream);
       AddChild(absl::StrCat("embed.", type), p.embedding);
     }
-    if (!p.has_features && spec.dataset->part) {  // a part holds its own vertices' rows
-      const graph::PartInfo& part = *spec.dataset->part;
-      std::vector<int32_t> rows;
-      for (int64_t v = part.begin(t); v < part.end(t); ++v) rows.push_back(static_cast<int32_t>(v));
+    if (!p.has_features && spec.dataset->part) {
+      // A part takes its own vertices' rows, by source-dataset id: every vertex gets the row (and
+      // initial value) it has in the unpartitioned run.
+      const Tensor& ids = spec.dataset->part->original_ids.at(type);
+      std::vector<int32_t> rows(ids.numel());
+      for (int64_t k = 0; k < ids.numel(); ++k) rows[k] = static_cast<int32_t>(ids.i64()[k]);
       p.rows = Tensor::FromVector(rows);
     }
     projections_.push_back(std::move(p));

@@ -6,7 +6,9 @@
 //   onehot      the one-hot encoding of the vertex through the type's linear map, e_v W + b
 //               (parameters project.<type>.weight [type size, width] and .bias; Glorot-initialised
 //               as a linear layer over one-hot features, as DGL's and PyG's examples feed them).
-// Rows follow the VertexSpace: all vertices, or a part's own vertices on a partitioned dataset.
+// Rows follow the VertexSpace: all vertices, or a part's own vertices on a partitioned dataset
+// (tables of featureless types are indexed by source-dataset id, so a vertex has the same row in
+// every partitioning).
 // Thread-compatible.
 #pragma once
 

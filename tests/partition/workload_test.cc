@@ -108,7 +108,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pinsage", "sbm:nodes=300,classes=3,features=8", 4,
                            {{"reselect_every", "2"}, {"top_k", "5"}}},
                       // Capped instances are sampled per (root, metapath).
-                      Case{"magnn", kData + "/imdb", 5, {{"max_instances", "16"}}}),
+                      Case{"magnn", kData + "/imdb", 5, {{"max_instances", "16"}}},
+                      // Every neighbour along every relation-direction.
+                      Case{"rgcn", kData + "/imdb", 0, {}}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return info.param.model + "_" + std::to_string(info.index);
     });

@@ -120,5 +120,12 @@ TEST(Distributed, MagnnMatchesSingleProcess) {
   ExpectMatchesSingleProcess("magnn", ExchangeMode::kAuto, {2, 3}, o);
 }
 
+TEST(Distributed, RgcnMatchesSingleProcess) {
+  // Per-relation means of the basis products (row fetch of Message's rows), with dropout.
+  flexgraph::RunConfig o = Options("rgcn", 4, std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  o.mutable_model()->set_hidden(16);
+  ExpectMatchesSingleProcess("rgcn", ExchangeMode::kAuto, {2, 3}, o);
+}
+
 }  // namespace
 }  // namespace fg::runtime

@@ -2,8 +2,9 @@
 // loading only its part, must match the single-process run on the source dataset (loss within
 // 1e-4 relative at every epoch, same test accuracy) for GCN, GraphSAGE and GIN, with the parts
 // written by every partitioning method for P = 2, 3, 4. PinSage's random walks and MAGNN's
-// metapath instances run across the workers and select the single-process HDGs. A selection that
-// declares nothing, and a worker count other than the part count, are refused with clear errors.
+// metapath instances, and R-GCN's per-relation neighbours, run across the workers and select the
+// single-process HDGs. A selection that declares nothing, and a worker count other than the part
+// count, are refused with clear errors.
 #include <unistd.h>
 
 #include <cmath>
@@ -202,6 +203,16 @@ TEST(PartitionedTraining, MagnnInstancesAcrossWorkersAreTheSingleProcessOnes) {
   (*o.mutable_model()->mutable_options())["max_instances"] = "8";
   o.mutable_train()->set_epochs(3);
   ExpectSelectionsMatch(o, {1, 2, 3, 4});
+}
+
+TEST(PartitionedTraining, RgcnRelationsAcrossWorkersAreTheSingleProcessOnes) {
+  // Every (root, neighbour) pair of every relation-direction, two layers; conferences have no
+  // features (learned embeddings, rows keyed by source id).
+  flexgraph::RunConfig o = Options("rgcn", std::string(FG_SHARED_DATA_DIR) + "/dblp");
+  o.mutable_dataset()->set_split("heco20");
+  o.mutable_model()->set_hidden(16);
+  o.mutable_train()->set_epochs(3);
+  ExpectSelectionsMatch(o, {2, 3});
 }
 
 // A layer that reads its neighbours' in-edges without declaring how (nau/layer.h).
