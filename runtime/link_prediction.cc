@@ -1,6 +1,7 @@
 #include "runtime/link_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -304,6 +305,51 @@ std::vector<float> LinkPredictionTask::Scores(const Tensor& emb, const std::vect
     s[i] = total;
   });
   return s;
+}
+
+LinkPredictionTask::Recommendations LinkPredictionTask::Recommend(const Tensor& embeddings,
+                                                                  int k) const {
+  Recommendations r;
+  r.k = k;
+  r.dst.assign(num_src_ * k, -1);
+  r.score.assign(num_src_ * k, std::nanf(""));
+  const int64_t d = embeddings.row_width();
+  ParallelForDynamic(0, num_src_, 16, [&](int64_t s) {
+    const float* a = embeddings.f32() + static_cast<int64_t>(src_row_[s]) * d;
+    const std::vector<int32_t>& seen = train_seen_[s];
+    // A min-heap of the best k so far: (score, -id), so that lower ids win ties.
+    std::vector<std::pair<float, int32_t>> heap;
+    auto worse = [](const std::pair<float, int32_t>& x, const std::pair<float, int32_t>& y) {
+      return x.first > y.first || (x.first == y.first && x.second < y.second);
+    };
+    for (int32_t t = 0; t < num_dst_; ++t) {
+      if (std::binary_search(seen.begin(), seen.end(), t)) continue;
+      const float* b = embeddings.f32() + static_cast<int64_t>(dst_row_[t]) * d;
+      float score = 0;
+      for (int64_t j = 0; j < d; ++j) score += a[j] * b[j];
+      const std::pair<float, int32_t> entry(score, t);
+      if (static_cast<int>(heap.size()) < k) {
+        heap.push_back(entry);
+        std::push_heap(heap.begin(), heap.end(), worse);
+      } else if (worse(entry, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), worse);
+        heap.back() = entry;
+        std::push_heap(heap.begin(), heap.end(), worse);
+      }
+    }
+    std::sort(heap.begin(), heap.end(), worse);
+    for (size_t i = 0; i < heap.size(); ++i) {
+      r.dst[s * k + i] = heap[i].second;
+      r.score[s * k + i] = heap[i].first;
+    }
+  });
+  int64_t hits = 0;
+  for (size_t i = 0; i < test_.src.size(); ++i) {
+    const int32_t* top = r.dst.data() + static_cast<int64_t>(test_.src[i]) * k;
+    hits += std::find(top, top + k, test_.dst[i]) != top + k;
+  }
+  r.test_recall = test_.src.empty() ? 0 : static_cast<double>(hits) / test_.src.size();
+  return r;
 }
 
 EpochMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings, const WorkerSum&) {

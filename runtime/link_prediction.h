@@ -72,6 +72,19 @@ class LinkPredictionTask : public Task {
   std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
   int64_t num_train() const { return static_cast<int64_t>(train_src_.size()); }
+  const std::string& src_type() const { return src_type_; }
+
+  // Top-k recommendations: for every source vertex (local id s), the k destinations (local ids)
+  // of highest score among those it did not link to in training, best first (ties: lower id),
+  // at dst[s * k + r] with score[s * k + r]; -1 / NaN pad a source with fewer candidates.
+  // test_recall: the fraction of test pairs whose destination is among its source's k.
+  struct Recommendations {
+    int k = 0;
+    std::vector<int32_t> dst;
+    std::vector<float> score;
+    double test_recall = 0;
+  };
+  Recommendations Recommend(const Tensor& embeddings, int k) const;
 
  private:
   LinkPredictionTask() = default;

@@ -19,6 +19,7 @@
 #include "runtime/distributed_selection.h"
 #include "runtime/hooks.h"
 #include "runtime/node_classification.h"
+#include "runtime/saved_model.h"
 
 namespace fg::runtime {
 namespace {
@@ -280,7 +281,8 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
   return absl::OkStatus();
 }
 
-ag::Var Trainer::Forward(int epoch, bool training) {
+ag::Var Trainer::Forward(int epoch, bool training, int last) {
+  if (last == -2) last = model_->num_layers() - 1;
   nau::LayerContext ctx;
   ctx.training = training;
   ctx.epoch = epoch;
@@ -303,7 +305,7 @@ ag::Var Trainer::Forward(int epoch, bool training) {
       input_sparse_source_ = x.raw();
     }
   }
-  for (int i = 0; i < model_->num_layers(); ++i) {
+  for (int i = 0; i <= last; ++i) {
     ctx.layer = i;
     ctx.input_sparse = i == 0 && h.value().raw() == input_sparse_source_ ? input_sparse_ : nullptr;
     h = exec_.RunLayer(i, model_->layer(i), h, ctx);
@@ -353,6 +355,52 @@ EpochMetrics Trainer::Evaluate(int epoch) {
   ag::NoGradGuard guard;
   Tensor output = TaskRows(Forward(epoch, false)).value();
   return task_->Evaluate(output, [&](std::vector<double>* v) { exec_.SumDoubles(v, epoch, kStepMetrics); });
+}
+
+absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids) {
+  if (distributed()) return absl::UnimplementedError("inference: single-process runs only");
+  if (layer < -1 || layer >= model_->num_layers()) {
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": the model has layers 0 to ",
+                                                   model_->num_layers() - 1, " (-1: its input)"));
+  }
+  FG_RETURN_IF_ERROR(EnsureHdgs(epoch));
+  ag::NoGradGuard guard;
+  Tensor out = Forward(epoch, false, layer).value();
+  *ids = layer < 0 ? table_.ids : layer_roots_[layer].ids;
+  return out;
+}
+
+absl::StatusOr<EpochMetrics> Trainer::EvaluateAt(int epoch) {
+  FG_RETURN_IF_ERROR(EnsureHdgs(epoch));
+  EpochMetrics m = Evaluate(epoch);
+  FG_RETURN_IF_ERROR(status());
+  return m;
+}
+
+flexgraph::SavedModel Trainer::Describe() const {
+  flexgraph::SavedModel m;
+  m.set_format_version(kSavedModelVersion);
+  flexgraph::RunConfig* c = m.mutable_config();
+  *c = SharedSettings(config_);
+  for (auto clear : {&flexgraph::TrainConfig::clear_epochs, &flexgraph::TrainConfig::clear_checkpoint_every,
+                     &flexgraph::TrainConfig::clear_checkpoint_dir, &flexgraph::TrainConfig::clear_resume,
+                     &flexgraph::TrainConfig::clear_stop_after, &flexgraph::TrainConfig::clear_init_weights}) {
+    (c->mutable_train()->*clear)();
+  }
+  for (int t = 0; t < space_.num_types(); ++t) {
+    auto* type = m.add_node_types();
+    type->set_name(space_.type_name(t));
+    type->set_vertices(space_.type_size(t));
+    type->set_feature_dim(spec_.FeatureDim(space_.type_name(t)));
+  }
+  m.set_target_type(target_);
+  m.set_num_classes(task_->num_classes());
+  for (const nn::NamedParameter& p : model_->parameters()) {
+    auto* param = m.add_params();
+    param->set_name(p.name);
+    for (int64_t d : p.var.value().shape()) param->add_shape(d);
+  }
+  return m;
 }
 
 std::string Trainer::Explain() const {
@@ -429,6 +477,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     FG_RETURN_IF_ERROR(status());
     if (!out.quiet()) std::fprintf(stderr, "epoch0_loss %.9g\n", r.epoch0_loss);
   }
+  // Parameters are identical on every worker: rank 0 saves the model.
+  const bool save_model = !out.save_model().empty() && exec_.rank() == 0;
+  if (save_model) FG_RETURN_IF_ERROR(PrepareModelDir(out.save_model()));
+  std::vector<std::pair<std::string, Tensor>> best_params;
   int ran = 0;
   for (int epoch = start; epoch < tc.epochs(); ++epoch) {
     RunEpochHooks(exec_.rank(), epoch + 1);
@@ -455,6 +507,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       r.test_micro_f1 = m.test_micro_f1;
       for (const auto& [key, value] : m.extra) r.extra[key] = value;
       since_best = 0;
+      if (!out.save_model().empty()) {  // the parameters the run selects
+        best_params.clear();
+        for (const nn::NamedParameter& p : model_->parameters()) {
+          best_params.emplace_back(p.name, p.var.value().Clone());
+        }
+      }
     } else {
       ++since_best;
     }
@@ -477,6 +535,22 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       break;
     }
     if (tc.stop_after() > 0 && ran >= tc.stop_after()) break;
+  }
+  if (save_model) {
+    flexgraph::SavedModel saved = Describe();
+    if (!best_params.empty()) {
+      saved.set_epoch(r.best_epoch);
+      saved.set_valid_accuracy(r.valid_accuracy);
+      saved.set_test_accuracy(r.test_accuracy);
+      saved.set_test_macro_f1(r.test_macro_f1);
+    } else {  // resumed past its best epoch: the best parameters are not at hand, the last are
+      saved.set_epoch(r.epochs);
+      for (const nn::NamedParameter& p : model_->parameters()) best_params.emplace_back(p.name, p.var.value());
+    }
+    FG_RETURN_IF_ERROR(SaveModel(out.save_model(), saved, best_params));
+    if (!out.quiet()) {
+      std::fprintf(stderr, "saved the parameters of epoch %d to %s\n", saved.epoch(), out.save_model().c_str());
+    }
   }
   r.final_loss = r.losses.empty() ? 0 : r.losses.back();
   // The median skips the first epoch (warm-up) when there are enough epochs.

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "flexgraph/nn/optim.h"
 #include "nau/model.h"
+#include "proto/saved_model.pb.h"
 #include "runtime/config.h"
 #include "runtime/distributed_executor.h"
 #include "runtime/summary.h"
@@ -48,6 +49,17 @@ class Trainer {
   const hdg::Hdg& layer_hdg(int i) const { return *layer_graphs_[i].hdg; }
   // Writes the current HDGs as OutputConfig.export_hdg describes (single process only).
   absl::Status ExportHdgs(const std::string& dir) const;
+  // The run as a saved model describes it (proto/saved_model.proto), without the epoch, metrics.
+  flexgraph::SavedModel Describe() const;
+
+  // Inference with the current parameters (no dropout) and the HDGs selection draws at `epoch`
+  // (0-based): the output rows of layer `layer` (-1: the model's input rows), with the global
+  // vertex id (int64) of each row in `ids`. Single process only.
+  absl::StatusOr<Tensor> Infer(int epoch, int layer, Tensor* ids);
+  // The task's metrics of the current parameters at `epoch` (as training evaluates them).
+  absl::StatusOr<EpochMetrics> EvaluateAt(int epoch);
+  const Task& task() const { return *task_; }
+  const nau::VertexSpace& vertices() const { return space_; }
 
  private:
   Trainer(flexgraph::RunConfig config, DistributedSetup dist);
@@ -59,7 +71,8 @@ class Trainer {
   // This worker's input rows and every layer's roots: all vertices alone, the owned ones with peers.
   void PlaceRows();
   absl::Status EnsureHdgs(int epoch);
-  ag::Var Forward(int epoch, bool training);
+  // Runs layers 0..last (-1: none; the input rows); every layer by default.
+  ag::Var Forward(int epoch, bool training, int last = -2);
   EpochMetrics Evaluate(int epoch);
   bool distributed() const { return exec_.distributed(); }
   // The task pairs rows of different workers: it gets every worker's output rows (TaskRows).

@@ -64,6 +64,7 @@ const ConfigFlag kConfigFlags[] = {
     {"summary_json", "output.summary_json", "write the run summary as JSON to this file"},
     {"quiet", "output.quiet", "no progress output", true},
     {"epoch0_loss", "output.epoch0_loss", "report the loss of the initial parameters (no dropout) first", true},
+    {"save_model", "output.save_model", "write the trained model (best validation epoch) into this directory, for predict and embed"},
     {"export_hdg", "output.export_hdg", "write each layer's HDG levels as .npy arrays into this directory (single process)"},
 };
 
@@ -134,16 +135,18 @@ void AddFlags(FlagSet* f, bool model_only) {
 void AddTrainFlags(FlagSet* f) { AddFlags(f, /*model_only=*/false); }
 void AddModelFlags(FlagSet* f) { AddFlags(f, /*model_only=*/true); }
 
-absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f) {
+absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f,
+                                                        const flexgraph::RunConfig& base) {
   if (f.IsSet("udf_library")) {
     const std::string lib = f.Get("udf_library");
     if (dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("--udf_library: cannot load ", lib, ": ", dlerror()));
     }
   }
-  flexgraph::RunConfig config;
+  flexgraph::RunConfig config = base;
   if (f.IsSet("config")) {
-    FG_ASSIGN_OR_RETURN(config, runtime::ReadConfigFile(f.Get("config")));
+    FG_ASSIGN_OR_RETURN(flexgraph::RunConfig file, runtime::ReadConfigFile(f.Get("config")));
+    config.MergeFrom(file);
   }
   for (const ConfigFlag& c : kConfigFlags) {
     if (f.IsSet(c.flag)) FG_RETURN_IF_ERROR(SetField(&config, c.field, c.flag, f.Get(c.flag)));

@@ -13,8 +13,9 @@ void AddTrainFlags(FlagSet* flags);
 // The flags that choose a dataset and a model (dataset.*, model.*, the seed, --model_opt,
 // --config, --udf_library): for commands that build a model's HDGs without training it.
 void AddModelFlags(FlagSet* flags);
-// Loads --udf_library, reads --config, applies the flags and resolves the configuration.
-absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags);
+// Loads --udf_library, reads --config over `base`, applies the flags and resolves the configuration.
+absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags,
+                                                        const flexgraph::RunConfig& base = {});
 // Before a run that writes its summary to `path` ("" = none): checks that its directory is writable
 // and removes a previous summary there, so that a failed run leaves none behind.
 absl::Status PrepareSummaryFile(const std::string& path);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -405,6 +406,36 @@ TEST(Cli, UdfLibraryRegistersAnOutOfTreeModel) {
   EXPECT_NE(out.find("cannot load /nonexistent.so"), std::string::npos) << out;
 }
 
+TEST(Cli, ASavedModelPredictsAndEmbedsAsTrained) {
+  const std::string d = Dir("fg_cli_saved_model");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/logs -- train --dataset " +
+                  kCora + " --epochs 30 --threads 1 --quiet --save_model " + d + "/model --summary_json " +
+                  d + "/train.json", &out), 0) << out;
+  ASSERT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + "/model --threads 1 --out " + d +
+                  "/p.csv --summary_json " + d + "/predict.json", &out), 0) << out;
+  // Saved by a distributed run, loaded by one process: the test accuracy it reported.
+  EXPECT_EQ(Field(Read(d + "/predict.json"), "test_accuracy"), Field(Read(d + "/train.json"), "test_accuracy"));
+  const std::string csv = Read(d + "/p.csv");
+  EXPECT_EQ(csv.rfind("node,class,p0,p1,p2,p3,p4,p5,p6\n0,", 0), 0u) << csv.substr(0, 200);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2709);
+  std::ofstream(d + "/nodes.txt") << "7\n3\n";
+  ASSERT_EQ(Shell(kFlexgraph + " embed --model_dir " + d + "/model --nodes " + d + "/nodes.txt --out " +
+                  d + "/h.npy --summary_json " + d + "/embed.json", &out), 0) << out;
+  EXPECT_EQ(Field(Read(d + "/embed.json"), "nodes"), 2);
+  EXPECT_EQ(Field(Read(d + "/embed.json"), "width"), 16);
+  // What the model cannot take is refused naming it; a usage error names the flag.
+  EXPECT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + "/model --out " + d + "/q.csv --model sage", &out), 1);
+  EXPECT_NE(out.find("model.name: \"gcn\" -> \"sage\""), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + "/model --out " + d + "/q.txt", &out), 2);
+  EXPECT_NE(out.find("--out " + d + "/q.txt: name a .csv or .npy file"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + " --out " + d + "/q.csv", &out), 1);
+  EXPECT_NE(out.find("holds no saved model"), std::string::npos) << out;
+  // A directory that is not a saved model is not overwritten; the run fails before training.
+  EXPECT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --epochs 2 --quiet --save_model " + d + "/logs", &out), 1);
+  EXPECT_NE(out.find("not overwritten"), std::string::npos) << out;
+}
+
 TEST(Cli, CommandsAndFlagsAreChecked) {
   std::string out;
   // No GPU here: a clear message and a non-zero exit (with one: not supported by the trainer yet).
@@ -415,7 +446,7 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_EQ(Shell(kFlexgraph + " nosuchcommand", &out), 2);
   EXPECT_NE(out.find("unknown command 'nosuchcommand'"), std::string::npos) << out;
   for (const char* cmd : {"train", "launch", "worker", "coordinator", "info", "generate", "convert",
-                          "partition", "version"}) {
+                          "partition", "predict", "embed", "version"}) {
     EXPECT_EQ(Shell(kFlexgraph + " " + cmd + " --help", &out), 0) << cmd << ": " << out;
     EXPECT_NE(out.find("usage: flexgraph " + std::string(cmd)), std::string::npos) << out;
   }
