@@ -207,12 +207,15 @@ FG_REGISTER_MODEL(magnn,
                   MakeMagnn);
 
 // HAN (Wang et al., WWW 2019): node-level attention over each metapath's distinct neighbours,
-// semantic attention across metapaths; DGL's HAN setup.
+// semantic attention across metapaths; DGL's HAN setup. HAN reads only the target type's features,
+// fed as they are: on DBLP row-normalising them cost 0.026 Macro-F1 (0.882 against 0.908, heco20),
+// on IMDB nothing.
 FG_REGISTER_MODEL(han,
                   "HAN: node-level attention over metapath-based neighbours, semantic attention "
                   "across metapaths (Wang et al.)",
                   R"pb(model { hidden: 8 layers: 1 heads: 8 dropout: 0.6 }
-                       train { epochs: 200 patience: 30 lr: 0.005 weight_decay: 0.001 select_on: "macro_f1" })pb",
+                       train { epochs: 200 patience: 30 lr: 0.005 weight_decay: 0.001 select_on: "macro_f1" }
+                       dataset { normalize_features: false })pb",
                   {{"metapaths", nau::OptionType::kString, "auto",
                     "metapaths, e.g. A-P-A,A-P-C-P-A (auto: the target type's of nau::DefaultMetapaths)"},
                    {"max_neighbors", nau::OptionType::kInt, "128",
