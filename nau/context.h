@@ -110,6 +110,8 @@ class LayerContext {
   // Set by the framework in distributed runs: sums a small Var over the workers, differentiably
   // (null: one process). Layers use the declared reductions below, never this directly.
   std::function<ag::Var(const ag::Var&)> sum_across_workers;
+  // When set, the executor stores here the aggregated neighbourhood that Update reads (inference).
+  ag::Var* capture_nbr = nullptr;
 
   // Declared reduction: the mean of x's rows, where x has one row per root of this layer on this
   // worker, over the roots of all workers ([n, d] -> [d]). The same in one process and many;

@@ -158,6 +158,7 @@ ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& p
     nbr = Aggregate(hdg, plan, layer, messages, self, ctx);
   }
   ScopedTimer timer(t_upd);
+  if (ctx.capture_nbr != nullptr) *ctx.capture_nbr = nbr;
   return layer.Update(ctx, self, nbr);
 }
 

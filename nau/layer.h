@@ -72,6 +72,9 @@ class Layer : public nn::Module {
   virtual Aggregator LevelAggregator(int level) const = 0;
   // Update UDF: `self` is the layer input at the roots, `nbr` the aggregated neighborhood.
   virtual ag::Var Update(UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) = 0;
+  // True when `nbr` is the roots' embedding and Update only maps it to the output (attention
+  // models fuse their metapaths into it): `flexgraph embed` then writes it for the last layer.
+  virtual bool NbrIsEmbedding() const { return false; }
 
   // Cost figures of the layer when the model feeds it rows of width `in` and expects rows of width
   // `out`; a layer that knows its own widths reports those. Default, a plain layer: Message is the

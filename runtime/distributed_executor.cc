@@ -141,6 +141,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
     agg = executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
   }
   ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);
+  if (ctx.capture_nbr != nullptr) *ctx.capture_nbr = agg;
   return layer.Update(ctx, self, agg);
 }
 

@@ -96,13 +96,21 @@ absl::StatusOr<Tensor> PredictProbabilities(LoadedModel& model, const std::vecto
   return logits;
 }
 
-int DefaultEmbeddingLayer(const LoadedModel& model) {
-  const int layers = model.trainer->model().num_layers();
-  return model.trainer->task().kind() == nau::Task::kLinkPrediction ? layers - 1 : layers - 2;
+std::string EmbeddingSource::Describe() const {
+  if (layer < 0) return "the model's input";
+  return absl::StrCat("layer ", layer, nbr ? "'s embedding before its output transform" : "'s output");
 }
 
-absl::StatusOr<Tensor> Embeddings(LoadedModel& model, int layer, const std::string& node_type,
-                                  const std::vector<int64_t>& nodes) {
+EmbeddingSource DefaultEmbedding(const LoadedModel& model) {
+  nau::Model& m = model.trainer->model();
+  const int last = m.num_layers() - 1;
+  if (model.trainer->task().kind() == nau::Task::kLinkPrediction) return {last, false};
+  if (m.layer(last).NbrIsEmbedding()) return {last, true};
+  return {last - 1, false};
+}
+
+absl::StatusOr<Tensor> Embeddings(LoadedModel& model, const EmbeddingSource& source,
+                                  const std::string& node_type, const std::vector<int64_t>& nodes) {
   Trainer& t = *model.trainer;
   const int type = t.vertices().TypeIndex(node_type);
   if (type < 0) {
@@ -110,9 +118,8 @@ absl::StatusOr<Tensor> Embeddings(LoadedModel& model, int layer, const std::stri
                                                    t.config().dataset().path()));
   }
   Tensor ids;
-  FG_ASSIGN_OR_RETURN(Tensor out, t.Infer(model.epoch, layer, &ids));
-  return SelectRows(out, ids, t.vertices(), type, nodes,
-                    layer < 0 ? std::string("the model's input") : absl::StrCat("layer ", layer, "'s output"));
+  FG_ASSIGN_OR_RETURN(Tensor out, t.Infer(model.epoch, source.layer, &ids, source.nbr));
+  return SelectRows(out, ids, t.vertices(), type, nodes, source.Describe());
 }
 
 absl::StatusOr<std::vector<int64_t>> ReadNodeList(const std::string& path, int64_t limit) {

@@ -36,14 +36,22 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& dir,
 // (local ids of the target type; empty = all, in id order). Link-prediction models are refused.
 absl::StatusOr<Tensor> PredictProbabilities(LoadedModel& model, const std::vector<int64_t>& nodes);
 
-// The layer whose output `embed` writes by default: the last hidden one (the input of the final
-// layer; -1, the model's input, for one layer) for node classification, the last for link
-// prediction (its output is the embedding links are scored with).
-int DefaultEmbeddingLayer(const LoadedModel& model);
-// Rows [nodes, width] of layer `layer`'s output (-1: the model's input) for vertices `nodes` of
-// `node_type` (local ids; empty = all). Errors name the layer and the type when it has no such rows.
-absl::StatusOr<Tensor> Embeddings(LoadedModel& model, int layer, const std::string& node_type,
-                                  const std::vector<int64_t>& nodes);
+// Where embeddings come from: layer `layer`'s output (-1: the model's input) or, with `nbr`, the
+// aggregated neighbourhood its Update reads.
+struct EmbeddingSource {
+  int layer = 0;
+  bool nbr = false;
+  std::string Describe() const;
+};
+// What `embed` writes by default: for link prediction the last layer's output (links are scored
+// with it); for node classification the last layer's embedding when its Update only maps one to
+// the output (nau::Layer::NbrIsEmbedding: MAGNN, HAN), else the input of the last layer (the last
+// hidden layer's output; the model's input for one layer).
+EmbeddingSource DefaultEmbedding(const LoadedModel& model);
+// Rows [nodes, width] of `source` for vertices `nodes` of `node_type` (local ids; empty = all).
+// Errors name the layer and the type when it has no such rows.
+absl::StatusOr<Tensor> Embeddings(LoadedModel& model, const EmbeddingSource& source,
+                                  const std::string& node_type, const std::vector<int64_t>& nodes);
 
 // Reads a node list: one local vertex id per line ('#' starts a comment, blank lines skipped),
 // each in [0, limit). Errors name the file and line.

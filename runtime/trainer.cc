@@ -281,7 +281,7 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
   return absl::OkStatus();
 }
 
-ag::Var Trainer::Forward(int epoch, bool training, int last) {
+ag::Var Trainer::Forward(int epoch, bool training, int last, ag::Var* capture) {
   if (last == -2) last = model_->num_layers() - 1;
   nau::LayerContext ctx;
   ctx.training = training;
@@ -308,6 +308,7 @@ ag::Var Trainer::Forward(int epoch, bool training, int last) {
   for (int i = 0; i <= last; ++i) {
     ctx.layer = i;
     ctx.input_sparse = i == 0 && h.value().raw() == input_sparse_source_ ? input_sparse_ : nullptr;
+    ctx.capture_nbr = i == last ? capture : nullptr;
     h = exec_.RunLayer(i, model_->layer(i), h, ctx);
   }
   return h;
@@ -357,17 +358,19 @@ EpochMetrics Trainer::Evaluate(int epoch) {
   return task_->Evaluate(output, [&](std::vector<double>* v) { exec_.SumDoubles(v, epoch, kStepMetrics); });
 }
 
-absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids) {
+absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids, bool nbr) {
   if (distributed()) return absl::UnimplementedError("inference: single-process runs only");
   if (layer < -1 || layer >= model_->num_layers()) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": the model has layers 0 to ",
                                                    model_->num_layers() - 1, " (-1: its input)"));
   }
   FG_RETURN_IF_ERROR(EnsureHdgs(epoch));
+  if (nbr && layer < 0) return absl::InvalidArgumentError("the model's input has no neighbourhood");
   ag::NoGradGuard guard;
-  Tensor out = Forward(epoch, false, layer).value();
+  ag::Var captured;
+  Tensor out = Forward(epoch, false, layer, nbr ? &captured : nullptr).value();
   *ids = layer < 0 ? table_.ids : layer_roots_[layer].ids;
-  return out;
+  return nbr ? captured.value() : out;
 }
 
 absl::StatusOr<EpochMetrics> Trainer::EvaluateAt(int epoch) {

@@ -53,9 +53,10 @@ class Trainer {
   flexgraph::SavedModel Describe() const;
 
   // Inference with the current parameters (no dropout) and the HDGs selection draws at `epoch`
-  // (0-based): the output rows of layer `layer` (-1: the model's input rows), with the global
-  // vertex id (int64) of each row in `ids`. Single process only.
-  absl::StatusOr<Tensor> Infer(int epoch, int layer, Tensor* ids);
+  // (0-based): the output rows of layer `layer` (-1: the model's input rows) — or, with `nbr`, the
+  // aggregated neighbourhood its Update reads — with the global vertex id (int64) of each row in
+  // `ids`. Single process only.
+  absl::StatusOr<Tensor> Infer(int epoch, int layer, Tensor* ids, bool nbr = false);
   // The task's metrics of the current parameters at `epoch` (as training evaluates them).
   absl::StatusOr<EpochMetrics> EvaluateAt(int epoch);
   const Task& task() const { return *task_; }
@@ -72,7 +73,8 @@ class Trainer {
   void PlaceRows();
   absl::Status EnsureHdgs(int epoch);
   // Runs layers 0..last (-1: none; the input rows); every layer by default.
-  ag::Var Forward(int epoch, bool training, int last = -2);
+  // `capture`: receives the last layer's aggregated neighbourhood (LayerContext::capture_nbr).
+  ag::Var Forward(int epoch, bool training, int last = -2, ag::Var* capture = nullptr);
   EpochMetrics Evaluate(int epoch);
   bool distributed() const { return exec_.distributed(); }
   // The task pairs rows of different workers: it gets every worker's output rows (TaskRows).

@@ -126,7 +126,8 @@ int Predict(const std::vector<std::string>& args) {
 int Embed(const std::vector<std::string>& args) {
   FlagSet flags("embed", "Writes the hidden representations of a trained model (train --save_model).");
   AddCommonFlags(&flags);
-  flags.AddString("layer", "", "layer whose output to write (-1: the model's input; default: the last hidden layer, or the last layer of a link-prediction model)");
+  flags.AddString("layer", "", "layer whose output to write (-1: the model's input; default: the last layer's embedding for MAGNN and HAN, the last layer's output for link prediction, else the last hidden layer's output)");
+  flags.AddBool("before_output", false, "with --layer: the embedding the layer's output transform reads (MAGNN, HAN)");
   flags.AddString("node_type", "", "node type whose vertices to write (default: the target type)");
   flags.AddString("top_k", "10", "link prediction: recommendations per source vertex");
   flags.AddString("recommend", "", "link prediction: write each source vertex's top-k unseen destinations to this CSV");
@@ -142,19 +143,20 @@ int Embed(const std::vector<std::string>& args) {
     if (flags.IsSet("recommend") && lp == nullptr) {
       return absl::InvalidArgumentError("--recommend: the model classifies nodes; recommendations need a link-prediction model");
     }
-    int layer = runtime::DefaultEmbeddingLayer(*model);
+    runtime::EmbeddingSource source = runtime::DefaultEmbedding(*model);
     if (flags.IsSet("layer")) {
       FG_ASSIGN_OR_RETURN(int64_t l, flags.GetInt("layer"));
-      layer = static_cast<int>(l);
+      source = {static_cast<int>(l), flags.GetBool("before_output")};
     }
     FG_ASSIGN_OR_RETURN(std::vector<int64_t> nodes, Nodes(flags, *model, type));
-    FG_ASSIGN_OR_RETURN(Tensor rows, runtime::Embeddings(*model, layer, type, nodes));
+    FG_ASSIGN_OR_RETURN(Tensor rows, runtime::Embeddings(*model, source, type, nodes));
     FG_RETURN_IF_ERROR(runtime::WriteRows(flags.Get("out"), nodes, rows, "h"));
-    std::printf("embed: %lld vertices of '%s', layer %d, width %lld -> %s\n",
-                static_cast<long long>(rows.rows()), type.c_str(), layer,
+    std::printf("embed: %lld vertices of '%s', %s, width %lld -> %s\n",
+                static_cast<long long>(rows.rows()), type.c_str(), source.Describe().c_str(),
                 static_cast<long long>(rows.row_width()), flags.Get("out").c_str());
-    std::string json = absl::StrFormat(R"({"nodes": %d, "width": %d, "layer": %d)", rows.rows(),
-                                       rows.row_width(), layer);
+    std::string json = absl::StrFormat(R"({"nodes": %d, "width": %d, "layer": %d, "before_output": %s)",
+                                       rows.rows(), rows.row_width(), source.layer,
+                                       source.nbr ? "true" : "false");
     if (flags.IsSet("recommend")) {
       FG_ASSIGN_OR_RETURN(int64_t k, flags.GetInt("top_k"));
       if (k < 1) return absl::InvalidArgumentError(absl::StrCat("--top_k must be at least 1, got ", k));

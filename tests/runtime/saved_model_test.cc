@@ -112,8 +112,9 @@ TEST_F(SavedModelTest, GcnReproducesItsBestEpochAndRefusesOtherSettings) {
   EXPECT_FALSE(PredictProbabilities(*model, {2708}).ok());
 
   // Embeddings: the hidden layer by default, [vertices, hidden].
-  EXPECT_EQ(DefaultEmbeddingLayer(*model), 0);
-  auto h = Embeddings(*model, 0, "node", {});
+  EXPECT_EQ(DefaultEmbedding(*model).layer, 0);
+  EXPECT_FALSE(DefaultEmbedding(*model).nbr);
+  auto h = Embeddings(*model, {0, false}, "node", {});
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(h->rows(), 2708);
   EXPECT_EQ(h->row_width(), 16);
@@ -159,7 +160,7 @@ TEST_F(SavedModelTest, HeterogeneousModelOnAnotherSplitAndItsLearnedEmbeddings) 
   ASSERT_TRUE(m.ok());
   EXPECT_DOUBLE_EQ(m->test_macro_f1, r.test_macro_f1);
   // Conferences have no features: their input rows are the learned table, as saved.
-  auto input = Embeddings(*model, -1, "conference", {});
+  auto input = Embeddings(*model, {-1, false}, "conference", {});
   ASSERT_TRUE(input.ok()) << input.status();
   auto table = graph::io::ReadNpy(model_dir() + "/params/embed.conference.table.npy");
   ASSERT_TRUE(table.ok()) << table.status();
@@ -176,6 +177,37 @@ TEST_F(SavedModelTest, HeterogeneousModelOnAnotherSplitAndItsLearnedEmbeddings) 
   EXPECT_EQ(probs->row_width(), 4);
 }
 
+TEST_F(SavedModelTest, HanEmbeddingsAreWhatItsOutputTransformReads) {
+  flexgraph::RunConfig c = Config("han", kData + "/dblp", 2);
+  c.mutable_dataset()->set_split("heco20");
+  c.mutable_model()->set_hidden(4);
+  c.mutable_model()->set_heads(2);
+  TrainAndSave(c);
+  auto model = Load();
+  ASSERT_NE(model, nullptr);
+  const EmbeddingSource source = DefaultEmbedding(*model);
+  EXPECT_EQ(source.layer, 0);
+  EXPECT_TRUE(source.nbr);
+  auto emb = Embeddings(*model, source, "author", {});
+  ASSERT_TRUE(emb.ok()) << emb.status();
+  ASSERT_EQ(emb->shape(), (std::vector<int64_t>{4057, 8}));  // heads x hidden
+  // The logits are the output transform of the embeddings: emb W + b.
+  Tensor ids;
+  auto logits = model->trainer->Infer(model->epoch, 0, &ids);
+  ASSERT_TRUE(logits.ok());
+  auto w = graph::io::ReadNpy(model_dir() + "/params/layer0.output.weight.npy");
+  auto b = graph::io::ReadNpy(model_dir() + "/params/layer0.output.bias.npy");
+  ASSERT_TRUE(w.ok() && b.ok()) << w.status() << b.status();
+  ASSERT_EQ(w->shape(), (std::vector<int64_t>{8, 4}));
+  for (int64_t v : {0, 1, 4056}) {
+    for (int j = 0; j < 4; ++j) {
+      double want = b->f32()[j];
+      for (int k = 0; k < 8; ++k) want += emb->f32()[v * 8 + k] * w->f32()[k * 4 + j];
+      EXPECT_NEAR(logits->f32()[v * 4 + j], want, 1e-4) << "vertex " << v << " class " << j;
+    }
+  }
+}
+
 TEST_F(SavedModelTest, PinSageRecommendsUnseenItemsByScore) {
   flexgraph::RunConfig c = Config("pinsage", kData + "/lastfm", 3);
   TrainAndSave(c);
@@ -190,8 +222,9 @@ TEST_F(SavedModelTest, PinSageRecommendsUnseenItemsByScore) {
   const int k = 5;
   const auto rec = lp.Recommend(*out, k);
   // Brute force for a few users: the k best artists the user did not listen to in training.
-  auto users = Embeddings(*model, last, "user", {});
-  auto artists = Embeddings(*model, last, "artist", {});
+  EXPECT_EQ(DefaultEmbedding(*model).layer, last);
+  auto users = Embeddings(*model, {last, false}, "user", {});
+  auto artists = Embeddings(*model, {last, false}, "artist", {});
   ASSERT_TRUE(users.ok() && artists.ok());
   const graph::Dataset& ds = model->trainer->dataset();
   const graph::Relation* rel = ds.graph.FindRelation("user___listens___artist");

@@ -299,6 +299,7 @@ class MagnnLayer : public nau::Layer {
     ag::Var h = out_fc_.Forward(nbr);
     return last_ ? h : ag::Elu(h);
   }
+  bool NbrIsEmbedding() const override { return true; }
 
   // Instances encode d-wide rows; instance and metapath attention run per head (heads x d wide);
   // Update transforms heads x d to out per root.
