@@ -82,7 +82,7 @@ int Launch(const std::vector<std::string>& args) {
   // Validate the train flags here, before starting anything.
   auto t = PassthroughTrainConfig(flags);
   if (t.ok()) {
-    if (auto s = PrepareSummaryFile(t->output().summary_json()); !s.ok()) t = s;
+    if (auto s = PrepareOutputs(*t); !s.ok()) t = s;
   }
   if (!t.ok()) {
     std::fprintf(stderr, "flexgraph launch: %s\n", std::string(t.status().message()).c_str());
@@ -121,7 +121,7 @@ int Coordinator(const std::vector<std::string>& args) {
   }
   auto train = PassthroughTrainConfig(flags);
   if (train.ok()) {
-    if (auto s = PrepareSummaryFile(train->output().summary_json()); !s.ok()) train = s;
+    if (auto s = PrepareOutputs(*train); !s.ok()) train = s;
   }
   if (!train.ok()) {
     std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(train.status().message()).c_str());

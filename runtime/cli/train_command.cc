@@ -42,7 +42,7 @@ int Train(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flexgraph train: %s\n", std::string(options.status().message()).c_str());
     return 2;
   }
-  if (auto s = PrepareSummaryFile(options->output().summary_json()); !s.ok()) {
+  if (auto s = PrepareOutputs(*options); !s.ok()) {
     std::fprintf(stderr, "flexgraph train: %s\n", std::string(s.message()).c_str());
     return 2;
   }

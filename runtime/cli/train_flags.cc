@@ -17,6 +17,7 @@
 #include "flexgraph/base/status.h"
 #include "flexgraph/graph/io/file.h"
 #include "runtime/config.h"
+#include "runtime/saved_model.h"
 
 namespace fg::cli {
 namespace {
@@ -176,6 +177,12 @@ absl::Status PrepareSummaryFile(const std::string& path) {
     return absl::PermissionDeniedError(absl::StrCat("--summary_json: cannot replace ", path));
   }
   return absl::OkStatus();
+}
+
+absl::Status PrepareOutputs(const flexgraph::RunConfig& config) {
+  FG_RETURN_IF_ERROR(PrepareSummaryFile(config.output().summary_json()));
+  if (config.output().save_model().empty()) return absl::OkStatus();
+  return runtime::PrepareModelDir(config.output().save_model());
 }
 
 std::string DescribeModel(const std::string& name) {

@@ -19,6 +19,9 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags,
 // Before a run that writes its summary to `path` ("" = none): checks that its directory is writable
 // and removes a previous summary there, so that a failed run leaves none behind.
 absl::Status PrepareSummaryFile(const std::string& path);
+// Before a run: its summary file (PrepareSummaryFile) and its --save_model directory
+// (runtime::PrepareModelDir) can be written, so that a run never fails at its end for them.
+absl::Status PrepareOutputs(const flexgraph::RunConfig& config);
 // `flexgraph train --model M --help`: the model's description, defaults and options.
 std::string DescribeModel(const std::string& name);
 

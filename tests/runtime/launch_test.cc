@@ -431,9 +431,11 @@ TEST(Cli, ASavedModelPredictsAndEmbedsAsTrained) {
   EXPECT_NE(out.find("--out " + d + "/q.txt: name a .csv or .npy file"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + " --out " + d + "/q.csv", &out), 1);
   EXPECT_NE(out.find("holds no saved model"), std::string::npos) << out;
-  // A directory that is not a saved model is not overwritten; the run fails before training.
-  EXPECT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --epochs 2 --quiet --save_model " + d + "/logs", &out), 1);
+  // A directory that is not a saved model is not overwritten: refused before anything starts.
+  EXPECT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --epochs 2 --quiet --save_model " + d + "/logs", &out), 2);
   EXPECT_NE(out.find("not overwritten"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch --workers 2 -- train --dataset " + kCora + " --save_model " + d + "/logs", &out), 2);
+  EXPECT_NE(out.find("flexgraph launch: --save_model: " + d + "/logs holds files but no saved model"), std::string::npos) << out;
 }
 
 TEST(Cli, CommandsAndFlagsAreChecked) {
