@@ -140,6 +140,16 @@ TEST(Magnn, TheAutomaticChoiceFitsTheMemoryBudget) {
   EXPECT_NE(explain.find("M-A-M"), std::string::npos) << explain;
   EXPECT_EQ(explain.find("D-M-D"), std::string::npos) << explain;  // not a one-layer candidate
   EXPECT_EQ((*trainer)->model().layer(0).Schema().num_types(), 2);
+  // The linear encoder keeps heads x hidden floats per instance where rotate keeps hidden: within
+  // the same budget only the smaller metapath remains.
+  (*o.mutable_model()->mutable_options())["encoder"] = "linear";
+  trainer = runtime::Trainer::Create(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  const std::string linear = (*trainer)->model().Explain();
+  EXPECT_EQ((*trainer)->model().layer(0).Schema().num_types(), 1) << linear;
+  EXPECT_NE(linear.find("M-A-M"), std::string::npos) << linear;
+  EXPECT_NE(linear.find("dropped"), std::string::npos) << linear;
+  o.mutable_model()->mutable_options()->erase("encoder");
   // Named metapaths are kept whatever they take.
   (*o.mutable_model()->mutable_options())["memory_budget_mb"] = "1";
   (*o.mutable_model()->mutable_options())["metapaths"] = "M-D-M;M-A-M;D-M-D";

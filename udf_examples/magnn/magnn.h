@@ -111,8 +111,9 @@ std::unique_ptr<nau::Layer> MakeMagnnLayer(const nau::ModelSpec& spec, const Opt
 
 // Memory one instance of a metapath of `length` vertices takes in one layer, forward and backward
 // (HDG entries, its encoding, attention scores and weights, their gradients), with `metapaths`
-// metapaths in the layer.
-double BytesPerInstance(int length, int64_t hidden, int heads, int metapaths);
+// metapaths in the layer. The linear encoder keeps the instance mean and a heads x hidden encoding
+// (and its copy into the layer's rows) where the others keep one hidden-wide encoding.
+double BytesPerInstance(int length, int64_t hidden, int heads, int metapaths, Encoder encoder);
 
 // The registered models: "magnn", and "han" (the same layers over metapath-based neighbours).
 std::unique_ptr<nau::Model> MakeMagnn();

@@ -12,13 +12,14 @@
 
 namespace fg::udf::magnn {
 
-double BytesPerInstance(int length, int64_t hidden, int heads, int metapaths) {
+double BytesPerInstance(int length, int64_t hidden, int heads, int metapaths, Encoder encoder) {
   // HDG: the instance's vertex ids, its row pointer and its group entry. Values: its encoding and
-  // gradient (hidden floats each); per head, the scores of every metapath's attention vectors,
-  // the picked, activated, normalised and dropped-out scores and their gradients; half as much
-  // again for the allocator's slack (measured on IMDB and DBLP).
+  // gradient; per head, the scores of every metapath's attention vectors, the picked, activated,
+  // normalised and dropped-out scores and their gradients; half as much again for the
+  // allocator's slack (measured on IMDB and DBLP).
+  const double encoding = encoder == Encoder::kLinear ? hidden + 2.0 * heads * hidden : hidden;
   const double hdg = 4.0 * length + 8 + 12;
-  const double values = 1.5 * (4.0 * (2 * hidden + 2.0 * heads * (metapaths + 6)) + 8);
+  const double values = 1.5 * (4.0 * (2 * encoding + 2.0 * heads * (metapaths + 6)) + 8);
   return hdg + values;
 }
 
@@ -119,7 +120,7 @@ class Magnn : public nau::Model {
     const int all_count = static_cast<int>(candidates.size());
     auto layer_bytes = [&](const nau::Metapath& mp, const nau::MetapathEstimate& e, int layers) {
       return e.instances * BytesPerInstance(neighbors_ ? 1 : mp.length(), spec.hidden, spec.heads,
-                                            layers > 1 ? all_count : target_count);
+                                            layers > 1 ? all_count : target_count, opt.encoder);
     };
     // Automatic: as many layers as the target type's metapaths fit in (each layer expands them).
     layers_used_ = spec.layers;
