@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/rng.h"
@@ -23,6 +24,15 @@
 
 namespace fg::runtime {
 namespace {
+
+// The registered models that predict links.
+std::vector<std::string> LinkModels() {
+  std::vector<std::string> names;
+  for (const std::string& name : nau::ModelRegistry::Get().Names()) {
+    if (nau::ModelRegistry::Get().Find(name)->predicts_links) names.push_back(name);
+  }
+  return names;
+}
 
 // Tag steps of the scalar reductions of one epoch (the gradients use 2).
 constexpr int kStepLoss = 1, kStepMetrics = 3, kStepEvalLoss = 5;
@@ -137,7 +147,15 @@ absl::Status Trainer::BuildModel() {
   spec_.vertices = &space_;
   spec_.target_type = target_;
   spec_.num_classes = task_->num_classes();
-  model_ = nau::ModelRegistry::Get().Find(mc.name())->factory();  // resolved: registered
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(mc.name());  // resolved: registered
+  if (task_->kind() == nau::Task::kLinkPrediction && !info->predicts_links) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
+                                                   " does not predict links; dataset ",
+                                                   data.path(), " has no node labels, only ",
+                                                   task_->Describe(), " (models that do: ",
+                                                   absl::StrJoin(LinkModels(), ", "), ")"));
+  }
+  model_ = info->factory();
   FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", mc.name())));
   if (!config_.output().quiet() && exec_.rank() == 0) std::fprintf(stderr, "%s", model_->Explain().c_str());
   if (task_->kind() == nau::Task::kLinkPrediction && tc.select_on() == "macro_f1") {

@@ -127,6 +127,24 @@ std::string CoraWith(const std::string& name, const std::string& file, const std
   return dir;
 }
 
+TEST(Trainer, AModelThatDoesNotFitTheDatasetIsRefusedSayingWhatFits) {
+  // Classifiers on a dataset with only an edge split: refused before the model is built.
+  for (const char* model : {"gcn", "magnn", "han", "rgcn"}) {
+    flexgraph::RunConfig o = CoraOptions(model);
+    o.mutable_dataset()->set_path(std::string(FG_SHARED_DATA_DIR) + "/lastfm");
+    auto t = Trainer::Create(o);
+    ASSERT_FALSE(t.ok()) << model;
+    EXPECT_NE(t.status().message().find("does not predict links"), std::string::npos) << t.status();
+    EXPECT_NE(t.status().message().find("models that do: pinsage"), std::string::npos) << t.status();
+  }
+  // Metapath models on a homogeneous graph.
+  for (const char* model : {"magnn", "han"}) {
+    auto t = Trainer::Create(CoraOptions(model));
+    ASSERT_FALSE(t.ok()) << model;
+    EXPECT_NE(t.status().message().find("need a heterogeneous graph"), std::string::npos) << t.status();
+  }
+}
+
 TEST(Trainer, BrokenLabelsSplitsAndFeaturesAreClearErrors) {
   auto error_of = [](const std::string& dir) {
     flexgraph::RunConfig o = CoraOptions("gcn");

@@ -105,6 +105,12 @@ class Magnn : public nau::Model {
     }
     bool target_covered = false;
     for (const nau::Metapath& mp : candidates) target_covered |= mp.start_type() == target;
+    if (names.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the dataset's schema has no metapaths (", g.node_types.size(),
+          " node type(s)): metapath models need a heterogeneous graph; on a homogeneous one use "
+          "gcn, sage or gin"));
+    }
     if (!target_covered) {
       return absl::InvalidArgumentError(absl::StrCat(
           "model option 'metapaths': none of ", absl::StrJoin(names, ", "),
