@@ -71,41 +71,19 @@ TEST(Rgcn, MixRelationsMatchesHandComputation) {
 
 // --- the registered model on the hand-drawn graph -----------------------------------------------
 
-struct Tiny {
-  graph::Dataset ds = testing::TinyImdb();
-  nau::VertexSpace space{ds.graph};
+// R-GCN on the hand-drawn graph: hidden 3, two layers unless told.
+struct Tiny : testing::Tiny {
   nau::ModelSpec Spec(std::map<std::string, std::string> options, int layers = 2) const {
-    nau::ModelSpec spec;
-    spec.dataset = &ds;
-    spec.vertices = &space;
-    spec.target_type = "movie";
-    spec.num_classes = 2;
+    nau::ModelSpec spec = testing::Tiny::Spec(std::move(options), layers, "rgcn");
     spec.hidden = 3;
-    spec.layers = layers;
-    spec.dropout = 0.0f;
-    spec.seed = 3;
-    spec.options =
-        nau::OptionValues(nau::ModelRegistry::Get().Find("rgcn")->options, std::move(options));
     return spec;
   }
 };
 
 std::unique_ptr<nau::Model> BuildModel(const nau::ModelSpec& spec) {
-  auto model = nau::ModelRegistry::Get().Find("rgcn")->factory();
-  absl::Status s = model->Build(spec);
-  EXPECT_TRUE(s.ok()) << s;
-  return model;
+  return testing::BuildModel(spec, "rgcn");
 }
-
-hdg::Hdg BuildHdg(const nau::Layer& layer, const nau::ModelSpec& spec, std::vector<int32_t> roots) {
-  nau::SelectContext ctx(spec.dataset, spec.vertices, spec.seed, 0, 0);
-  auto h = hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
-               .Build(roots, [&](int32_t r, hdg::NeighborWriter& out) {
-                 layer.SelectNeighbors(ctx, r, out);
-               });
-  EXPECT_TRUE(h.ok()) << h.status();
-  return std::move(h).value();
-}
+using testing::BuildHdg;
 
 const std::vector<int32_t> kAll = {0, 1, 2, 3, 4, 5, 6, 7};
 

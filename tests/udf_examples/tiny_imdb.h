@@ -91,7 +91,7 @@ inline std::unique_ptr<nau::Model> BuildModel(const nau::ModelSpec& spec,
   return model;
 }
 
-inline hdg::Hdg BuildHdg(nau::Layer& layer, const nau::ModelSpec& spec, std::vector<int32_t> roots) {
+inline hdg::Hdg BuildHdg(const nau::Layer& layer, const nau::ModelSpec& spec, std::vector<int32_t> roots) {
   nau::SelectContext ctx(spec.dataset, spec.vertices, spec.seed, 0, 0);
   auto h = hdg::HdgBuilder(layer.Schema(), spec.vertices->size())
                .Build(roots, [&](int32_t r, hdg::NeighborWriter& out) {
