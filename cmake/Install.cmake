@@ -10,13 +10,13 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(FG_INSTALL_TARGETS fg_core fg_hdg fg_nau fg_partition fg_runtime fg_proto fg_udf_examples
+set(FG_INSTALL_TARGETS fg_core fg_hdg fg_sampling fg_nau fg_partition fg_runtime fg_proto fg_udf_examples
     fg_openblas fg_metis fg_plugin)
 install(TARGETS ${FG_INSTALL_TARGETS} EXPORT flexgraphTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flexgraph)
 install(TARGETS flexgraph RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(dir flexgraph hdg nau partition runtime)
+foreach(dir flexgraph hdg sampling nau partition runtime)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flexgraph/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
 
@@ -43,6 +44,17 @@ HdgLevel MakeLevel(int64_t rows, int64_t cols, Tensor offsets, Tensor children, 
 }
 
 }  // namespace
+
+Hdg FlatHdg(SchemaTree schema, int64_t num_vertices, Tensor roots, Tensor offsets, Tensor children,
+            Tensor weights) {
+  const int64_t n = roots.numel();
+  FG_CHECK(offsets.numel() == n + 1 && schema.kind() == SchemaKind::kFlat);
+  FG_CHECK(schema.weighted() == weights.defined());
+  std::vector<HdgLevel> levels;
+  levels.push_back(MakeLevel(n, num_vertices, std::move(offsets), std::move(children),
+                             std::move(weights), {0, n}));
+  return Hdg(std::move(schema), num_vertices, std::move(roots), std::move(levels));
+}
 
 void NeighborWriter::Fail(const std::string& message) {
   if (buf_->error.empty()) buf_->error = absl::StrCat("root ", root_, ": ", message);

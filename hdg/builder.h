@@ -51,6 +51,13 @@ class NeighborWriter {
   int32_t root_;
 };
 
+// A one-level HDG of a flat schema from CSR arrays: root i's neighbours are
+// children[offsets[i] .. offsets[i + 1]) (int64 offsets, int32 indices into a vertex table of
+// `num_vertices` rows), with float `weights` per entry when the schema is weighted. The caller
+// guarantees that the indices are in range.
+Hdg FlatHdg(SchemaTree schema, int64_t num_vertices, Tensor roots, Tensor offsets, Tensor children,
+            Tensor weights);
+
 class HdgBuilder {
  public:
   using SelectFn = std::function<void(int32_t root, NeighborWriter& out)>;

@@ -15,6 +15,7 @@
 #include "proto/text_format.h"
 #include "runtime/communicator.h"
 #include "runtime/link_prediction.h"
+#include "runtime/minibatch.h"
 
 namespace fg::runtime {
 namespace {
@@ -28,12 +29,14 @@ constexpr char kBaseDefaults[] = R"pb(
     epochs: 200 lr: 0.01 weight_decay: 5e-4 seed: 0 patience: 0 optimizer: "adam"
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
+    batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
 )pb";
 
 constexpr int kMaxThreads = 4096;
+constexpr int kMaxBulk = 4096;
 
 }  // namespace
 
@@ -173,6 +176,15 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (!t.exec().empty() && !nau::ParseStrategy(t.exec(), &s)) {
     return bad("exec", absl::StrCat("expected dense, sparse or graph, got '", t.exec(), "'"));
   }
+  if (t.batch_size() < 0) return bad("batch_size", absl::StrCat("must not be negative, got ", t.batch_size()));
+  if (t.sampler() != "neighbor" && t.sampler() != "ladies") {
+    return bad("sampler", absl::StrCat("unknown sampler '", t.sampler(), "' (neighbor or ladies)"));
+  }
+  if (t.layer_size() < 1) return bad("layer_size", absl::StrCat("must be positive, got ", t.layer_size()));
+  if (t.bulk() < 1 || t.bulk() > kMaxBulk) {
+    return bad("bulk", absl::StrCat("must lie in [1, ", kMaxBulk, "], got ", t.bulk()));
+  }
+  if (t.batch_size() > 0) FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers()).status());
   if (c.dataset().path().empty()) return bad("dataset", "is empty");
   return absl::OkStatus();
 }

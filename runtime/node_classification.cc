@@ -101,6 +101,25 @@ ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
   return ag::Scale(loss, static_cast<float>(train_rows_.numel()) / global_train_);
 }
 
+Tensor NodeClassificationTask::TrainingRoots() const {
+  const Tensor& train = dataset_->splits.at(target_).train;
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; train.defined() && k < train.numel(); ++k) ids.push_back(base_ + train.i64()[k]);
+  std::sort(ids.begin(), ids.end());
+  return Tensor::FromVector(ids);
+}
+
+ag::Var NodeClassificationTask::BatchLoss(const ag::Var& output, const Tensor& roots) const {
+  const Tensor& labels = dataset_->labels.at(target_);
+  Tensor batch_labels = Tensor::Empty({roots.numel()}, DType::kInt64);
+  Tensor rows = Tensor::Empty({roots.numel()}, DType::kInt32);
+  for (int64_t k = 0; k < roots.numel(); ++k) {
+    batch_labels.i64()[k] = labels.i64()[roots.i64()[k] - base_ - first_label_];
+    rows.i32()[k] = static_cast<int32_t>(k);
+  }
+  return ag::NllLoss(ag::LogSoftmax(output), batch_labels, rows);
+}
+
 EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const WorkerSum& sum) {
   // Counts (correct and total per split; per-class tp, fp, fn on test), summed across workers.
   const int64_t C = num_classes_;

@@ -23,6 +23,8 @@ class NodeClassificationTask : public Task {
   absl::Status SetOutputRows(const Tensor& roots) override;
   ag::Var Loss(const ag::Var& output, int epoch) const override;
   EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) override;
+  Tensor TrainingRoots() const override;
+  ag::Var BatchLoss(const ag::Var& output, const Tensor& roots) const override;
   std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
  private:

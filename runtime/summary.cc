@@ -54,6 +54,12 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
         {"backward", st.backward}, {"optimizer", st.optimizer}, {"evaluation", st.evaluation}}) {
     stages[name] = NumberValue(value);
   }
+  if (r.batches_per_epoch > 0) {
+    auto& mb = *f["minibatch"].mutable_struct_value()->mutable_fields();
+    mb["batches_per_epoch"] = NumberValue(static_cast<double>(r.batches_per_epoch));
+    mb["sampled_edges_per_epoch"] = NumberValue(static_cast<double>(r.sampled_edges_per_epoch));
+    mb["sampling_wait_seconds"] = NumberValue(r.sampling_wait_seconds);
+  }
   for (const auto& [key, value] : r.extra) f[key] = NumberValue(value);
   auto list = [](const std::vector<double>& v, google::protobuf::Value* out) {
     auto* l = out->mutable_list_value();
@@ -95,6 +101,11 @@ void PrintSummary(const TrainResult& r, std::FILE* out) {
                r.valid_macro_f1, r.test_accuracy, r.test_macro_f1, r.test_micro_f1,
                r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
                r.peak_rss_bytes / 1048576.0, r.stats.Shares().c_str());
+  if (r.batches_per_epoch > 0) {
+    std::fprintf(out, "mini-batch: %lld batches and %lld sampled HDG entries per epoch, %.3fs waited for samples\n",
+                 static_cast<long long>(r.batches_per_epoch),
+                 static_cast<long long>(r.sampled_edges_per_epoch), r.sampling_wait_seconds);
+  }
 }
 
 }  // namespace fg::runtime

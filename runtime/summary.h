@@ -33,6 +33,10 @@ struct TrainResult {
   int64_t peak_rss_bytes = 0;
   int64_t num_vertices = 0, num_edges = 0;
   nau::ExecStats stats;
+  // Mini-batch training (zero otherwise): batches and sampled HDG entries per epoch (the last),
+  // and the seconds training waited for samples over the run.
+  int64_t batches_per_epoch = 0, sampled_edges_per_epoch = 0;
+  double sampling_wait_seconds = 0;
   std::map<std::string, double> extra;  // task-specific metrics (e.g. test_auc)
   // Distributed runs: this worker's traffic and time split (zero in single-process runs).
   int world_size = 1;

@@ -1,10 +1,16 @@
 #include "runtime/task.h"
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 #include "runtime/link_prediction.h"
 #include "runtime/node_classification.h"
 
 namespace fg::runtime {
+
+ag::Var Task::BatchLoss(const ag::Var&, const Tensor&) const {
+  FG_CHECK(false) << Describe() << " has no mini-batch loss (TrainingRoots() is undefined)";
+  return ag::Var();
+}
 
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset,
                                                const flexgraph::RunConfig& config) {

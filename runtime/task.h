@@ -55,6 +55,13 @@ class Task {
   // This worker's share of the training loss at `epoch` (shares sum to the global loss).
   virtual ag::Var Loss(const ag::Var& output, int epoch) const = 0;
   virtual EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) = 0;
+  // Mini-batch training: the global ids (int64, ascending) of the vertices whose loss training
+  // takes (node classification: the target type's training vertices); undefined when the task
+  // trains on the whole graph only.
+  virtual Tensor TrainingRoots() const { return Tensor(); }
+  // The mean training loss over a batch: `output` has one row per id of `roots`, a subset of
+  // TrainingRoots().
+  virtual ag::Var BatchLoss(const ag::Var& output, const Tensor& roots) const;
   // One progress line for an epoch ("loss ... valid ... test ...", without the epoch number).
   virtual std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const = 0;
 };

@@ -69,6 +69,19 @@ absl::Status Trainer::Init() {
   FG_RETURN_IF_ERROR(BuildModel());
   PlaceRows();
   FG_RETURN_IF_ERROR(EnsureHdgs(0));
+  if (config_.train().batch_size() > 0) {
+    if (distributed() || dataset_.part) {
+      return absl::UnimplementedError(
+          "batch_size: mini-batch training runs in a single process on a whole dataset; train "
+          "with one worker or on the whole graph (batch_size 0)");
+    }
+    FG_ASSIGN_OR_RETURN(minibatch_,
+                        MiniBatchTraining::Create(config_, {.model = model_.get(), .spec = &spec_,
+                                                            .task = task_.get(),
+                                                            .optimizer = optimizer_.get(),
+                                                            .stats = &stats_}));
+    if (!config_.output().quiet()) std::fprintf(stderr, "%s\n", minibatch_->Describe().c_str());
+  }
   if (all_rows()) {  // the task pairs rows of different workers: it sees all of them
     FG_RETURN_IF_ERROR(exec_.PlanAllRows(layer_roots_.back().ids, 0));
     task_->SetShare(exec_.rank(), exec_.setup().comm->size());
@@ -341,6 +354,13 @@ double Trainer::TrainStep(int epoch) {
     exec_.RecordError(s);
     return std::nan("");
   }
+  if (minibatch_ != nullptr) {
+    std::vector<hdg::HdgPtr> hdgs;
+    for (const LayerGraph& lg : layer_graphs_) hdgs.push_back(lg.hdg);
+    absl::StatusOr<double> loss = minibatch_->RunEpoch(epoch, hdgs);
+    if (!loss.ok()) exec_.RecordError(loss.status());
+    return loss.ok() ? *loss : std::nan("");
+  }
   ag::Var output = Forward(epoch, true);
   ag::Var loss;
   {
@@ -514,6 +534,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                                               epoch + 1, " (try a smaller --lr)"));
     }
     r.losses.push_back(loss);
+    if (minibatch_ != nullptr) {
+      r.batches_per_epoch = minibatch_->batches_per_epoch();
+      r.sampled_edges_per_epoch = minibatch_->sampled_edges();
+      r.sampling_wait_seconds += minibatch_->sampling_wait_seconds();
+    }
     r.epoch_seconds.push_back(seconds);
     const EpochMetrics m = Evaluate(epoch);
     FG_RETURN_IF_ERROR(status());

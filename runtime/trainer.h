@@ -1,7 +1,8 @@
-// Trainer: full-batch training of a registered NAU model on this worker's rows — the same code for
+// Trainer: training of a registered NAU model on this worker's rows — the same code for
 // one process and many. It puts the parts together: the dataset and the Task (labels, loss,
 // evaluation), the model and its optimizer, each layer's HDG (built once, or every period for
-// sampled selections), the DistributedExecutor (the hybrid executor, with the exchange and the
+// sampled selections), mini-batch training over them when asked (runtime/minibatch.h), the
+// DistributedExecutor (the hybrid executor, with the exchange and the
 // cross-worker reductions when there are peers), checkpoints, and the run summary.
 // Thread-compatible: one Trainer per thread; kernels inside use all configured threads.
 #pragma once
@@ -16,6 +17,7 @@
 #include "proto/saved_model.pb.h"
 #include "runtime/config.h"
 #include "runtime/distributed_executor.h"
+#include "runtime/minibatch.h"
 #include "runtime/summary.h"
 #include "runtime/task.h"
 
@@ -31,7 +33,8 @@ class Trainer {
   // Trains for the configured epochs (continuing from a checkpoint with train.resume).
   absl::StatusOr<TrainResult> Run();
 
-  // One training step at `epoch` (0-based): forward, loss, backward, optimizer. Returns the loss.
+  // Training at `epoch` (0-based): forward, loss, backward, optimizer — once over the whole graph,
+  // or per batch in mini-batch training. Returns the loss (the mean over batches).
   double TrainStep(int epoch);
   // Loss of the current parameters without dropout and without updating (epoch-0 agreement).
   double EvalLoss();
@@ -105,6 +108,7 @@ class Trainer {
   SparseMatrixPtr input_sparse_;     // sparse view of a constant, mostly-zero layer-0 input
   const void* input_sparse_source_ = nullptr;
   nau::ExecStats stats_;
+  std::unique_ptr<MiniBatchTraining> minibatch_;  // train.batch_size > 0
 };
 
 }  // namespace fg::runtime

@@ -1,0 +1,179 @@
+#include "runtime/minibatch.h"
+
+#include <cmath>
+#include <future>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+
+namespace fg::runtime {
+namespace {
+
+// int32 rows of `ids` (global ids index the vertex table of a single process).
+Tensor Rows32(const Tensor& ids, int64_t n) {
+  Tensor rows = Tensor::Empty({n}, DType::kInt32);
+  for (int64_t k = 0; k < n; ++k) rows.i32()[k] = static_cast<int32_t>(ids.i64()[k]);
+  return rows;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers) {
+  std::vector<int> fanouts;
+  if (text.empty()) {
+    for (int hop = 0; hop < layers; ++hop) fanouts.push_back(hop == 0 ? 25 : 10);
+    return fanouts;
+  }
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int f;
+    if (!absl::SimpleAtoi(part, &f) || f < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fanouts: expected non-negative integers separated by commas, got '", text, "'"));
+    }
+    fanouts.push_back(f);
+  }
+  if (static_cast<int>(fanouts.size()) != layers) {
+    return absl::InvalidArgumentError(absl::StrCat("fanouts: '", text, "' gives ", fanouts.size(),
+                                                   " fanouts for a model of ", layers,
+                                                   " layers (one per layer, from the seeds down)"));
+  }
+  return fanouts;
+}
+
+absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
+    const flexgraph::RunConfig& config, Parts parts) {
+  const flexgraph::TrainConfig& tc = config.train();
+  std::unique_ptr<MiniBatchTraining> m(new MiniBatchTraining());
+  m->parts_ = parts;
+  m->batch_size_ = tc.batch_size();
+  m->bulk_ = tc.bulk();
+  m->train_ids_ = parts.task->TrainingRoots();
+  if (!m->train_ids_.defined()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "batch_size: mini-batch training of ", parts.task->Describe(),
+        " is not supported; train on the whole graph (batch_size 0)"));
+  }
+  if (m->train_ids_.numel() == 0) return absl::InvalidArgumentError("batch_size: no training vertices");
+  if (!sampling::ParseSamplerKind(tc.sampler(), &m->options_.kind)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampler: unknown sampler '", tc.sampler(), "' (neighbor or ladies)"));
+  }
+  const int layers = parts.model->num_layers();
+  FG_ASSIGN_OR_RETURN(m->options_.fanouts, ParseFanouts(tc.fanouts(), layers));
+  m->options_.layer_size = tc.layer_size();
+  m->options_.seed = tc.seed();
+  for (int i = 0; i < layers; ++i) {
+    const hdg::SchemaTree schema = parts.model->layer(i).Schema();
+    if (schema.kind() != hdg::SchemaKind::kFlat) {
+      return absl::UnimplementedError(absl::StrCat(
+          "batch_size: model ", config.model().name(), " selects ", schema.ToString(),
+          " in layer ", i, "; mini-batch sampling takes flat neighbourhoods (GCN, SAGE, GIN, "
+          "PinSage); train it on the whole graph (batch_size 0)"));
+    }
+  }
+  if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
+  const int64_t n = m->train_ids_.numel();
+  m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
+  return m;
+}
+
+std::string MiniBatchTraining::Describe() const {
+  std::string how = options_.kind == sampling::SamplerKind::kNodeWise
+                        ? absl::StrCat("fanouts ", absl::StrJoin(options_.fanouts, ","))
+                        : absl::StrCat("layer size ", options_.layer_size);
+  return absl::StrCat(sampling::SamplerKindName(options_.kind), " sampler, ", how, ", batches of ",
+                      batch_size_, " in bulks of ", bulk_, ": ", batches_per_epoch_,
+                      " batches per epoch");
+}
+
+double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, int64_t step) {
+  nau::Model& model = *parts_.model;
+  nau::LayerContext ctx;
+  ctx.training = true;
+  ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
+  ctx.seed = options_.seed;
+  ctx.stats = parts_.stats;
+  const Tensor& input_ids = batch.blocks[0].table;
+  ag::Var h = ag::GatherRows(model.Input(ctx, *parts_.spec), Rows32(input_ids, input_ids.numel()));
+  for (int l = 0; l < model.num_layers(); ++l) {
+    const sampling::Block& b = batch.blocks[l];
+    ctx.layer = l;
+    ctx.table_global_ids = b.table;
+    const int64_t roots = b.hdg->num_roots();
+    ctx.root_global_ids = Tensor::FromVector(std::vector<int64_t>(b.table.i64(), b.table.i64() + roots));
+    h = executor_.Run(*b.hdg, executor_.Plan(*b.hdg, model.layer(l)), model.layer(l), h, ctx);
+  }
+  ag::Var loss;
+  {
+    ScopedTimer t(&parts_.stats->loss);
+    loss = parts_.task->BatchLoss(h, batch.seeds);
+  }
+  {
+    ScopedTimer t(&parts_.stats->backward);
+    loss.Backward();
+  }
+  ScopedTimer t(&parts_.stats->optimizer);
+  parts_.optimizer->Step();
+  parts_.optimizer->ZeroGrad();
+  return loss.value().Item();
+}
+
+absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs) {
+  // The layers' neighbourhood matrices, rebuilt when selection has made new HDGs.
+  std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices;
+  std::vector<const sampling::NeighbourhoodMatrix*> layers;
+  for (const hdg::HdgPtr& h : layer_hdgs) {
+    auto& m = matrices[h.get()];
+    if (m == nullptr) {
+      auto it = matrices_.find(h.get());
+      if (it != matrices_.end()) {
+        m = it->second;
+      } else {
+        FG_ASSIGN_OR_RETURN(sampling::NeighbourhoodMatrix built,
+                            sampling::NeighbourhoodMatrix::Create(h, parts_.spec->vertices->size()));
+        m = std::make_shared<const sampling::NeighbourhoodMatrix>(std::move(built));
+      }
+    }
+    layers.push_back(m.get());
+  }
+  matrices_ = std::move(matrices);
+
+  const std::vector<Tensor> batches = sampling::EpochBatches(train_ids_, batch_size_, options_.seed, epoch);
+  const int64_t num = static_cast<int64_t>(batches.size());
+  auto sample = [&, epoch](int64_t first) {
+    const int64_t end = std::min<int64_t>(num, first + bulk_);
+    std::vector<Tensor> seeds(batches.begin() + first, batches.begin() + end);
+    return sampling::SampleBulk(layers, options_, epoch, first, seeds);
+  };
+  sampled_edges_ = 0;
+  sampling_wait_ = 0;
+  double loss_sum = 0;
+  std::future<absl::StatusOr<std::vector<sampling::MiniBatch>>> next =
+      std::async(std::launch::async, sample, 0);
+  for (int64_t first = 0; first < num; first += bulk_) {
+    absl::StatusOr<std::vector<sampling::MiniBatch>> bulk;
+    {
+      Stopwatch wait;
+      bulk = next.get();
+      sampling_wait_ += wait.Seconds();
+      parts_.stats->selection += wait.Seconds();
+    }
+    if (first + bulk_ < num) next = std::async(std::launch::async, sample, first + bulk_);
+    if (!bulk.ok()) {
+      if (next.valid()) next.wait();
+      return bulk.status();
+    }
+    for (const sampling::MiniBatch& b : *bulk) {
+      sampled_edges_ += b.sampled_edges;
+      loss_sum += TrainBatch(b, static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
+    }
+  }
+  return loss_sum / static_cast<double>(num);
+}
+
+}  // namespace fg::runtime

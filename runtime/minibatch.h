@@ -1,0 +1,71 @@
+// Mini-batch training (train.batch_size > 0): each epoch, the task's training vertices in a
+// random order are cut into batches; bulks of train.bulk batches are sampled at once
+// (sampling/sampler.h), the next bulk on a second thread while the current one trains; per batch,
+// the model's layers run over the batch's blocks with the hybrid executor, then the batch loss,
+// backward and one optimizer step. Evaluation stays with the trainer (full-graph inference).
+// Single process. Thread-compatible.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/nn/optim.h"
+#include "nau/executor.h"
+#include "nau/model.h"
+#include "proto/config.pb.h"
+#include "runtime/task.h"
+#include "sampling/sampler.h"
+
+namespace fg::runtime {
+
+class MiniBatchTraining {
+ public:
+  // What training uses and does not own; all must outlive this object.
+  struct Parts {
+    nau::Model* model = nullptr;
+    const nau::ModelSpec* spec = nullptr;
+    const Task* task = nullptr;
+    nn::Optimizer* optimizer = nullptr;
+    nau::ExecStats* stats = nullptr;
+  };
+  // `config` is resolved. Errors: a task without mini-batch loss, a layer whose neighbourhood is
+  // not flat, sampler options that do not fit the model.
+  static absl::StatusOr<std::unique_ptr<MiniBatchTraining>> Create(const flexgraph::RunConfig& config,
+                                                                  Parts parts);
+
+  // One epoch over every training vertex, with the layers' whole-graph HDGs `layer_hdgs` as
+  // neighbourhood matrices (level-1 children and roots are global vertex ids). Returns the mean
+  // batch loss.
+  absl::StatusOr<double> RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs);
+
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // Of the last epoch: HDG entries sampled, and the seconds training waited for samples.
+  int64_t sampled_edges() const { return sampled_edges_; }
+  double sampling_wait_seconds() const { return sampling_wait_; }
+  // "neighbor sampler, fanouts 25,10, batches of 1024 in bulks of 8: 3 batches per epoch".
+  std::string Describe() const;
+
+ private:
+  MiniBatchTraining() = default;
+  // One step on one batch; returns its loss.
+  double TrainBatch(const sampling::MiniBatch& batch, int64_t step);
+
+  Parts parts_;
+  sampling::SamplerOptions options_;
+  nau::HybridExecutor executor_;
+  int64_t batch_size_ = 0;
+  int bulk_ = 1;
+  Tensor train_ids_;
+  int64_t batches_per_epoch_ = 0;
+  std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices_;
+  int64_t sampled_edges_ = 0;
+  double sampling_wait_ = 0;
+};
+
+// The node-wise fanouts of train.fanouts for a model of `layers` layers ("25,10"; "" = 25 for the
+// seeds' neighbours, 10 below). Errors name the flag's text.
+absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers);
+
+}  // namespace fg::runtime

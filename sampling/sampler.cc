@@ -1,0 +1,308 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
+#include "hdg/builder.h"
+
+namespace fg::sampling {
+namespace {
+
+constexpr uint64_t kBatchOrderTag = 0xBA7C4, kNodeWiseTag = 0x5A3F1, kLayerWiseTag = 0x1AD1E5;
+
+// One batch's sampled rows at one layer: row j (the batch's frontier vertex j) keeps
+// cols[offsets[j] .. offsets[j + 1]) (global ids), with weights when the matrix is weighted.
+struct SampledRows {
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> cols;
+  std::vector<float> weights;
+};
+
+// `k` < d distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k, a
+// partial Fisher-Yates shuffle otherwise.
+void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
+  out->clear();
+  if (k <= 64) {
+    for (int64_t j = d - k; j < d; ++j) {
+      const int64_t t = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(j + 1)));
+      out->push_back(std::find(out->begin(), out->end(), t) == out->end() ? t : j);
+    }
+  } else {
+    out->resize(d);
+    std::iota(out->begin(), out->end(), 0);
+    for (int64_t i = 0; i < k; ++i) {
+      std::swap((*out)[i], (*out)[i + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(d - i)))]);
+    }
+    out->resize(k);
+  }
+  std::sort(out->begin(), out->end());
+}
+
+// Node-wise sampling of every batch's frontier at once: the rows of A for all frontiers (Q·A),
+// then `fanout` of each row's entries.
+void SampleNodeWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanout, int epoch,
+                    int layer, int64_t first_index, const std::vector<std::vector<int64_t>>& frontier,
+                    const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
+  const int64_t K = static_cast<int64_t>(frontier.size());
+  const Csr& csr = a.csr();
+  const float* w = a.weights();
+  // Stacked rows: batch k's row j is stacked row base[k] + j.
+  std::vector<int64_t> base(K + 1, 0);
+  for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(rows[k].size());
+  for (int64_t k = 0; k < K; ++k) {
+    SampledRows& s = (*out)[k];
+    s.offsets.assign(rows[k].size() + 1, 0);
+    for (size_t j = 0; j < rows[k].size(); ++j) {
+      const int64_t d = csr.degree(rows[k][j]);
+      s.offsets[j + 1] = s.offsets[j] + (fanout > 0 ? std::min<int64_t>(fanout, d) : d);
+    }
+    s.cols.resize(s.offsets.back());
+    s.weights.resize(w != nullptr ? s.offsets.back() : 0);
+  }
+  ParallelForDynamic(0, base[K], 256, [&](int64_t r) {
+    const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
+    const int64_t j = r - base[k];
+    SampledRows& s = (*out)[k];
+    const int64_t row = rows[k][j], begin = csr.row_ptr()[row], d = csr.degree(row);
+    const int64_t keep = s.offsets[j + 1] - s.offsets[j];
+    int32_t* cols = s.cols.data() + s.offsets[j];
+    float* weights = w != nullptr ? s.weights.data() + s.offsets[j] : nullptr;
+    if (keep == d) {
+      std::copy(csr.col() + begin, csr.col() + begin + d, cols);
+      if (weights != nullptr) std::copy(w + begin, w + begin + d, weights);
+      return;
+    }
+    RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
+                                    static_cast<uint64_t>(first_index + k),
+                                    static_cast<uint64_t>(layer), static_cast<uint64_t>(frontier[k][j])));
+    thread_local std::vector<int64_t> picked;
+    ChooseDistinct(rng, d, keep, &picked);
+    const float scale = static_cast<float>(d) / static_cast<float>(keep);
+    for (int64_t t = 0; t < keep; ++t) {
+      cols[t] = csr.col()[begin + picked[t]];
+      if (weights != nullptr) weights[t] = w[begin + picked[t]] * scale;
+    }
+  });
+}
+
+// Per-block scratch over the global vertex space: a slot per vertex (-1: unused), reset after use.
+struct Scratch {
+  std::vector<int32_t> slot;
+  std::vector<double> mass;
+};
+
+// Layer-wise sampling of one batch: `layer_size` draws over the columns of its rows, with
+// probability proportional to the column's squared weights (1 each when unweighted).
+void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch, int layer,
+                     int64_t batch, const std::vector<int64_t>& rows, Scratch* scratch,
+                     SampledRows* out) {
+  const Csr& csr = a.csr();
+  const float* w = a.weights();
+  std::vector<int32_t>& slot = scratch->slot;
+  std::vector<double>& mass = scratch->mass;
+  // The batch's columns in order of first appearance, each with its squared-weight mass.
+  std::vector<int32_t> cols;
+  for (int64_t row : rows) {
+    for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
+      const int32_t u = csr.col()[e];
+      if (slot[u] < 0) {
+        slot[u] = static_cast<int32_t>(cols.size());
+        cols.push_back(u);
+        mass.push_back(0.0);
+      }
+      const double x = w != nullptr ? w[e] : 1.0;
+      mass[slot[u]] += x * x;
+    }
+  }
+  std::vector<double> cumulative(cols.size());
+  std::partial_sum(mass.begin(), mass.end(), cumulative.begin());
+  const double total = cumulative.empty() ? 0.0 : cumulative.back();
+  std::vector<int32_t> draws(cols.size(), 0);
+  RandomStream rng(o.seed, MixKey(kLayerWiseTag ^ static_cast<uint64_t>(epoch),
+                                  static_cast<uint64_t>(batch), static_cast<uint64_t>(layer)));
+  for (int64_t s = 0; total > 0 && s < o.layer_size; ++s) {
+    const double x = (static_cast<double>(rng.NextU64() >> 11) * 0x1.0p-53) * total;
+    const size_t c = std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin();
+    ++draws[std::min(c, cols.size() - 1)];
+  }
+  // Every row keeps its entries into the drawn columns, weighted by w * draws / (S p_u) and
+  // rescaled to the row's full sum.
+  out->offsets.assign(rows.size() + 1, 0);
+  out->cols.clear();
+  out->weights.clear();
+  for (size_t j = 0; j < rows.size(); ++j) {
+    const int64_t row = rows[j];
+    double full = 0.0, kept = 0.0;
+    const size_t first = out->cols.size();
+    for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
+      const int32_t u = csr.col()[e];
+      const int32_t c = slot[u];
+      if (w != nullptr) full += w[e];
+      if (draws[c] == 0) continue;
+      out->cols.push_back(u);
+      if (w != nullptr) {
+        const double p = mass[c] / total;
+        const double x = w[e] * draws[c] / (static_cast<double>(o.layer_size) * p);
+        out->weights.push_back(static_cast<float>(x));
+        kept += x;
+      }
+    }
+    if (w != nullptr && kept > 0) {
+      const double scale = full / kept;
+      for (size_t t = first; t < out->weights.size(); ++t) out->weights[t] *= static_cast<float>(scale);
+    }
+    out->offsets[j + 1] = static_cast<int64_t>(out->cols.size());
+  }
+  for (int32_t u : cols) slot[u] = -1;
+  mass.clear();
+}
+
+// Batch k's block: its table (the frontier, then the sampled vertices new to it, in order of
+// first appearance) and its HDG over the table. Returns the table (the next frontier).
+Block MakeBlock(const hdg::SchemaTree& schema, const std::vector<int64_t>& frontier,
+                const SampledRows& s, std::vector<int32_t>* slot) {
+  std::vector<int64_t> table = frontier;
+  for (size_t j = 0; j < table.size(); ++j) (*slot)[table[j]] = static_cast<int32_t>(j);
+  const int64_t nnz = static_cast<int64_t>(s.cols.size());
+  Tensor children = Tensor::Empty({nnz}, DType::kInt32);
+  for (int64_t e = 0; e < nnz; ++e) {
+    int32_t& at = (*slot)[s.cols[e]];
+    if (at < 0) {
+      at = static_cast<int32_t>(table.size());
+      table.push_back(s.cols[e]);
+    }
+    children.i32()[e] = at;
+  }
+  for (int64_t v : table) (*slot)[v] = -1;
+  const int64_t n = static_cast<int64_t>(frontier.size());
+  Tensor roots = Tensor::Empty({n}, DType::kInt32);
+  std::iota(roots.i32(), roots.i32() + n, 0);
+  Tensor weights = schema.weighted() ? Tensor::FromVector(s.weights) : Tensor();
+  const int64_t rows = static_cast<int64_t>(table.size());
+  Block b;
+  b.table = Tensor::FromVector(table);
+  b.hdg = std::make_shared<const hdg::Hdg>(hdg::FlatHdg(schema, rows, std::move(roots),
+                                                        Tensor::FromVector(s.offsets),
+                                                        std::move(children), std::move(weights)));
+  return b;
+}
+
+}  // namespace
+
+bool ParseSamplerKind(const std::string& name, SamplerKind* out) {
+  if (name == "neighbor") {
+    *out = SamplerKind::kNodeWise;
+  } else if (name == "ladies") {
+    *out = SamplerKind::kLayerWise;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* SamplerKindName(SamplerKind kind) {
+  return kind == SamplerKind::kNodeWise ? "neighbor" : "ladies";
+}
+
+absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
+                                                                int64_t num_vertices) {
+  if (hdg->schema().kind() != hdg::SchemaKind::kFlat || hdg->num_levels() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mini-batch sampling needs a flat neighbourhood (one HDG level), got ",
+        hdg->schema().ToString()));
+  }
+  NeighbourhoodMatrix m;
+  m.row_of_.assign(num_vertices, -1);
+  const Tensor& roots = hdg->roots();
+  for (int64_t r = 0; r < roots.numel(); ++r) m.row_of_[roots.i32()[r]] = static_cast<int32_t>(r);
+  m.hdg_ = std::move(hdg);
+  return m;
+}
+
+std::vector<Tensor> EpochBatches(const Tensor& ids, int64_t batch_size, uint64_t seed, int epoch) {
+  std::vector<int64_t> order(ids.i64(), ids.i64() + ids.numel());
+  RandomStream rng(seed, MixKey(kBatchOrderTag, static_cast<uint64_t>(epoch)));
+  for (int64_t i = static_cast<int64_t>(order.size()) - 1; i > 0; --i) {
+    std::swap(order[i], order[rng.Below(static_cast<uint64_t>(i + 1))]);
+  }
+  std::vector<Tensor> batches;
+  for (int64_t at = 0; at < static_cast<int64_t>(order.size()); at += batch_size) {
+    const int64_t end = std::min<int64_t>(order.size(), at + batch_size);
+    batches.push_back(Tensor::FromVector(std::vector<int64_t>(order.begin() + at, order.begin() + end)));
+  }
+  return batches;
+}
+
+absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
+    const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
+    int epoch, int64_t first_index, const std::vector<Tensor>& seeds) {
+  const int num_layers = static_cast<int>(layers.size());
+  const int64_t K = static_cast<int64_t>(seeds.size());
+  if (options.kind == SamplerKind::kNodeWise &&
+      static_cast<int>(options.fanouts.size()) != num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("fanouts: ", options.fanouts.size(),
+                                                   " given for a model of ", num_layers, " layers"));
+  }
+  if (options.kind == SamplerKind::kLayerWise && options.layer_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer_size: must be positive for the ladies sampler, got ", options.layer_size));
+  }
+  std::vector<MiniBatch> out(K);
+  std::vector<std::vector<int64_t>> frontier(K);
+  for (int64_t k = 0; k < K; ++k) {
+    out[k].index = first_index + k;
+    out[k].seeds = seeds[k];
+    out[k].blocks.resize(num_layers);
+    frontier[k].assign(seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
+  }
+  const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
+  std::vector<Scratch> scratch(num_blocks);
+  for (int l = num_layers - 1; l >= 0; --l) {
+    const NeighbourhoodMatrix& a = *layers[l];
+    // Q·A: the rows of A that every batch's frontier selects.
+    std::vector<std::vector<int64_t>> rows(K);
+    std::atomic<int64_t> missing{-1};
+    ParallelFor(0, K, [&](int64_t k) {
+      rows[k].resize(frontier[k].size());
+      for (size_t j = 0; j < frontier[k].size(); ++j) {
+        const int64_t v = frontier[k][j];
+        rows[k][j] = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
+        if (rows[k][j] < 0) {
+          int64_t none = -1;
+          missing.compare_exchange_strong(none, v);
+        }
+      }
+    });
+    if (missing.load() >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("vertex ", missing.load(), " has no neighbourhood in layer ", l,
+                                                     " (not one of its roots)"));
+    }
+    std::vector<SampledRows> sampled(K);
+    for (Scratch& s : scratch) {
+      if (s.slot.empty()) s.slot.assign(a.num_vertices(), -1);
+    }
+    if (options.kind == SamplerKind::kNodeWise) {
+      SampleNodeWise(a, options, options.fanouts[num_layers - 1 - l], epoch, l, first_index,
+                     frontier, rows, &sampled);
+    }
+    ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        if (options.kind == SamplerKind::kLayerWise) {
+          SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &scratch[block], &sampled[k]);
+        }
+        Block b = MakeBlock(a.schema(), frontier[k], sampled[k], &scratch[block].slot);
+        out[k].sampled_edges += b.hdg->level(1).csr().nnz();
+        frontier[k].assign(b.table.i64(), b.table.i64() + b.table.numel());
+        out[k].blocks[l] = std::move(b);
+      }
+    });
+  }
+  return out;
+}
+
+}  // namespace fg::sampling

@@ -1,0 +1,98 @@
+// Mini-batch sampling: each batch of seed vertices becomes one HDG per layer (a Block), which the
+// NAU layers and the hybrid executor run as they run the whole graph's. Two samplers:
+//   node-wise (GraphSAGE): each root keeps `fanout` of its neighbours, uniformly without
+//     replacement;
+//   layer-wise (LADIES): each batch keeps `layer_size` vertices per layer, drawn with probability
+//     proportional to the squared weights of their edges into the batch's roots; every root keeps
+//     its edges into them, importance-weighted.
+// Sampling runs in bulk (CAGNET): K batches at once, per layer one product Q·A of the stacked
+// frontiers' selection matrix Q with the layer's neighbourhood matrix A (Q has one 1 per row, so
+// the product is A's rows, extracted in one parallel pass), then sampling, then per batch the next
+// frontier. Randomness is counter-based, keyed by (seed, epoch, batch number, layer, vertex): a
+// batch is the same whatever K and the thread count.
+//
+// Weights: where A is weighted (GCN's normalised adjacency, PinSage's visit counts), node-wise
+// sampling scales a root's kept weights by degree / fanout and layer-wise sampling by the
+// importance ratio, then rescales each row to its full sum, so that a sampled weighted sum
+// estimates the full one and full-graph inference matches training. Mean aggregations need no
+// scaling; unweighted sums add the sampled neighbours (as DGL and PyG do).
+//
+//   auto batches = EpochBatches(train_ids, 1024, seed, epoch);
+//   FG_ASSIGN_OR_RETURN(auto bulk, SampleBulk(matrices, options, epoch, 0, {batches.begin(),
+//                                                                             batches.begin() + 8}));
+//   // bulk[k].blocks[l]: layer l's input rows (global ids) and HDG.
+//
+// Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk is reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hdg/hdg.h"
+
+namespace fg::sampling {
+
+enum class SamplerKind { kNodeWise, kLayerWise };
+// "neighbor" (node-wise, GraphSAGE) or "ladies" (layer-wise).
+bool ParseSamplerKind(const std::string& name, SamplerKind* out);
+const char* SamplerKindName(SamplerKind kind);
+
+struct SamplerOptions {
+  SamplerKind kind = SamplerKind::kNodeWise;
+  // Node-wise: neighbours kept per root, by hop from the seeds: fanouts[0] for the last layer (the
+  // seeds' neighbours), fanouts[1] for the layer below, and so on. 0: all of them.
+  std::vector<int> fanouts;
+  // Layer-wise: vertices drawn per batch and layer (with replacement; distinct ones are kept).
+  int64_t layer_size = 0;
+  uint64_t seed = 0;
+};
+
+// A layer's neighbourhood matrix A: its NeighborSelection over the whole graph, a flat-schema HDG
+// whose level-1 children are global vertex ids, with the row of every global vertex.
+class NeighbourhoodMatrix {
+ public:
+  // `num_vertices`: size of the global vertex space. Errors: a schema that is not flat.
+  static absl::StatusOr<NeighbourhoodMatrix> Create(hdg::HdgPtr hdg, int64_t num_vertices);
+  // Row of global vertex v, -1 when v is not a root of the HDG.
+  int64_t RowOf(int64_t v) const { return row_of_[v]; }
+  const Csr& csr() const { return hdg_->level(1).csr(); }
+  const float* weights() const {
+    return hdg_->level(1).weights.defined() ? hdg_->level(1).weights.f32() : nullptr;
+  }
+  const hdg::SchemaTree& schema() const { return hdg_->schema(); }
+  int64_t num_vertices() const { return static_cast<int64_t>(row_of_.size()); }
+
+ private:
+  NeighbourhoodMatrix() = default;
+  hdg::HdgPtr hdg_;
+  std::vector<int32_t> row_of_;
+};
+
+// One layer of a mini-batch: its input rows and its HDG over them.
+struct Block {
+  Tensor table;  // int64 [rows]: global ids of the layer's input rows; the first num_roots are
+                 // its roots, in order (the next layer's input rows are this layer's roots)
+  hdg::HdgPtr hdg;  // roots are table rows 0 .. num_roots - 1; level-1 children index the table
+};
+
+struct MiniBatch {
+  int64_t index = 0;         // batch number within its epoch
+  Tensor seeds;              // int64 global ids: the last layer's roots
+  std::vector<Block> blocks;  // one per layer, bottom-up; blocks[0].table: the input rows
+  int64_t sampled_edges = 0;  // HDG entries over all blocks
+};
+
+// The seed batches of `epoch`: `ids` (int64 global ids) in a random order keyed by (seed, epoch),
+// cut into batches of `batch_size` (the last one may be smaller).
+std::vector<Tensor> EpochBatches(const Tensor& ids, int64_t batch_size, uint64_t seed, int epoch);
+
+// Samples batches first_index, first_index + 1, ... of `epoch`, whose seeds are `seeds`, for a
+// model whose layer l selects neighbourhoods `layers[l]`. Errors name a seed or frontier vertex
+// that has no row in its layer's matrix and options that do not fit the layers.
+absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
+    const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
+    int epoch, int64_t first_index, const std::vector<Tensor>& seeds);
+
+}  // namespace fg::sampling

@@ -1,0 +1,121 @@
+// Mini-batch training on Cora (../shared/data/cora): one batch of every training vertex with all
+// neighbours is full-batch training, step for step; sampled mini-batches reach the dataset's
+// accuracy; runs are deterministic whatever the bulk size and thread count; what mini-batch
+// training cannot run is refused naming the field.
+#include <gtest/gtest.h>
+
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/status.h"
+#include "runtime/trainer.h"
+
+namespace fg::runtime {
+namespace {
+
+const std::string kData = FG_SHARED_DATA_DIR;
+
+flexgraph::RunConfig Options(const std::string& model, const std::string& dataset = kData + "/cora") {
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name(model);
+  config.mutable_dataset()->set_path(dataset);
+  config.mutable_output()->set_quiet(true);
+  return config;
+}
+
+absl::StatusOr<TrainResult> Train(const flexgraph::RunConfig& config) {
+  FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, ResolveConfig(config));
+  FG_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(resolved));
+  return trainer->Run();
+}
+
+TEST(MiniBatch, OneBatchOfAllNeighboursIsFullBatchTraining) {
+  for (const char* model : {"gcn", "sage", "gin"}) {
+    SCOPED_TRACE(model);
+    flexgraph::RunConfig full = Options(model);
+    full.mutable_train()->set_epochs(6);
+    auto expected = Train(full);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    flexgraph::RunConfig batch = full;
+    batch.mutable_train()->set_batch_size(140);  // Cora's training split
+    batch.mutable_train()->set_fanouts("0,0");
+    auto r = Train(batch);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->batches_per_epoch, 1);
+    ASSERT_EQ(r->losses.size(), expected->losses.size());
+    for (size_t e = 0; e < r->losses.size(); ++e) {
+      EXPECT_NEAR(r->losses[e], expected->losses[e], 1e-5 * expected->losses[e]) << "epoch " << e + 1;
+    }
+    EXPECT_NEAR(r->test_accuracy, expected->test_accuracy, 2e-3);
+  }
+}
+
+TEST(MiniBatch, SampledGraphSageOnCoraReachesTheDatasetsAccuracy) {
+  flexgraph::RunConfig c = Options("sage");
+  c.mutable_train()->set_batch_size(32);  // five batches of fanouts 25, 10
+  c.mutable_train()->set_epochs(100);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->batches_per_epoch, 5);
+  EXPECT_GT(r->sampled_edges_per_epoch, 0);
+  EXPECT_GE(r->test_accuracy, 0.80) << "GraphSAGE, mini-batches of 32, fanouts 25,10";
+}
+
+TEST(MiniBatch, LadiesTrainsGcnOnCora) {
+  flexgraph::RunConfig c = Options("gcn");
+  c.mutable_train()->set_batch_size(32);
+  c.mutable_train()->set_sampler("ladies");
+  c.mutable_train()->set_layer_size(256);
+  c.mutable_train()->set_epochs(80);
+  auto r = Train(c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->test_accuracy, 0.78) << "GCN, LADIES with 256 vertices per layer";
+}
+
+TEST(MiniBatch, DeterministicForAnyBulkSizeAndThreadCount) {
+  flexgraph::RunConfig c = Options("gcn");
+  c.mutable_train()->set_batch_size(20);
+  c.mutable_train()->set_fanouts("5,5");
+  c.mutable_train()->set_epochs(3);
+  c.mutable_train()->set_bulk(1);
+  auto one = Train(c);
+  ASSERT_TRUE(one.ok()) << one.status();
+  c.mutable_train()->set_bulk(3);
+  c.mutable_train()->set_threads(1);
+  auto bulk = Train(c);
+  SetNumThreads(0);
+  ASSERT_TRUE(bulk.ok()) << bulk.status();
+  EXPECT_EQ(one->batches_per_epoch, 7);
+  EXPECT_EQ(one->losses, bulk->losses);
+  EXPECT_EQ(one->sampled_edges_per_epoch, bulk->sampled_edges_per_epoch);
+}
+
+TEST(MiniBatch, WhatItCannotRunIsRefusedNamingTheField) {
+  auto message = [](const flexgraph::RunConfig& c) {
+    auto r = Train(c);
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  flexgraph::RunConfig c = Options("sage");
+  c.mutable_train()->set_batch_size(16);
+  c.mutable_train()->set_fanouts("10");
+  EXPECT_NE(message(c).find("fanouts: '10' gives 1 fanouts for a model of 2 layers"), std::string::npos)
+      << message(c);
+  c.mutable_train()->set_fanouts("10,x");
+  EXPECT_NE(message(c).find("fanouts: expected non-negative integers"), std::string::npos) << message(c);
+  c.mutable_train()->set_fanouts("");
+  c.mutable_train()->set_sampler("fastgcn");
+  EXPECT_NE(message(c).find("sampler: unknown sampler 'fastgcn'"), std::string::npos) << message(c);
+  c.mutable_train()->set_sampler("neighbor");
+  c.mutable_train()->set_batch_size(-1);
+  EXPECT_NE(message(c).find("batch_size: must not be negative"), std::string::npos) << message(c);
+
+  flexgraph::RunConfig magnn = Options("magnn", kData + "/imdb");
+  magnn.mutable_train()->set_batch_size(64);
+  EXPECT_NE(message(magnn).find("mini-batch sampling takes flat neighbourhoods"), std::string::npos)
+      << message(magnn);
+  flexgraph::RunConfig links = Options("pinsage", kData + "/lastfm");
+  links.mutable_train()->set_batch_size(64);
+  EXPECT_NE(message(links).find("mini-batch training of link prediction"), std::string::npos)
+      << message(links);
+}
+
+}  // namespace
+}  // namespace fg::runtime

@@ -1,0 +1,249 @@
+// Mini-batch samplers: sampled neighbourhoods follow their exact distributions (chi-square tests
+// on small graphs), blocks fit together, and a bulk of K batches equals K batches sampled alone,
+// for any thread count.
+#include "sampling/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
+#include "hdg/builder.h"
+
+namespace fg::sampling {
+namespace {
+
+// Adjacency lists with optional weights: nbrs[v] = {(u, w), ...}.
+using Lists = std::vector<std::vector<std::pair<int32_t, float>>>;
+
+NeighbourhoodMatrix MatrixOf(const Lists& nbrs, bool weighted) {
+  const int64_t n = static_cast<int64_t>(nbrs.size());
+  std::vector<int32_t> roots(n);
+  for (int64_t v = 0; v < n; ++v) roots[v] = static_cast<int32_t>(v);
+  auto hdg = hdg::HdgBuilder(hdg::SchemaTree::Flat("neighbor", weighted), n)
+                 .Build(roots, [&](int32_t v, hdg::NeighborWriter& out) {
+                   for (auto [u, w] : nbrs[v]) out.Add(u, w);
+                 });
+  EXPECT_TRUE(hdg.ok()) << hdg.status();
+  auto m = NeighbourhoodMatrix::Create(std::make_shared<const hdg::Hdg>(std::move(*hdg)), n);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return std::move(*m);
+}
+
+// A random graph of n vertices, each with 1..max_degree distinct neighbours and random weights.
+Lists RandomLists(int64_t n, int max_degree, uint64_t seed) {
+  Lists nbrs(n);
+  RandomStream rng(seed, 1);
+  for (int64_t v = 0; v < n; ++v) {
+    std::set<int32_t> seen;
+    const int d = 1 + static_cast<int>(rng.Below(max_degree));
+    while (static_cast<int>(seen.size()) < d) seen.insert(static_cast<int32_t>(rng.Below(n)));
+    for (int32_t u : seen) nbrs[v].push_back({u, 0.1f + rng.Uniform()});
+  }
+  return nbrs;
+}
+
+std::vector<Tensor> Repeat(std::vector<int64_t> seeds, int64_t times) {
+  return std::vector<Tensor>(times, Tensor::FromVector(seeds));
+}
+
+double ChiSquare(const std::vector<double>& observed, const std::vector<double>& expected) {
+  double x = 0;
+  for (size_t i = 0; i < observed.size(); ++i) {
+    x += (observed[i] - expected[i]) * (observed[i] - expected[i]) / expected[i];
+  }
+  return x;
+}
+
+// Global ids of block b's level-1 children of root j, and their weights.
+std::vector<std::pair<int64_t, float>> Kept(const Block& b, int64_t j) {
+  const hdg::HdgLevel& l = b.hdg->level(1);
+  std::vector<std::pair<int64_t, float>> out;
+  for (int64_t e = l.csr().row_ptr()[j]; e < l.csr().row_ptr()[j + 1]; ++e) {
+    out.push_back({b.table.i64()[l.csr().col()[e]], l.weights.defined() ? l.weights.f32()[e] : 1.0f});
+  }
+  return out;
+}
+
+//      1   2
+//       \ /
+//   5 -- 0 -- 3        root 0 has five neighbours; fanout 2 keeps each of the 10 pairs with
+//        |             probability 1/10, and scales the weights by 5/2.
+//        4
+TEST(NodeWiseSampler, KeepsEverySubsetOfFanoutNeighboursEquallyOften) {
+  Lists nbrs(6);
+  for (int32_t u = 1; u <= 5; ++u) nbrs[0].push_back({u, 0.1f * u});
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/true);
+  const int64_t draws = 20000;
+  auto bulk = SampleBulk({&a}, {.fanouts = {2}, .seed = 7}, /*epoch=*/0, 0, Repeat({0}, draws));
+  ASSERT_TRUE(bulk.ok()) << bulk.status();
+  std::map<std::pair<int64_t, int64_t>, double> pairs;
+  for (const MiniBatch& b : *bulk) {
+    auto kept = Kept(b.blocks[0], 0);
+    ASSERT_EQ(kept.size(), 2u);
+    ASSERT_LT(kept[0].first, kept[1].first);  // distinct, in the neighbourhood's order
+    for (auto [u, w] : kept) EXPECT_FLOAT_EQ(w, 0.1f * u * 2.5f);
+    pairs[{kept[0].first, kept[1].first}] += 1;
+  }
+  ASSERT_EQ(pairs.size(), 10u);
+  std::vector<double> observed, expected;
+  for (auto [pair, count] : pairs) {
+    observed.push_back(count);
+    expected.push_back(draws / 10.0);
+  }
+  EXPECT_LT(ChiSquare(observed, expected), 27.88) << "chi-square, 9 degrees of freedom, p = 0.001";
+}
+
+// Roots 0 and 1 reach columns 2..5:  0 -> 2 (w 1), 3 (w 2);  1 -> 3 (w 1), 4 (w 1), 5 (w 3).
+// LADIES draws column u with probability proportional to the sum of its squared weights:
+// 2: 1, 3: 4 + 1, 4: 1, 5: 9 (of 16).
+TEST(LayerWiseSampler, DrawsColumnsInProportionToTheirSquaredWeights) {
+  Lists nbrs(6);
+  nbrs[0] = {{2, 1.0f}, {3, 2.0f}};
+  nbrs[1] = {{3, 1.0f}, {4, 1.0f}, {5, 3.0f}};
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/true);
+  const int64_t draws = 20000;
+  auto bulk = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise, .layer_size = 1, .seed = 3}, 0, 0,
+                         Repeat({0, 1}, draws));
+  ASSERT_TRUE(bulk.ok()) << bulk.status();
+  std::vector<double> observed(4, 0);
+  for (const MiniBatch& b : *bulk) {
+    const Block& block = b.blocks[0];
+    ASSERT_EQ(block.table.numel(), 3) << "the two roots and the one drawn column";
+    const int64_t u = block.table.i64()[2];
+    ASSERT_GE(u, 2);
+    observed[u - 2] += 1;
+    for (int64_t root = 0; root < 2; ++root) {
+      auto kept = Kept(block, root);
+      float full = 0, sum = 0;
+      for (auto [v, w] : nbrs[root]) full += w;
+      for (auto [v, w] : kept) {
+        EXPECT_EQ(v, u);
+        sum += w;
+      }
+      if (!kept.empty()) EXPECT_NEAR(sum, full, 1e-5) << "rows keep their full weight";
+    }
+  }
+  const std::vector<double> p = {1 / 16.0, 5 / 16.0, 1 / 16.0, 9 / 16.0};
+  std::vector<double> expected;
+  for (double x : p) expected.push_back(x * draws);
+  EXPECT_LT(ChiSquare(observed, expected), 16.27) << "chi-square, 3 degrees of freedom, p = 0.001";
+}
+
+void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    ASSERT_EQ(a[k].blocks.size(), b[k].blocks.size());
+    EXPECT_EQ(a[k].index, b[k].index);
+    EXPECT_EQ(a[k].sampled_edges, b[k].sampled_edges);
+    for (size_t l = 0; l < a[k].blocks.size(); ++l) {
+      const Block &x = a[k].blocks[l], &y = b[k].blocks[l];
+      EXPECT_EQ(x.table.ToVector<int64_t>(), y.table.ToVector<int64_t>()) << "batch " << k << " layer " << l;
+      const hdg::HdgLevel &lx = x.hdg->level(1), &ly = y.hdg->level(1);
+      EXPECT_EQ(lx.csr().offsets.ToVector<int64_t>(), ly.csr().offsets.ToVector<int64_t>());
+      EXPECT_EQ(lx.csr().indices.ToVector<int32_t>(), ly.csr().indices.ToVector<int32_t>());
+      EXPECT_EQ(lx.weights.ToVector<float>(), ly.weights.ToVector<float>());
+    }
+  }
+}
+
+TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
+  const Lists nbrs = RandomLists(400, 12, 11);
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/true);
+  std::vector<int64_t> all(400);
+  for (int64_t v = 0; v < 400; ++v) all[v] = v;
+  const std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 48, 5, 2);
+  for (const SamplerOptions& o :
+       {SamplerOptions{.fanouts = {5, 3}, .seed = 9},
+        SamplerOptions{.kind = SamplerKind::kLayerWise, .layer_size = 40, .seed = 9}}) {
+    SCOPED_TRACE(SamplerKindName(o.kind));
+    const int threads = NumThreads();
+    auto bulk = SampleBulk({&a, &a}, o, 2, 0, batches);
+    ASSERT_TRUE(bulk.ok()) << bulk.status();
+    std::vector<MiniBatch> alone;
+    SetNumThreads(1);
+    for (size_t k = 0; k < batches.size(); ++k) {
+      auto one = SampleBulk({&a, &a}, o, 2, static_cast<int64_t>(k), {batches[k]});
+      ASSERT_TRUE(one.ok()) << one.status();
+      alone.push_back(std::move((*one)[0]));
+    }
+    SetNumThreads(threads);
+    ExpectSameBatches(*bulk, alone);
+    auto other_epoch = SampleBulk({&a, &a}, o, 3, 0, batches);
+    ASSERT_TRUE(other_epoch.ok());
+    EXPECT_NE((*other_epoch)[0].blocks[0].table.ToVector<int64_t>(),
+              (*bulk)[0].blocks[0].table.ToVector<int64_t>())
+        << "another epoch samples anew";
+  }
+}
+
+TEST(BulkSampling, BlocksChainFromTheInputRowsToTheSeeds) {
+  const Lists nbrs = RandomLists(300, 20, 4);
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/false);
+  std::vector<int64_t> all(300);
+  for (int64_t v = 0; v < 300; ++v) all[v] = v;
+  const std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 32, 1, 0);
+  auto bulk = SampleBulk({&a, &a, &a}, {.fanouts = {6, 4, 0}, .seed = 2}, 0, 0, batches);
+  ASSERT_TRUE(bulk.ok()) << bulk.status();
+  for (const MiniBatch& b : *bulk) {
+    EXPECT_EQ(b.blocks[2].hdg->num_roots(), b.seeds.numel());
+    for (int l = 0; l < 3; ++l) {
+      const Block& block = b.blocks[l];
+      const std::vector<int64_t> table = block.table.ToVector<int64_t>();
+      EXPECT_EQ(std::set<int64_t>(table.begin(), table.end()).size(), table.size()) << "distinct rows";
+      const std::vector<int64_t> roots =
+          l == 2 ? b.seeds.ToVector<int64_t>() : b.blocks[l + 1].table.ToVector<int64_t>();
+      ASSERT_EQ(block.hdg->num_roots(), static_cast<int64_t>(roots.size()));
+      const int fanout = std::vector<int>{0, 4, 6}[l];  // hops from the seeds: 6, 4, then all
+      for (size_t j = 0; j < roots.size(); ++j) {
+        EXPECT_EQ(table[j], roots[j]) << "the layer's roots lead its input rows";
+        std::set<int64_t> full;
+        for (auto [u, w] : nbrs[roots[j]]) full.insert(u);
+        auto kept = Kept(block, static_cast<int64_t>(j));
+        const size_t expect = fanout > 0 ? std::min<size_t>(fanout, full.size()) : full.size();
+        EXPECT_EQ(kept.size(), expect);
+        for (auto [u, w] : kept) EXPECT_TRUE(full.count(u)) << u << " is not a neighbour of " << roots[j];
+      }
+    }
+  }
+}
+
+TEST(EpochBatches, CoverEveryIdOnceInAnOrderThatDependsOnSeedAndEpoch) {
+  std::vector<int64_t> ids;
+  for (int64_t v = 0; v < 1000; ++v) ids.push_back(3 * v + 1);
+  const Tensor t = Tensor::FromVector(ids);
+  const std::vector<Tensor> a = EpochBatches(t, 64, 1, 0);
+  ASSERT_EQ(a.size(), 16u);
+  EXPECT_EQ(a.back().numel(), 1000 - 15 * 64);
+  std::vector<int64_t> seen;
+  for (const Tensor& b : a) {
+    for (int64_t v : b.ToVector<int64_t>()) seen.push_back(v);
+  }
+  EXPECT_NE(seen, ids) << "shuffled";
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, ids);
+  EXPECT_EQ(EpochBatches(t, 64, 1, 0)[3].ToVector<int64_t>(), a[3].ToVector<int64_t>());
+  EXPECT_NE(EpochBatches(t, 64, 1, 1)[0].ToVector<int64_t>(), a[0].ToVector<int64_t>());
+  EXPECT_NE(EpochBatches(t, 64, 2, 0)[0].ToVector<int64_t>(), a[0].ToVector<int64_t>());
+}
+
+TEST(BulkSampling, ErrorsNameTheVertexOrTheOption) {
+  Lists nbrs(4);
+  nbrs[0] = {{1, 1.0f}};
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, false);
+  auto wrong = SampleBulk({&a}, {.fanouts = {2, 2}}, 0, 0, Repeat({0}, 1));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("fanouts: 2 given for a model of 1 layers"), std::string::npos)
+      << wrong.status();
+  auto outside = SampleBulk({&a}, {.fanouts = {2}}, 0, 0, Repeat({9}, 1));
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.status().message().find("vertex 9"), std::string::npos) << outside.status();
+  auto no_size = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise}, 0, 0, Repeat({0}, 1));
+  ASSERT_FALSE(no_size.ok());
+  EXPECT_NE(no_size.status().message().find("layer_size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fg::sampling
