@@ -8,7 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
+#include <list>
+#include <map>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -47,22 +48,29 @@ std::string ShapeToString(const Shape& s) { return absl::StrCat("[", absl::StrJo
 
 namespace {
 
-// Freed CPU blocks of at least kCacheMin bytes, by exact size, reused by later allocations of the
-// same size (training allocates the same shapes every epoch; fresh pages cost page faults and
-// zeroing). At most kCacheMax bytes are kept. Thread-safe.
+// Freed CPU blocks of at least kCacheMin bytes, reused by later allocations of the same size or
+// up to a quarter less (training allocates the same shapes every epoch, mini-batches similar ones;
+// fresh pages cost page faults and zeroing). At most kCacheMax bytes are kept; beyond that the
+// least recently freed blocks go back to the system. Thread-safe.
 class CpuBlockCache {
  public:
   static constexpr size_t kCacheMin = size_t{64} << 10;
   static constexpr size_t kCacheMax = size_t{4} << 30;
 
-  void* Allocate(size_t rounded, size_t align) {
+  // A block of at least `rounded` bytes aligned to `align`; *size receives its size, which Free
+  // must be given.
+  void* Allocate(size_t rounded, size_t align, size_t* size) {
+    *size = rounded;
     if (rounded >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = free_.find(rounded);
-      if (it != free_.end()) {
-        void* p = it->second;
-        free_.erase(it);
-        cached_ -= rounded;
+      // Blocks of 4 MiB and more are 2 MiB aligned, smaller ones 64 B: a larger block fits.
+      auto it = by_size_.lower_bound(rounded);
+      if (it != by_size_.end() && it->first <= rounded + rounded / 4) {
+        void* p = it->second->ptr;
+        *size = it->first;
+        lru_.erase(it->second);
+        by_size_.erase(it);
+        cached_ -= *size;
         return p;
       }
     }
@@ -72,22 +80,36 @@ class CpuBlockCache {
     return p;
   }
 
-  void Free(void* p, size_t rounded) {
+  void Free(void* p, size_t size) {
     if (p == nullptr) return;
-    if (rounded >= kCacheMin) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cached_ + rounded <= kCacheMax) {
-        free_.emplace(rounded, p);
-        cached_ += rounded;
-        return;
+    if (size < kCacheMin || size > kCacheMax) return std::free(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    lru_.push_back({size, p});
+    by_size_.emplace(size, std::prev(lru_.end()));
+    cached_ += size;
+    while (cached_ > kCacheMax) {  // the least recently freed go
+      const Block old = lru_.front();
+      auto [lo, hi] = by_size_.equal_range(old.size);
+      for (auto it = lo; it != hi; ++it) {
+        if (it->second == lru_.begin()) {
+          by_size_.erase(it);
+          break;
+        }
       }
+      lru_.pop_front();
+      cached_ -= old.size;
+      std::free(old.ptr);
     }
-    std::free(p);
   }
 
  private:
+  struct Block {
+    size_t size;
+    void* ptr;
+  };
   std::mutex mu_;
-  std::unordered_multimap<size_t, void*> free_;
+  std::list<Block> lru_;  // least recently freed first
+  std::multimap<size_t, std::list<Block>::iterator> by_size_;
   size_t cached_ = 0;
 };
 
@@ -102,8 +124,15 @@ size_t CpuAlignment(size_t bytes) {
   constexpr size_t kHuge = size_t{2} << 20;
   return bytes >= 2 * kHuge ? kHuge : 64;
 }
+// The bytes allocated for `bytes`: from 64 KiB on, rounded up to a size class (eight per power of
+// two, at most 12.5% more, never touched beyond `bytes`), so that buffers of similar sizes share
+// cached blocks; then to the alignment.
 size_t CpuRounded(size_t bytes) {
   const size_t align = CpuAlignment(bytes);
+  if (bytes >= (size_t{64} << 10)) {
+    const size_t step = (size_t{1} << (63 - __builtin_clzll(bytes))) / 8;
+    bytes = (bytes + step - 1) / step * step;
+  }
   return (bytes + align - 1) / align * align;
 }
 
@@ -129,7 +158,7 @@ OutOfMemory::OutOfMemory(size_t bytes) {
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   if (device == Device::kCpu) {
     const size_t rounded = CpuRounded(bytes);
-    data_ = rounded == 0 ? nullptr : Cache().Allocate(rounded, CpuAlignment(bytes));
+    data_ = rounded == 0 ? nullptr : Cache().Allocate(rounded, CpuAlignment(bytes), &capacity_);
     if (rounded != 0 && data_ == nullptr) throw OutOfMemory(bytes);
   } else {
     data_ = DeviceAlloc(bytes);
@@ -138,7 +167,7 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
 
 Storage::~Storage() {
   if (device_ == Device::kCpu) {
-    Cache().Free(data_, CpuRounded(bytes_));
+    Cache().Free(data_, capacity_);
   } else {
     DeviceFree(data_, bytes_);
   }

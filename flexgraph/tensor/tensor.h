@@ -62,6 +62,7 @@ class Storage {
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  size_t capacity_ = 0;  // CPU: the bytes of the block holding the data (at least bytes_)
   Device device_;
 };
 
