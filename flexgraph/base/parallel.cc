@@ -29,7 +29,7 @@ int NumThreads() {
 void SetNumThreads(int n) {
   if (n < 1) n = 1;
   g_threads = n;
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);  // GEMMs are split over FlexGraph's threads (ops/cpu/dense.cc)
 }
 
 void ParallelBlocks(int64_t n, int num_blocks,

@@ -11,7 +11,8 @@ namespace fg {
 
 // Number of threads parallel loops use (default: OMP_NUM_THREADS or all cores).
 int NumThreads();
-// Sets the thread count for FlexGraph loops and for OpenBLAS (which is called outside parallel regions).
+// Sets the thread count for FlexGraph loops, GEMMs included (OpenBLAS itself runs single-threaded
+// inside them).
 void SetNumThreads(int n);
 
 // Calls body(i) for i in [begin, end), statically chunked over threads.

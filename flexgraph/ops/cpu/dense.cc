@@ -42,9 +42,26 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
       for (int64_t j = 0; j < m * n; ++j) ci[j] = beta == 0.0f ? 0.0f : beta * ci[j];
       continue;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, ai, trans_a ? m : k, bi,
-                trans_b ? k : n, beta, ci, n);
+    // FlexGraph's threads each compute a block of C with single-threaded OpenBLAS (whose own
+    // threads would otherwise spin between calls, taking cores from the OpenMP loops): blocks of
+    // rows, or of columns when C is short and wide.
+    const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    const bool by_rows = m >= n;
+    const int64_t extent = by_rows ? m : n;
+    const int blocks = static_cast<int>(std::min<int64_t>(NumThreads(), extent / 32));
+    auto gemm = [&](int64_t lo, int64_t hi) {
+      const float* ab = by_rows ? (trans_a ? ai + lo : ai + lo * k) : ai;
+      const float* bb = by_rows ? bi : (trans_b ? bi + lo * k : bi + lo);
+      float* cb = by_rows ? ci + lo * n : ci + lo;
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                  trans_b ? CblasTrans : CblasNoTrans, by_rows ? hi - lo : m, by_rows ? n : hi - lo,
+                  k, alpha, ab, lda, bb, ldb, beta, cb, n);
+    };
+    if (blocks <= 1) {
+      gemm(0, extent);
+    } else {
+      ParallelBlocks(extent, blocks, [&](int, int64_t lo, int64_t hi) { gemm(lo, hi); });
+    }
   }
 }
 
