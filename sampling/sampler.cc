@@ -23,20 +23,25 @@ struct SampledRows {
   std::vector<float> weights;
 };
 
-// `k` < d distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k, a
+// Uniform integer in [0, n) from one 32-bit draw (multiply-shift; bias below n / 2^32).
+int64_t Below(RandomStream& rng, int64_t n) {
+  return static_cast<int64_t>((static_cast<uint64_t>(rng.NextU32()) * static_cast<uint64_t>(n)) >> 32);
+}
+
+// `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k, a
 // partial Fisher-Yates shuffle otherwise.
 void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
   out->clear();
   if (k <= 64) {
     for (int64_t j = d - k; j < d; ++j) {
-      const int64_t t = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(j + 1)));
+      const int64_t t = Below(rng, j + 1);
       out->push_back(std::find(out->begin(), out->end(), t) == out->end() ? t : j);
     }
   } else {
     out->resize(d);
     std::iota(out->begin(), out->end(), 0);
     for (int64_t i = 0; i < k; ++i) {
-      std::swap((*out)[i], (*out)[i + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(d - i)))]);
+      std::swap((*out)[i], (*out)[i + Below(rng, d - i)]);
     }
     out->resize(k);
   }
@@ -44,48 +49,89 @@ void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t
 }
 
 // Node-wise sampling of every batch's frontier at once: the rows of A for all frontiers (Q·A),
-// then `fanout` of each row's entries.
+// then `fanout` of each row's entries. Rows are visited in groups whose loads are issued before
+// they are used (prefetches), so that the random reads of offsets and column ids overlap.
 void SampleNodeWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanout, int epoch,
                     int layer, int64_t first_index, const std::vector<std::vector<int64_t>>& frontier,
                     const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
   const int64_t K = static_cast<int64_t>(frontier.size());
   const Csr& csr = a.csr();
+  const int64_t* row_ptr = csr.row_ptr();
+  const int32_t* col = csr.col();
   const float* w = a.weights();
   // Stacked rows: batch k's row j is stacked row base[k] + j.
   std::vector<int64_t> base(K + 1, 0);
   for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(rows[k].size());
+  const int64_t R = base[K];
+  constexpr int64_t kChunk = 512, kAhead = 48;  // rows per task; rows prefetched ahead
+  auto locate = [&](int64_t r) {  // (batch, row within it)
+    const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
+    return std::pair<int64_t, int64_t>(k, r - base[k]);
+  };
+  std::vector<int64_t> flat(R);
+  for (int64_t k = 0; k < K; ++k) std::copy(rows[k].begin(), rows[k].end(), flat.begin() + base[k]);
+  // Each stacked row's first entry and degree.
+  std::vector<int64_t> begin(R), degree(R);
+  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
+    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
+    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(row_ptr + flat[r]);
+    for (int64_t r = lo; r < hi; ++r) {
+      if (r + kAhead < hi) __builtin_prefetch(row_ptr + flat[r + kAhead]);
+      begin[r] = row_ptr[flat[r]];
+      degree[r] = row_ptr[flat[r] + 1] - begin[r];
+    }
+  });
   for (int64_t k = 0; k < K; ++k) {
     SampledRows& s = (*out)[k];
     s.offsets.assign(rows[k].size() + 1, 0);
     for (size_t j = 0; j < rows[k].size(); ++j) {
-      const int64_t d = csr.degree(rows[k][j]);
+      const int64_t d = degree[base[k] + j];
       s.offsets[j + 1] = s.offsets[j] + (fanout > 0 ? std::min<int64_t>(fanout, d) : d);
     }
     s.cols.resize(s.offsets.back());
     s.weights.resize(w != nullptr ? s.offsets.back() : 0);
   }
-  ParallelForDynamic(0, base[K], 256, [&](int64_t r) {
-    const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
-    const int64_t j = r - base[k];
-    SampledRows& s = (*out)[k];
-    const int64_t row = rows[k][j], begin = csr.row_ptr()[row], d = csr.degree(row);
-    const int64_t keep = s.offsets[j + 1] - s.offsets[j];
-    int32_t* cols = s.cols.data() + s.offsets[j];
-    float* weights = w != nullptr ? s.weights.data() + s.offsets[j] : nullptr;
-    if (keep == d) {
-      std::copy(csr.col() + begin, csr.col() + begin + d, cols);
-      if (weights != nullptr) std::copy(w + begin, w + begin + d, weights);
-      return;
+  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
+    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
+    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(col + begin[r]);
+    // First every row's chosen entries (CSR entry ids), their column ids prefetched; then the copy.
+    thread_local std::vector<int64_t> picked, entries;
+    entries.clear();
+    const auto [k0, j0] = locate(lo);
+    int64_t k = k0, j = j0;
+    for (int64_t r = lo; r < hi; ++r, ++j) {
+      if (r + kAhead < hi) __builtin_prefetch(col + begin[r + kAhead]);
+      if (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;
+      const SampledRows& s = (*out)[k];
+      const int64_t b = begin[r], d = degree[r];
+      const int64_t keep = s.offsets[j + 1] - s.offsets[j];
+      if (keep == d) {
+        for (int64_t t = 0; t < d; ++t) entries.push_back(b + t);
+        continue;
+      }
+      RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
+                                      static_cast<uint64_t>(first_index + k),
+                                      static_cast<uint64_t>(layer), static_cast<uint64_t>(frontier[k][j])));
+      ChooseDistinct(rng, d, keep, &picked);
+      for (int64_t t : picked) {
+        __builtin_prefetch(col + b + t);
+        entries.push_back(b + t);
+      }
     }
-    RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
-                                    static_cast<uint64_t>(first_index + k),
-                                    static_cast<uint64_t>(layer), static_cast<uint64_t>(frontier[k][j])));
-    thread_local std::vector<int64_t> picked;
-    ChooseDistinct(rng, d, keep, &picked);
-    const float scale = static_cast<float>(d) / static_cast<float>(keep);
-    for (int64_t t = 0; t < keep; ++t) {
-      cols[t] = csr.col()[begin + picked[t]];
-      if (weights != nullptr) weights[t] = w[begin + picked[t]] * scale;
+    const int64_t* e = entries.data();
+    k = k0, j = j0;
+    for (int64_t r = lo; r < hi; ++r, ++j) {
+      if (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;
+      SampledRows& s = (*out)[k];
+      const int64_t keep = s.offsets[j + 1] - s.offsets[j];
+      int32_t* cols = s.cols.data() + s.offsets[j];
+      for (int64_t t = 0; t < keep; ++t) cols[t] = col[e[t]];
+      if (w != nullptr) {
+        const float scale = static_cast<float>(degree[r]) / static_cast<float>(keep);
+        float* weights = s.weights.data() + s.offsets[j];
+        for (int64_t t = 0; t < keep; ++t) weights[t] = keep == degree[r] ? w[e[t]] : w[e[t]] * scale;
+      }
+      e += keep;
     }
   });
 }
@@ -171,6 +217,7 @@ Block MakeBlock(const hdg::SchemaTree& schema, const std::vector<int64_t>& front
   const int64_t nnz = static_cast<int64_t>(s.cols.size());
   Tensor children = Tensor::Empty({nnz}, DType::kInt32);
   for (int64_t e = 0; e < nnz; ++e) {
+    if (e + 32 < nnz) __builtin_prefetch(slot->data() + s.cols[e + 32]);
     int32_t& at = (*slot)[s.cols[e]];
     if (at < 0) {
       at = static_cast<int32_t>(table.size());
@@ -266,16 +313,18 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     const NeighbourhoodMatrix& a = *layers[l];
     // Q·A: the rows of A that every batch's frontier selects.
     std::vector<std::vector<int64_t>> rows(K);
+    for (int64_t k = 0; k < K; ++k) rows[k].resize(frontier[k].size());
+    std::vector<int64_t> base(K + 1, 0);
+    for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(frontier[k].size());
     std::atomic<int64_t> missing{-1};
-    ParallelFor(0, K, [&](int64_t k) {
-      rows[k].resize(frontier[k].size());
-      for (size_t j = 0; j < frontier[k].size(); ++j) {
-        const int64_t v = frontier[k][j];
-        rows[k][j] = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
-        if (rows[k][j] < 0) {
-          int64_t none = -1;
-          missing.compare_exchange_strong(none, v);
-        }
+    ParallelFor(0, base[K], [&](int64_t r) {
+      const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
+      const int64_t v = frontier[k][r - base[k]];
+      const int64_t row = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
+      rows[k][r - base[k]] = row;
+      if (row < 0) {
+        int64_t none = -1;
+        missing.compare_exchange_strong(none, v);
       }
     });
     if (missing.load() >= 0) {

@@ -1,0 +1,183 @@
+// Mini-batch sampling throughput: one epoch of batches (the training vertices of the dataset,
+// shuffled, cut into --batch_size) sampled in bulks of K = each of --bulk_sizes, on the
+// neighbourhood matrices the trainer selects for --model. Prints sampled HDG entries per second,
+// the speedup of each K over K = 1, and the fraction of the memory ceiling reached: a sampled
+// entry costs at least one random cache line (its column id) and one random slot of the batch's
+// vertex map, measured against a STREAM triad run here. Writes the figures as JSON with
+// --summary_json.
+//
+//   minibatch_bench [--dataset rmat:scale=18,edge_factor=16,features=16,classes=8,seed=1]
+//                   [--model sage] [--batch_size 1024] [--fanouts 25,10] [--sampler neighbor]
+//                   [--layer_size 512] [--bulk_sizes 1,8,32] [--epochs 3] [--threads 0]
+//                   [--summary_json FILE]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/timer.h"
+#include "runtime/config.h"
+#include "runtime/summary.h"
+#include "runtime/trainer.h"
+#include "sampling/sampler.h"
+
+namespace {
+
+using namespace fg;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// STREAM triad a = b + s c over 3 x 256 MiB on all threads: bytes moved per second (best of 5).
+double TriadBytesPerSecond() {
+  const int64_t n = int64_t{64} << 20;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    Stopwatch w;
+    ParallelFor(0, n, [&](int64_t i) { a[i] = b[i] + 3.0f * c[i]; });
+    best = std::max(best, 3.0 * 4.0 * n / w.Seconds());
+  }
+  return a[n / 2] == 7.0f ? best : 0;
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "minibatch_bench: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags = {
+      {"dataset", "rmat:scale=18,edge_factor=16,features=16,classes=8,seed=1"},
+      {"model", "sage"}, {"batch_size", "1024"}, {"fanouts", "25,10"}, {"sampler", "neighbor"},
+      {"layer_size", "512"}, {"bulk_sizes", "1,8,32"}, {"epochs", "3"}, {"threads", "0"},
+      {"summary_json", ""}};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k.rfind("--", 0) != 0 || !flags.count(k.substr(2))) return Fail(absl::StrCat("unknown flag ", k));
+    flags[k.substr(2)] = argv[i + 1];
+  }
+  int batch_size, layer_size, epochs, threads;
+  if (!absl::SimpleAtoi(flags["batch_size"], &batch_size) || batch_size < 1 ||
+      !absl::SimpleAtoi(flags["layer_size"], &layer_size) || layer_size < 1 ||
+      !absl::SimpleAtoi(flags["epochs"], &epochs) || epochs < 1 ||
+      !absl::SimpleAtoi(flags["threads"], &threads) || threads < 0) {
+    return Fail("--batch_size, --layer_size, --epochs must be positive integers, --threads >= 0");
+  }
+  std::vector<int> bulk_sizes;
+  for (absl::string_view s : absl::StrSplit(flags["bulk_sizes"], ',')) {
+    int k;
+    if (!absl::SimpleAtoi(s, &k) || k < 1) return Fail("--bulk_sizes: positive integers, e.g. 1,8,32");
+    bulk_sizes.push_back(k);
+  }
+  if (threads > 0) SetNumThreads(threads);
+
+  flexgraph::RunConfig o;
+  o.mutable_dataset()->set_path(flags["dataset"]);
+  o.mutable_model()->set_name(flags["model"]);
+  o.mutable_output()->set_quiet(true);
+  auto resolved = runtime::ResolveConfig(o);
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  Stopwatch load;
+  auto created = runtime::Trainer::Create(*resolved);  // selects every layer's neighbourhoods
+  if (!created.ok()) return Fail(std::string(created.status().message()));
+  runtime::Trainer& trainer = **created;
+  const int layers = trainer.model().num_layers();
+  sampling::SamplerOptions options;
+  if (!sampling::ParseSamplerKind(flags["sampler"], &options.kind)) return Fail("--sampler: neighbor or ladies");
+  auto fanouts = runtime::ParseFanouts(flags["fanouts"], layers);
+  if (!fanouts.ok()) return Fail(std::string(fanouts.status().message()));
+  options.fanouts = *fanouts;
+  options.layer_size = layer_size;
+  std::vector<sampling::NeighbourhoodMatrix> owned;
+  owned.reserve(layers);
+  std::vector<const sampling::NeighbourhoodMatrix*> matrices;
+  for (int l = 0; l < layers; ++l) {
+    auto h = std::shared_ptr<const hdg::Hdg>(&trainer.layer_hdg(l), [](const hdg::Hdg*) {});
+    auto m = sampling::NeighbourhoodMatrix::Create(h, trainer.vertices().size());
+    if (!m.ok()) return Fail(std::string(m.status().message()));
+    owned.push_back(std::move(*m));
+    matrices.push_back(&owned.back());
+  }
+  const Tensor train = trainer.task().TrainingRoots();
+  if (!train.defined()) return Fail("the dataset's task has no training vertices to batch");
+  std::printf("%s on %s: %lld vertices, %lld edges, %lld training vertices (loaded in %.1fs), %d threads\n",
+              flags["model"].c_str(), flags["dataset"].c_str(),
+              static_cast<long long>(trainer.vertices().size()),
+              static_cast<long long>(trainer.dataset().graph.TotalEdges()),
+              static_cast<long long>(train.numel()), load.Seconds(), NumThreads());
+  const double triad = TriadBytesPerSecond();
+  std::printf("STREAM triad: %.1f GB/s; %s sampler, %s, batches of %d\n", triad / 1e9,
+              flags["sampler"].c_str(),
+              options.kind == sampling::SamplerKind::kNodeWise ? ("fanouts " + flags["fanouts"]).c_str()
+                                                               : ("layer size " + flags["layer_size"]).c_str(),
+              batch_size);
+  std::printf("\n%-6s %-10s %-14s %-16s %-10s %s\n", "bulk", "epoch (s)", "entries/epoch",
+              "entries/s", "vs bulk 1", "fraction of memory ceiling");
+  google::protobuf::Struct summary;
+  auto& f = *summary.mutable_fields();
+  f["dataset"].set_string_value(flags["dataset"]);
+  f["model"].set_string_value(flags["model"]);
+  f["sampler"].set_string_value(flags["sampler"]);
+  f["threads"] = runtime::NumberValue(NumThreads());
+  f["triad_bytes_per_second"] = runtime::NumberValue(triad);
+  auto* rows = f["bulks"].mutable_list_value();
+  double base = 0;
+  for (int k : bulk_sizes) {
+    std::vector<double> seconds;
+    int64_t entries = 0, frontier_rows = 0;
+    for (int e = 0; e < epochs + 1; ++e) {  // the first epoch warms up
+      const std::vector<Tensor> batches = sampling::EpochBatches(train, batch_size, options.seed, e);
+      int64_t epoch_entries = 0, epoch_rows = 0;
+      Stopwatch w;
+      for (size_t first = 0; first < batches.size(); first += k) {
+        std::vector<Tensor> seeds(batches.begin() + first,
+                                  batches.begin() + std::min(batches.size(), first + k));
+        auto bulk = sampling::SampleBulk(matrices, options, e, static_cast<int64_t>(first), seeds);
+        if (!bulk.ok()) return Fail(std::string(bulk.status().message()));
+        for (const sampling::MiniBatch& b : *bulk) {
+          epoch_entries += b.sampled_edges;
+          for (const sampling::Block& block : b.blocks) epoch_rows += block.hdg->num_roots();
+        }
+      }
+      if (e > 0) {
+        seconds.push_back(w.Seconds());
+        entries = epoch_entries;
+        frontier_rows = epoch_rows;
+      }
+    }
+    const double t = Median(seconds);
+    const double rate = entries / t;
+    if (base == 0) base = rate;
+    // At least: a random 64-byte line per entry (its column id) and per frontier row (its offsets),
+    // a random 64-byte slot line per entry in the batch's vertex map, and the entry written (4 B).
+    const double floor_bytes = entries * (64.0 + 64.0 + 4.0) + frontier_rows * 64.0;
+    const double fraction = floor_bytes / t / triad;
+    std::printf("%-6d %-10.3f %-14lld %-16.3g %-10.2f %.1f%%\n", k, t, static_cast<long long>(entries),
+                rate, rate / base, 100.0 * fraction);
+    auto& row = *rows->add_values()->mutable_struct_value()->mutable_fields();
+    row["bulk"] = runtime::NumberValue(k);
+    row["epoch_seconds"] = runtime::NumberValue(t);
+    row["entries_per_epoch"] = runtime::NumberValue(static_cast<double>(entries));
+    row["entries_per_second"] = runtime::NumberValue(rate);
+    row["speedup_over_bulk_1"] = runtime::NumberValue(rate / base);
+    row["fraction_of_memory_ceiling"] = runtime::NumberValue(fraction);
+  }
+  if (!flags["summary_json"].empty()) {
+    std::ofstream out(flags["summary_json"]);
+    out << runtime::StructToJson(summary) << "\n";
+    if (!out) return Fail(absl::StrCat("cannot write ", flags["summary_json"]));
+  }
+  return 0;
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Mini-batch GraphSAGE: FlexGraph against DGL (NeighborSampler + DataLoader) and PyG (NeighborLoader)
+on the same workload, threads and settings (fanouts 25,10, batches of 1024, hidden 256).
+
+Per workload and system: sampled edges per epoch, sampling throughput (edges per second; FlexGraph
+in bulks of 1 and of 32, with the fraction of the memory ceiling minibatch_bench measures) and the
+training epoch time, with the ratios to DGL measured in the same run. Writes
+bench/results/minibatch/minibatch.{md,json} after every row.
+
+  bench/.venv/bin/python bench/minibatch/run.py                       # Cora and RMAT scale 20
+  bench/.venv/bin/python bench/minibatch/run.py --workloads cora --frameworks dgl
+  bench/.venv/bin/python bench/minibatch/run.py --rmat_spec rmat:scale=22,edge_factor=16,features=128,classes=8,seed=1
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workloads", default="cora,rmat")
+    p.add_argument("--rmat_spec", default="rmat:scale=20,edge_factor=16,features=128,classes=8,seed=1")
+    p.add_argument("--frameworks", default="dgl,pyg")
+    p.add_argument("--fanouts", default="25,10")
+    p.add_argument("--batch_size", type=int, default=1024)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=3, help="timed epochs, after one warm-up epoch")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--build", default=os.environ.get("FLEXGRAPH_BUILD", os.path.join(ROOT, "build", "release")))
+    p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"))
+    p.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "minibatch"))
+    return p.parse_args()
+
+
+def log(msg):
+    print(f"[minibatch] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, env=None):
+    log(" ".join(cmd))
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def thread_env(threads):
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[k] = str(threads)
+    return env
+
+
+def prepare(a, name):
+    """The .npy workload directory both sides read, written once."""
+    d = os.path.join(a.work_dir, "minibatch-" + (name if name == "cora" else a.rmat_spec.replace(":", "_").replace(",", "_")))
+    if os.path.exists(os.path.join(d, "meta.json")):
+        return d
+    os.makedirs(a.work_dir, exist_ok=True)
+    flexgraph = os.path.join(a.build, "runtime", "flexgraph")
+    if name == "cora":
+        run([flexgraph, "convert", os.path.join(SHARED, "cora"), "--npy_dir", d, "--normalize_features"])
+    else:
+        run([flexgraph, "generate", a.rmat_spec, "--format", "npy", "--out", d])
+    return d
+
+
+def flexgraph_row(a, d, name):
+    tmp = os.path.join(a.work_dir, "minibatch-runs")
+    os.makedirs(tmp, exist_ok=True)
+    sampling_json = os.path.join(tmp, f"{name}-sampling.json")
+    run([os.path.join(a.build, "bench", "minibatch_bench"), "--dataset", d, "--model", "sage",
+         "--batch_size", str(a.batch_size), "--fanouts", a.fanouts, "--bulk_sizes", "1,32",
+         "--epochs", str(a.epochs), "--threads", str(a.threads), "--summary_json", sampling_json],
+        env=thread_env(a.threads))
+    with open(sampling_json) as f:
+        s = json.load(f)
+    train_json = os.path.join(tmp, f"{name}-train.json")
+    run([os.path.join(a.build, "runtime", "flexgraph"), "train", "--dataset", d, "--model", "sage",
+         "--hidden", str(a.hidden), "--batch_size", str(a.batch_size), "--fanouts", a.fanouts,
+         "--epochs", str(a.epochs + 1), "--threads", str(a.threads), "--quiet",
+         "--summary_json", train_json], env=thread_env(a.threads))
+    with open(train_json) as f:
+        t = json.load(f)
+    bulks = {int(b["bulk"]): b for b in s["bulks"]}
+    return {
+        "system": "FlexGraph",
+        "sampled_edges_per_epoch": bulks[1]["entries_per_epoch"],
+        "sampled_edges_per_second": bulks[1]["entries_per_second"],
+        "bulk32_edges_per_second": bulks[32]["entries_per_second"],
+        "sampling_memory_ceiling_fraction": bulks[32]["fraction_of_memory_ceiling"],
+        "epoch_seconds": statistics.median(t["epoch_seconds"][1:]),
+        "triad_gb_per_second": s["triad_bytes_per_second"] / 1e9,
+    }
+
+
+def baseline_row(a, d, name, framework):
+    out = os.path.join(a.work_dir, "minibatch-runs", f"{name}-{framework}.json")
+    run([sys.executable, os.path.join(ROOT, "bench", "baselines", "run_minibatch.py"), "--framework", framework,
+         "--data", d, "--fanouts", a.fanouts, "--batch_size", str(a.batch_size), "--hidden", str(a.hidden),
+         "--epochs", str(a.epochs), "--threads", str(a.threads), "--out", out], env=thread_env(a.threads))
+    with open(out) as f:
+        r = json.load(f)
+    return {"system": {"dgl": "DGL", "pyg": "PyG"}[framework],
+            "sampled_edges_per_epoch": r["sampled_edges_per_epoch"],
+            "sampled_edges_per_second": r["sampled_edges_per_second"],
+            "epoch_seconds": r["epoch_seconds"]}
+
+
+def fmt(v, spec=".3g", suffix=""):
+    return "—" if v is None else format(v, spec) + suffix
+
+
+def write_table(a, rows):
+    os.makedirs(a.out_dir, exist_ok=True)
+    lines = [f"Mini-batch GraphSAGE-mean, fanouts {a.fanouts}, batches of {a.batch_size}, hidden {a.hidden}, "
+             f"{a.threads} threads, median of {a.epochs} epochs after a warm-up; ratios to DGL in the same run.", "",
+             "| workload | system | sampled edges / epoch | sampling edges/s | × DGL | bulk 32 edges/s | × bulk 1 "
+             "| memory ceiling (bulk 32) | epoch (s) | × DGL |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        dgl = next((x for x in rows if x["workload"] == r["workload"] and x["system"] == "DGL"), None)
+        s_ratio = r["sampled_edges_per_second"] / dgl["sampled_edges_per_second"] if dgl and r.get("sampled_edges_per_second") else None
+        e_ratio = dgl["epoch_seconds"] / r["epoch_seconds"] if dgl and r.get("epoch_seconds") else None
+        b32 = r.get("bulk32_edges_per_second")
+        lines.append(
+            f"| {r['workload']} | {r['system']} | {fmt(r.get('sampled_edges_per_epoch'), ',.0f')} "
+            f"| {fmt(r.get('sampled_edges_per_second'))} | {fmt(s_ratio, '.2f', '×')} | {fmt(b32)} "
+            f"| {fmt(b32 / r['sampled_edges_per_second'] if b32 else None, '.2f', '×')} "
+            f"| {fmt(100 * r['sampling_memory_ceiling_fraction'] if 'sampling_memory_ceiling_fraction' in r else None, '.1f', '%')} "
+            f"| {fmt(r.get('epoch_seconds'), '.3f')} | {fmt(e_ratio, '.2f', '×')} |")
+        if "error" in r:
+            lines.append(f"| {r['workload']} | {r['system']} | {r['error']} |||||||||")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(a.out_dir, "minibatch.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out_dir, "minibatch.json"), "w") as f:
+        json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"), "settings": vars(a),
+                   "rows": rows}, f, indent=1)
+    print(text)
+
+
+def main():
+    a = parse_args()
+    rows = []
+    for name in a.workloads.split(","):
+        d = prepare(a, name)
+        workload = "cora" if name == "cora" else a.rmat_spec
+        for system in ["flexgraph"] + [x for x in a.frameworks.split(",") if x]:
+            try:
+                row = flexgraph_row(a, d, name) if system == "flexgraph" else baseline_row(a, d, name, system)
+            except RuntimeError as e:
+                log(str(e))
+                row = {"system": system, "error": str(e).splitlines()[-1][:200]}
+            row["workload"] = workload
+            rows.append(row)
+            write_table(a, rows)
+
+
+if __name__ == "__main__":
+    main()
