@@ -10,9 +10,14 @@
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "runtime/communicator.h"
 
 namespace fg::runtime {
 namespace {
+
+// Tag step of the epoch's loss sum across workers (the trainer's full-batch step uses the same
+// value; the two never run in one epoch).
+constexpr int kStepEpochLoss = 1;
 
 // int32 rows of `ids` (global ids index the vertex table of a single process).
 Tensor Rows32(const Tensor& ids, int64_t n) {
@@ -79,6 +84,17 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
   const int64_t n = m->train_ids_.numel();
   m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
+  if (parts.exec->distributed() && m->options_.kind == sampling::SamplerKind::kLayerWise) {
+    return absl::UnimplementedError(
+        "sampler: ladies draws each layer's vertices over all of a batch's seeds, which a "
+        "distributed run splits across workers; use the neighbor sampler, or one worker");
+  }
+  // Distributed, every step's gradient sum is tagged with the step number (communicator.h).
+  if (parts.exec->distributed() && tc.epochs() * m->batches_per_epoch_ > kMaxTagEpoch + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_size: ", tc.epochs(), " epochs of ", m->batches_per_epoch_, " batches make more than ",
+        kMaxTagEpoch + 1, " steps, the most a distributed run numbers; use larger batches"));
+  }
   return m;
 }
 
@@ -91,8 +107,18 @@ std::string MiniBatchTraining::Describe() const {
                       " batches per epoch");
 }
 
-double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, int64_t step) {
+double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, int64_t batch_total,
+                                     int64_t step) {
   nau::Model& model = *parts_.model;
+  DistributedExecutor& exec = *parts_.exec;
+  const int64_t mine = batch.seeds.numel();
+  if (mine == 0) {  // no seeds of this batch here: zero gradients to the sum, the same step
+    ScopedTimer t(&parts_.stats->optimizer);
+    exec.AllReduceGradients(parts_.optimizer->params(), static_cast<int>(step));
+    if (exec.status().ok()) parts_.optimizer->Step();
+    parts_.optimizer->ZeroGrad();
+    return 0.0;
+  }
   nau::LayerContext ctx;
   ctx.training = true;
   ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
@@ -112,13 +138,16 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, int64_t s
   {
     ScopedTimer t(&parts_.stats->loss);
     loss = parts_.task->BatchLoss(h, batch.seeds);
+    // Each worker's share of the batch mean: the shares and their gradients add up to it.
+    if (mine != batch_total) loss = ag::Scale(loss, static_cast<float>(mine) / batch_total);
   }
   {
     ScopedTimer t(&parts_.stats->backward);
     loss.Backward();
+    exec.AllReduceGradients(parts_.optimizer->params(), static_cast<int>(step));
   }
   ScopedTimer t(&parts_.stats->optimizer);
-  parts_.optimizer->Step();
+  if (exec.status().ok()) parts_.optimizer->Step();
   parts_.optimizer->ZeroGrad();
   return loss.value().Item();
 }
@@ -145,9 +174,20 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
 
   const std::vector<Tensor> batches = sampling::EpochBatches(train_ids_, batch_size_, options_.seed, epoch);
   const int64_t num = static_cast<int64_t>(batches.size());
+  // This worker's seeds of every batch (all of them in a single process).
+  std::vector<Tensor> mine = batches;
+  if (parts_.exec->distributed()) {
+    for (Tensor& b : mine) {
+      std::vector<int64_t> own;
+      for (int64_t k = 0; k < b.numel(); ++k) {
+        if (parts_.exec->Owns(b.i64()[k])) own.push_back(b.i64()[k]);
+      }
+      b = Tensor::FromVector(own);
+    }
+  }
   auto sample = [&, epoch](int64_t first) {
     const int64_t end = std::min<int64_t>(num, first + bulk_);
-    std::vector<Tensor> seeds(batches.begin() + first, batches.begin() + end);
+    std::vector<Tensor> seeds(mine.begin() + first, mine.begin() + end);
     return sampling::SampleBulk(layers, options_, epoch, first, seeds);
   };
   sampled_edges_ = 0;
@@ -170,10 +210,18 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     }
     for (const sampling::MiniBatch& b : *bulk) {
       sampled_edges_ += b.sampled_edges;
-      loss_sum += TrainBatch(b, static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
+      loss_sum += TrainBatch(b, batches[b.index].numel(),
+                             static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
+      if (!parts_.exec->status().ok()) {
+        if (next.valid()) next.wait();
+        return parts_.exec->status();
+      }
     }
   }
-  return loss_sum / static_cast<double>(num);
+  std::vector<double> total = {loss_sum};
+  parts_.exec->SumDoubles(&total, epoch, kStepEpochLoss);
+  FG_RETURN_IF_ERROR(parts_.exec->status());
+  return total[0] / static_cast<double>(num);
 }
 
 }  // namespace fg::runtime

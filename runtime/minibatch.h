@@ -3,7 +3,10 @@
 // (sampling/sampler.h), the next bulk on a second thread while the current one trains; per batch,
 // the model's layers run over the batch's blocks with the hybrid executor, then the batch loss,
 // backward and one optimizer step. Evaluation stays with the trainer (full-graph inference).
-// Single process. Thread-compatible.
+// Distributed (every worker holding the whole graph): each worker samples and computes its own
+// seeds of every batch — sampling is keyed by the batch, so the union is the single-process
+// batch — the gradients are summed across workers every step, and every worker takes the same
+// step. Thread-compatible.
 #pragma once
 
 #include <map>
@@ -14,6 +17,7 @@
 #include "flexgraph/nn/optim.h"
 #include "nau/executor.h"
 #include "nau/model.h"
+#include "runtime/distributed_executor.h"
 #include "proto/config.pb.h"
 #include "runtime/task.h"
 #include "sampling/sampler.h"
@@ -29,6 +33,7 @@ class MiniBatchTraining {
     const Task* task = nullptr;
     nn::Optimizer* optimizer = nullptr;
     nau::ExecStats* stats = nullptr;
+    DistributedExecutor* exec = nullptr;  // the gradient and loss sums across workers
   };
   // `config` is resolved. Errors: a task without mini-batch loss, a layer whose neighbourhood is
   // not flat, sampler options that do not fit the model.
@@ -49,8 +54,9 @@ class MiniBatchTraining {
 
  private:
   MiniBatchTraining() = default;
-  // One step on one batch; returns its loss.
-  double TrainBatch(const sampling::MiniBatch& batch, int64_t step);
+  // One step on this worker's seeds of a batch of `batch_total` seeds; returns this worker's share
+  // of the batch loss.
+  double TrainBatch(const sampling::MiniBatch& batch, int64_t batch_total, int64_t step);
 
   Parts parts_;
   sampling::SamplerOptions options_;

@@ -70,16 +70,17 @@ absl::Status Trainer::Init() {
   PlaceRows();
   FG_RETURN_IF_ERROR(EnsureHdgs(0));
   if (config_.train().batch_size() > 0) {
-    if (distributed() || dataset_.part) {
-      return absl::UnimplementedError(
-          "batch_size: mini-batch training runs in a single process on a whole dataset; train "
-          "with one worker or on the whole graph (batch_size 0)");
+    if (dataset_.part) {
+      return absl::UnimplementedError(absl::StrCat(
+          "batch_size: mini-batch training reads the whole graph on every worker; ",
+          config_.dataset().path(), " is a partitioned dataset (train on its source dataset, or "
+          "on the parts with batch_size 0)"));
     }
     FG_ASSIGN_OR_RETURN(minibatch_,
                         MiniBatchTraining::Create(config_, {.model = model_.get(), .spec = &spec_,
                                                             .task = task_.get(),
                                                             .optimizer = optimizer_.get(),
-                                                            .stats = &stats_}));
+                                                            .stats = &stats_, .exec = &exec_}));
     if (!config_.output().quiet()) std::fprintf(stderr, "%s\n", minibatch_->Describe().c_str());
   }
   if (all_rows()) {  // the task pairs rows of different workers: it sees all of them
@@ -250,8 +251,9 @@ void Trainer::PlaceRows() {
     layer_roots_.push_back(rows_of(std::move(ids)));
   }
   // Homogeneous features of a dataset loaded whole: keep only this worker's rows (the default
-  // Model::Input uses them). A part holds only its own rows already.
-  if (distributed() && space_.num_types() == 1 && part == nullptr) {
+  // Model::Input uses them). A part holds only its own rows already; mini-batches read any row.
+  if (distributed() && space_.num_types() == 1 && part == nullptr &&
+      config_.train().batch_size() == 0) {
     Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
     for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table[k]);
     for (auto& [type, feat] : dataset_.features) {
@@ -312,6 +314,31 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::WholeGraphHdgs(int epoch) {
+  if (!distributed()) return absl::OkStatus();  // layer_graphs_ select every vertex
+  ScopedTimer timer(&stats_.selection);
+  whole_graphs_.resize(model_->num_layers());
+  std::map<std::string, int> by_key;
+  for (int i = 0; i < model_->num_layers(); ++i) {
+    const nau::Layer& layer = model_->layer(i);
+    LayerGraph& lg = whole_graphs_[i];
+    const int period = std::max(1, layer.SelectionPeriod());
+    if (lg.hdg != nullptr && (!layer.SampledSelection() || epoch / period == lg.built_epoch / period)) continue;
+    const std::string key = nau::SharedSelectionKey(layer);
+    auto it = key.empty() ? by_key.end() : by_key.find(key);
+    if (it != by_key.end() && roots_key_[it->second] == roots_key_[i]) {
+      lg.hdg = whole_graphs_[it->second].hdg;
+    } else {
+      FG_ASSIGN_OR_RETURN(hdg::Hdg built,
+                          nau::SelectHdg(layer, i, spec_, epoch, model_->Roots(i, spec_)));
+      lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
+      if (!key.empty()) by_key[key] = i;
+    }
+    lg.built_epoch = epoch;
+  }
+  return absl::OkStatus();
+}
+
 ag::Var Trainer::Forward(int epoch, bool training, int last, ag::Var* capture) {
   if (last == -2) last = model_->num_layers() - 1;
   nau::LayerContext ctx;
@@ -355,9 +382,14 @@ double Trainer::TrainStep(int epoch) {
     return std::nan("");
   }
   if (minibatch_ != nullptr) {
-    std::vector<hdg::HdgPtr> hdgs;
-    for (const LayerGraph& lg : layer_graphs_) hdgs.push_back(lg.hdg);
-    absl::StatusOr<double> loss = minibatch_->RunEpoch(epoch, hdgs);
+    absl::StatusOr<double> loss = 0.0;
+    if (absl::Status s = WholeGraphHdgs(epoch); !s.ok()) {
+      loss = s;
+    } else {
+      std::vector<hdg::HdgPtr> hdgs;
+      for (const LayerGraph& lg : distributed() ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
+      loss = minibatch_->RunEpoch(epoch, hdgs);
+    }
     if (!loss.ok()) exec_.RecordError(loss.status());
     return loss.ok() ? *loss : std::nan("");
   }

@@ -75,6 +75,9 @@ class Trainer {
   // This worker's input rows and every layer's roots: all vertices alone, the owned ones with peers.
   void PlaceRows();
   absl::Status EnsureHdgs(int epoch);
+  // Mini-batch training in a distributed run: every layer's HDG over all its roots, for sampling
+  // (whole_graphs_; a single process samples layer_graphs_, which already select every vertex).
+  absl::Status WholeGraphHdgs(int epoch);
   // Runs layers 0..last (-1: none; the input rows); every layer by default.
   // `capture`: receives the last layer's aggregated neighbourhood (LayerContext::capture_nbr).
   ag::Var Forward(int epoch, bool training, int last = -2, ag::Var* capture = nullptr);
@@ -98,6 +101,7 @@ class Trainer {
     int built_epoch = -1;
   };
   std::vector<LayerGraph> layer_graphs_;
+  std::vector<LayerGraph> whole_graphs_;
   // This worker's rows: each layer's roots and layer 0's input rows (owned ones).
   std::vector<DistributedExecutor::Rows> layer_roots_;
   DistributedExecutor::Rows table_;

@@ -126,6 +126,9 @@ def write_table(a, rows):
              "| memory ceiling (bulk 32) | epoch (s) | × DGL |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['workload']} | {r['system']} | not run: {r['error']} |||||||||")
+            continue
         dgl = next((x for x in rows if x["workload"] == r["workload"] and x["system"] == "DGL"), None)
         s_ratio = r["sampled_edges_per_second"] / dgl["sampled_edges_per_second"] if dgl and r.get("sampled_edges_per_second") else None
         e_ratio = dgl["epoch_seconds"] / r["epoch_seconds"] if dgl and r.get("epoch_seconds") else None
@@ -136,8 +139,6 @@ def write_table(a, rows):
             f"| {fmt(b32 / r['sampled_edges_per_second'] if b32 else None, '.2f', '×')} "
             f"| {fmt(100 * r['sampling_memory_ceiling_fraction'] if 'sampling_memory_ceiling_fraction' in r else None, '.1f', '%')} "
             f"| {fmt(r.get('epoch_seconds'), '.3f')} | {fmt(e_ratio, '.2f', '×')} |")
-        if "error" in r:
-            lines.append(f"| {r['workload']} | {r['system']} | {r['error']} |||||||||")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out_dir, "minibatch.md"), "w") as f:
         f.write(text)

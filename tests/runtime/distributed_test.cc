@@ -71,14 +71,25 @@ void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
       EXPECT_EQ(results[r].world_size, parts);
     }
     if (parts == 1) continue;
-    // Every worker sent something: features or partials, and gradients back.
+    // Every worker sent something: features or partials, and gradients back (mini-batches
+    // exchange only when evaluating, and all-reduce the parameters' gradients every step).
     EXPECT_GT(results[0].bytes_features + results[0].bytes_partials, 0);
-    EXPECT_GT(results[0].bytes_gradients, 0);
+    EXPECT_GT(o.train().batch_size() > 0 ? results[0].bytes_allreduce : results[0].bytes_gradients, 0);
   }
 }
 
 TEST(Distributed, GcnMatchesSingleProcessForP1To4) {
   ExpectMatchesSingleProcess("gcn", ExchangeMode::kAuto, {1, 2, 3, 4}, Options("gcn", 10));
+}
+
+TEST(Distributed, MiniBatchesMatchSingleProcessBatchByBatch) {
+  // Every worker trains its own seeds of each batch; the gradients are summed every step.
+  for (const char* model : {"gcn", "sage"}) {
+    flexgraph::RunConfig o = Options(model, 4);
+    o.mutable_train()->set_batch_size(32);
+    o.mutable_train()->set_fanouts("10,5");
+    ExpectMatchesSingleProcess(model, ExchangeMode::kAuto, {2, 3}, o);
+  }
 }
 
 TEST(Distributed, RowFetchAndPartialAggregationAgree) {
