@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
@@ -240,50 +241,105 @@ absl::Status LinkPredictionTask::SetOutputRows(const Tensor& roots) {
   return fill(dst_offset_, num_dst_, dst_type_, &dst_row_);
 }
 
+void LinkPredictionTask::TrainNegatives(int64_t i, int epoch, int32_t* dst) const {
+  RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)));
+  for (int j = 0; j < negatives_; ++j) dst[j] = SampleNegative(train_seen_[train_src_[i]], rng);
+}
+
 ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
   // This worker's training pairs: every share_size_-th one.
   const int64_t total = num_train();
   const int64_t n = total / share_size_ + (share_rank_ < total % share_size_ ? 1 : 0);
-  auto pair = [&](int64_t k) { return k * share_size_ + share_rank_; };
   if (n == 0) return ag::Scale(ag::Sum(embeddings), 0.0f);  // still runs the exchanges
-  const int q = negatives_;
+  std::vector<int64_t> pairs(n);
+  for (int64_t k = 0; k < n; ++k) pairs[k] = k * share_size_ + share_rank_;
+  auto src_row = [&](int32_t s) { return src_row_[s]; };
+  auto dst_row = [&](int32_t t) { return dst_row_[t]; };
   const int64_t rows = embeddings.rows();
-  if (positives_ == nullptr || positives_->csr().num_rows != rows) {
+  if (positives_ == nullptr || positives_->csr().num_rows != rows) {  // the same pairs every epoch
     std::vector<int32_t> src(n), dst(n);
     for (int64_t k = 0; k < n; ++k) {
-      src[k] = src_row_[train_src_[pair(k)]];
-      dst[k] = dst_row_[train_dst_[pair(k)]];
+      src[k] = src_row_[train_src_[pairs[k]]];
+      dst[k] = dst_row_[train_dst_[pairs[k]]];
     }
     positives_ = PairMatrix(rows, src, dst, &positive_entry_);
   }
+  return PairLoss(embeddings, pairs, src_row, dst_row, epoch,
+                  static_cast<float>(n) / static_cast<float>(total), positives_, positive_entry_);
+}
+
+Tensor LinkPredictionTask::BatchRoots(const Tensor& items, int epoch) const {
+  std::vector<int64_t> ids;
+  std::vector<int32_t> neg(negatives_);
+  for (int64_t k = 0; k < items.numel(); ++k) {
+    const int64_t i = items.i64()[k];
+    ids.push_back(src_offset_ + train_src_[i]);
+    ids.push_back(dst_offset_ + train_dst_[i]);
+    TrainNegatives(i, epoch, neg.data());
+    for (int32_t t : neg) ids.push_back(dst_offset_ + t);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return Tensor::FromVector(ids);
+}
+
+ag::Var LinkPredictionTask::BatchLoss(const ag::Var& output, const Tensor& roots, const Tensor& items,
+                                      int epoch) const {
+  auto row = [&](int64_t global) {
+    const int64_t* at = std::lower_bound(roots.i64(), roots.i64() + roots.numel(), global);
+    FG_CHECK(at != roots.i64() + roots.numel() && *at == global) << "vertex " << global << " not in the batch";
+    return static_cast<int32_t>(at - roots.i64());
+  };
+  std::vector<int64_t> pairs(items.i64(), items.i64() + items.numel());
+  return PairLoss(output, pairs, [&](int32_t s) { return row(src_offset_ + s); },
+                  [&](int32_t t) { return row(dst_offset_ + t); }, epoch, 1.0f, nullptr, {});
+}
+
+ag::Var LinkPredictionTask::PairLoss(const ag::Var& embeddings, const std::vector<int64_t>& pairs,
+                                     const std::function<int32_t(int32_t)>& src_row,
+                                     const std::function<int32_t(int32_t)>& dst_row, int epoch,
+                                     float scale, SparseMatrixPtr positives,
+                                     const std::vector<int64_t>& positive_entry) const {
+  const int64_t n = static_cast<int64_t>(pairs.size());
+  const int q = negatives_;
+  const int64_t rows = embeddings.rows();
+  std::vector<int64_t> built_entry;
+  if (positives == nullptr) {
+    std::vector<int32_t> src(n), dst(n);
+    for (int64_t k = 0; k < n; ++k) {
+      src[k] = src_row(train_src_[pairs[k]]);
+      dst[k] = dst_row(train_dst_[pairs[k]]);
+    }
+    positives = PairMatrix(rows, src, dst, &built_entry);
+  }
+  const std::vector<int64_t>& pos_entry = built_entry.empty() ? positive_entry : built_entry;
   // Negative j of positive k is entry k * q + j; its draws are keyed by the global pair index.
   std::vector<int32_t> neg_src(n * q), neg_dst(n * q);
   ParallelFor(0, n, [&](int64_t k) {
-    const int64_t i = pair(k);
-    RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)));
+    const int64_t i = pairs[k];
+    TrainNegatives(i, epoch, neg_dst.data() + k * q);
     for (int j = 0; j < q; ++j) {
-      neg_src[k * q + j] = src_row_[train_src_[i]];
-      neg_dst[k * q + j] = dst_row_[SampleNegative(train_seen_[train_src_[i]], rng)];
+      neg_src[k * q + j] = src_row(train_src_[i]);
+      neg_dst[k * q + j] = dst_row(neg_dst[k * q + j]);
     }
   });
-  const float share = static_cast<float>(n) / static_cast<float>(total);
   std::vector<int64_t> negative_entry;
   SparseMatrixPtr negatives = PairMatrix(rows, neg_src, neg_dst, &negative_entry);
   // Scores as SDDMM over the pair matrices: no [pairs, d] gathers, forward or backward.
-  ag::Var s_pos = ag::Reshape(ag::SddmmDot(positives_, embeddings, embeddings), {n, 1});
+  ag::Var s_pos = ag::Reshape(ag::SddmmDot(positives, embeddings, embeddings), {n, 1});
   ag::Var s_neg = ag::Reshape(ag::SddmmDot(negatives, embeddings, embeddings), {n * q, 1});
   if (loss_ == LossKind::kMargin) {
     // The positive of each negative entry, in the positives' entry order.
     std::vector<int32_t> owner(n * q);
     for (int64_t k = 0; k < n * q; ++k) {
-      owner[negative_entry[k]] = static_cast<int32_t>(positive_entry_[k / q]);
+      owner[negative_entry[k]] = static_cast<int32_t>(pos_entry[k / q]);
     }
     ag::Var gap = ag::Sub(s_neg, ag::GatherRows(s_pos, Tensor::FromVector(owner)));
-    return ag::Scale(ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(Tensor::Full({1}, margin_))))), share);
+    return ag::Scale(ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(Tensor::Full({1}, margin_))))), scale);
   }
   ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n}, 1.0f));
   ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}));
-  return ag::Scale(ag::Add(l_pos, l_neg), 0.5f * share);
+  return ag::Scale(ag::Add(l_pos, l_neg), 0.5f * scale);
 }
 
 std::vector<float> LinkPredictionTask::Scores(const Tensor& emb, const std::vector<int32_t>& src,

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,11 @@ class LinkPredictionTask : public Task {
   // valid = validation AUC; extra: valid_auc, test_auc, test_hits_at_10. Every worker sees every
   // row and computes the same metrics (`sum` is not used).
   EpochMetrics Evaluate(const Tensor& embeddings, const WorkerSum& sum) override;
+  // Mini-batches of training pairs; a batch's roots are their endpoints and their negatives'.
+  int64_t NumTrainingItems() const override { return num_train(); }
+  Tensor BatchRoots(const Tensor& items, int epoch) const override;
+  ag::Var BatchLoss(const ag::Var& output, const Tensor& roots, const Tensor& items,
+                    int epoch) const override;
   std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
   int64_t num_train() const { return static_cast<int64_t>(train_src_.size()); }
@@ -93,6 +99,15 @@ class LinkPredictionTask : public Task {
     std::vector<int32_t> neg;       // [pairs * eval_negatives] destinations (local ids)
   };
   int32_t SampleNegative(const std::vector<int32_t>& exclude, RandomStream& rng) const;
+  // The destinations (local ids) of training pair i's negatives at `epoch`, [negatives_].
+  void TrainNegatives(int64_t i, int epoch, int32_t* dst) const;
+  // The loss of the training pairs `pairs` over `embeddings`, whose row of a source (destination)
+  // with local id s is src_row(s) (dst_row(s)), times `scale`. `positives`: the pairs' positive
+  // matrix when the caller keeps it (null: built here), with its entry order.
+  ag::Var PairLoss(const ag::Var& embeddings, const std::vector<int64_t>& pairs,
+                   const std::function<int32_t(int32_t)>& src_row,
+                   const std::function<int32_t(int32_t)>& dst_row, int epoch, float scale,
+                   SparseMatrixPtr positives, const std::vector<int64_t>& positive_entry) const;
   // Scores of (src, dst) local-id pairs from the embeddings (plain tensors).
   std::vector<float> Scores(const Tensor& emb, const std::vector<int32_t>& src,
                             const std::vector<int32_t>& dst) const;

@@ -57,13 +57,15 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   m->parts_ = parts;
   m->batch_size_ = tc.batch_size();
   m->bulk_ = tc.bulk();
-  m->train_ids_ = parts.task->TrainingRoots();
-  if (!m->train_ids_.defined()) {
+  const int64_t n = parts.task->NumTrainingItems();
+  if (n == 0) {
     return absl::UnimplementedError(absl::StrCat(
         "batch_size: mini-batch training of ", parts.task->Describe(),
         " is not supported; train on the whole graph (batch_size 0)"));
   }
-  if (m->train_ids_.numel() == 0) return absl::InvalidArgumentError("batch_size: no training vertices");
+  std::vector<int64_t> items(n);
+  for (int64_t i = 0; i < n; ++i) items[i] = i;
+  m->items_ = Tensor::FromVector(items);
   if (!sampling::ParseSamplerKind(tc.sampler(), &m->options_.kind)) {
     return absl::InvalidArgumentError(
         absl::StrCat("sampler: unknown sampler '", tc.sampler(), "' (neighbor or ladies)"));
@@ -82,7 +84,6 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     }
   }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
-  const int64_t n = m->train_ids_.numel();
   m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
   if (parts.exec->distributed() && m->options_.kind == sampling::SamplerKind::kLayerWise) {
     return absl::UnimplementedError(
@@ -107,11 +108,11 @@ std::string MiniBatchTraining::Describe() const {
                       " batches per epoch");
 }
 
-double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, int64_t batch_total,
-                                     int64_t step) {
+double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Tensor& items,
+                                     int64_t batch_total, int epoch, int64_t step) {
   nau::Model& model = *parts_.model;
   DistributedExecutor& exec = *parts_.exec;
-  const int64_t mine = batch.seeds.numel();
+  const int64_t mine = items.numel();
   if (mine == 0) {  // no seeds of this batch here: zero gradients to the sum, the same step
     ScopedTimer t(&parts_.stats->optimizer);
     exec.AllReduceGradients(parts_.optimizer->params(), static_cast<int>(step));
@@ -137,7 +138,7 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, int64_t b
   ag::Var loss;
   {
     ScopedTimer t(&parts_.stats->loss);
-    loss = parts_.task->BatchLoss(h, batch.seeds);
+    loss = parts_.task->BatchLoss(h, batch.seeds, items, epoch);
     // Each worker's share of the batch mean: the shares and their gradients add up to it.
     if (mine != batch_total) loss = ag::Scale(loss, static_cast<float>(mine) / batch_total);
   }
@@ -172,22 +173,22 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
   }
   matrices_ = std::move(matrices);
 
-  const std::vector<Tensor> batches = sampling::EpochBatches(train_ids_, batch_size_, options_.seed, epoch);
+  const std::vector<Tensor> batches = sampling::EpochBatches(items_, batch_size_, options_.seed, epoch);
   const int64_t num = static_cast<int64_t>(batches.size());
-  // This worker's seeds of every batch (all of them in a single process).
+  // This worker's items of every batch: every P-th one (all of them in a single process).
   std::vector<Tensor> mine = batches;
   if (parts_.exec->distributed()) {
+    const int rank = parts_.exec->rank(), size = parts_.exec->setup().comm->size();
     for (Tensor& b : mine) {
-      std::vector<int64_t> own;
-      for (int64_t k = 0; k < b.numel(); ++k) {
-        if (parts_.exec->Owns(b.i64()[k])) own.push_back(b.i64()[k]);
-      }
-      b = Tensor::FromVector(own);
+      std::vector<int64_t> share;
+      for (int64_t k = rank; k < b.numel(); k += size) share.push_back(b.i64()[k]);
+      b = Tensor::FromVector(share);
     }
   }
   auto sample = [&, epoch](int64_t first) {
     const int64_t end = std::min<int64_t>(num, first + bulk_);
-    std::vector<Tensor> seeds(mine.begin() + first, mine.begin() + end);
+    std::vector<Tensor> seeds;
+    for (int64_t b = first; b < end; ++b) seeds.push_back(parts_.task->BatchRoots(mine[b], epoch));
     return sampling::SampleBulk(layers, options_, epoch, first, seeds);
   };
   sampled_edges_ = 0;
@@ -210,7 +211,7 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     }
     for (const sampling::MiniBatch& b : *bulk) {
       sampled_edges_ += b.sampled_edges;
-      loss_sum += TrainBatch(b, batches[b.index].numel(),
+      loss_sum += TrainBatch(b, mine[b.index], batches[b.index].numel(), epoch,
                              static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
       if (!parts_.exec->status().ok()) {
         if (next.valid()) next.wait();

@@ -1,12 +1,12 @@
-// Mini-batch training (train.batch_size > 0): each epoch, the task's training vertices in a
-// random order are cut into batches; bulks of train.bulk batches are sampled at once
+// Mini-batch training (train.batch_size > 0): each epoch, the task's training items (vertices to
+// classify, or pairs to link) in a random order are cut into batches; bulks of train.bulk batches are sampled at once
 // (sampling/sampler.h), the next bulk on a second thread while the current one trains; per batch,
 // the model's layers run over the batch's blocks with the hybrid executor, then the batch loss,
 // backward and one optimizer step. Evaluation stays with the trainer (full-graph inference).
-// Distributed (every worker holding the whole graph): each worker samples and computes its own
-// seeds of every batch — sampling is keyed by the batch, so the union is the single-process
-// batch — the gradients are summed across workers every step, and every worker takes the same
-// step. Thread-compatible.
+// Distributed (every worker holding the whole graph): each worker samples and computes every
+// P-th item of every batch — sampling is keyed by the batch and vertex, so each root's subtree is
+// the single-process one — the gradients are summed across workers every step, and every worker
+// takes the same step. Thread-compatible.
 #pragma once
 
 #include <map>
@@ -54,16 +54,17 @@ class MiniBatchTraining {
 
  private:
   MiniBatchTraining() = default;
-  // One step on this worker's seeds of a batch of `batch_total` seeds; returns this worker's share
-  // of the batch loss.
-  double TrainBatch(const sampling::MiniBatch& batch, int64_t batch_total, int64_t step);
+  // One step on this worker's `items` of a batch of `batch_total` training items (the task's;
+  // `batch` holds their roots' blocks); returns this worker's share of the batch loss.
+  double TrainBatch(const sampling::MiniBatch& batch, const Tensor& items, int64_t batch_total,
+                    int epoch, int64_t step);
 
   Parts parts_;
   sampling::SamplerOptions options_;
   nau::HybridExecutor executor_;
   int64_t batch_size_ = 0;
   int bulk_ = 1;
-  Tensor train_ids_;
+  Tensor items_;  // int64 0 .. n - 1: the task's training items
   int64_t batches_per_epoch_ = 0;
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices_;
   int64_t sampled_edges_ = 0;

@@ -46,6 +46,11 @@ absl::StatusOr<std::unique_ptr<NodeClassificationTask>> NodeClassificationTask::
   if (t->global_train_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat("split: empty training split in ", dataset_name));
   }
+  const Tensor& train = split->second.train;
+  for (int64_t k = 0; train.defined() && k < train.numel(); ++k) {
+    t->train_ids_.push_back(t->base_ + train.i64()[k]);
+  }
+  std::sort(t->train_ids_.begin(), t->train_ids_.end());
   return t;
 }
 
@@ -101,15 +106,19 @@ ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
   return ag::Scale(loss, static_cast<float>(train_rows_.numel()) / global_train_);
 }
 
-Tensor NodeClassificationTask::TrainingRoots() const {
-  const Tensor& train = dataset_->splits.at(target_).train;
-  std::vector<int64_t> ids;
-  for (int64_t k = 0; train.defined() && k < train.numel(); ++k) ids.push_back(base_ + train.i64()[k]);
+int64_t NodeClassificationTask::NumTrainingItems() const {
+  return static_cast<int64_t>(train_ids_.size());
+}
+
+Tensor NodeClassificationTask::BatchRoots(const Tensor& items, int) const {
+  std::vector<int64_t> ids(items.numel());
+  for (int64_t k = 0; k < items.numel(); ++k) ids[k] = train_ids_[items.i64()[k]];
   std::sort(ids.begin(), ids.end());
   return Tensor::FromVector(ids);
 }
 
-ag::Var NodeClassificationTask::BatchLoss(const ag::Var& output, const Tensor& roots) const {
+ag::Var NodeClassificationTask::BatchLoss(const ag::Var& output, const Tensor& roots, const Tensor&,
+                                          int) const {
   const Tensor& labels = dataset_->labels.at(target_);
   Tensor batch_labels = Tensor::Empty({roots.numel()}, DType::kInt64);
   Tensor rows = Tensor::Empty({roots.numel()}, DType::kInt32);

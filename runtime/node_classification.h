@@ -23,8 +23,10 @@ class NodeClassificationTask : public Task {
   absl::Status SetOutputRows(const Tensor& roots) override;
   ag::Var Loss(const ag::Var& output, int epoch) const override;
   EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) override;
-  Tensor TrainingRoots() const override;
-  ag::Var BatchLoss(const ag::Var& output, const Tensor& roots) const override;
+  int64_t NumTrainingItems() const override;
+  Tensor BatchRoots(const Tensor& items, int epoch) const override;
+  ag::Var BatchLoss(const ag::Var& output, const Tensor& roots, const Tensor& items,
+                    int epoch) const override;
   std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
  private:
@@ -37,6 +39,7 @@ class NodeClassificationTask : public Task {
   int64_t global_train_ = 0;                    // training vertices over all workers
   Tensor labels_;                               // int64, per output row
   Tensor train_rows_, valid_rows_, test_rows_;  // int32 output rows
+  std::vector<int64_t> train_ids_;              // global ids of the training vertices, ascending
 };
 
 // Labels of `type` that skip classes (no vertex has class c below the largest label, as a typo in

@@ -7,8 +7,13 @@
 
 namespace fg::runtime {
 
-ag::Var Task::BatchLoss(const ag::Var&, const Tensor&) const {
-  FG_CHECK(false) << Describe() << " has no mini-batch loss (TrainingRoots() is undefined)";
+Tensor Task::BatchRoots(const Tensor&, int) const {
+  FG_CHECK(false) << Describe() << " has no mini-batches (NumTrainingItems() is 0)";
+  return Tensor();
+}
+
+ag::Var Task::BatchLoss(const ag::Var&, const Tensor&, const Tensor&, int) const {
+  FG_CHECK(false) << Describe() << " has no mini-batches (NumTrainingItems() is 0)";
   return ag::Var();
 }
 

@@ -55,13 +55,17 @@ class Task {
   // This worker's share of the training loss at `epoch` (shares sum to the global loss).
   virtual ag::Var Loss(const ag::Var& output, int epoch) const = 0;
   virtual EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) = 0;
-  // Mini-batch training: the global ids (int64, ascending) of the vertices whose loss training
-  // takes (node classification: the target type's training vertices); undefined when the task
-  // trains on the whole graph only.
-  virtual Tensor TrainingRoots() const { return Tensor(); }
-  // The mean training loss over a batch: `output` has one row per id of `roots`, a subset of
-  // TrainingRoots().
-  virtual ag::Var BatchLoss(const ag::Var& output, const Tensor& roots) const;
+  // Mini-batch training cuts the task's training items into batches: the training vertices of
+  // node classification, the training pairs of link prediction, numbered 0 .. n - 1 (0: the task
+  // trains on the whole graph only).
+  virtual int64_t NumTrainingItems() const { return 0; }
+  // The vertices (ascending global ids, int64) whose output rows the loss of `items` (int64 item
+  // numbers) reads at `epoch`, negative samples included.
+  virtual Tensor BatchRoots(const Tensor& items, int epoch) const;
+  // The mean training loss of `items` at `epoch`: `output` has one row per id of `roots`, which is
+  // BatchRoots(items, epoch).
+  virtual ag::Var BatchLoss(const ag::Var& output, const Tensor& roots, const Tensor& items,
+                            int epoch) const;
   // One progress line for an epoch ("loss ... valid ... test ...", without the epoch number).
   virtual std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const = 0;
 };

@@ -110,13 +110,16 @@ int main(int argc, char** argv) {
     owned.push_back(std::move(*m));
     matrices.push_back(&owned.back());
   }
-  const Tensor train = trainer.task().TrainingRoots();
-  if (!train.defined()) return Fail("the dataset's task has no training vertices to batch");
-  std::printf("%s on %s: %lld vertices, %lld edges, %lld training vertices (loaded in %.1fs), %d threads\n",
+  const runtime::Task& task = trainer.task();
+  std::vector<int64_t> item_ids(task.NumTrainingItems());
+  if (item_ids.empty()) return Fail(task.Describe() + " has no training items to batch");
+  for (size_t i = 0; i < item_ids.size(); ++i) item_ids[i] = static_cast<int64_t>(i);
+  const Tensor items = Tensor::FromVector(item_ids);
+  std::printf("%s on %s: %lld vertices, %lld edges, %lld training items (loaded in %.1fs), %d threads\n",
               flags["model"].c_str(), flags["dataset"].c_str(),
               static_cast<long long>(trainer.vertices().size()),
               static_cast<long long>(trainer.dataset().graph.TotalEdges()),
-              static_cast<long long>(train.numel()), load.Seconds(), NumThreads());
+              static_cast<long long>(items.numel()), load.Seconds(), NumThreads());
   const double triad = TriadBytesPerSecond();
   std::printf("STREAM triad: %.1f GB/s; %s sampler, %s, batches of %d\n", triad / 1e9,
               flags["sampler"].c_str(),
@@ -138,7 +141,8 @@ int main(int argc, char** argv) {
     std::vector<double> seconds;
     int64_t entries = 0, frontier_rows = 0;
     for (int e = 0; e < epochs + 1; ++e) {  // the first epoch warms up
-      const std::vector<Tensor> batches = sampling::EpochBatches(train, batch_size, options.seed, e);
+      std::vector<Tensor> batches = sampling::EpochBatches(items, batch_size, options.seed, e);
+      for (Tensor& b : batches) b = task.BatchRoots(b, e);
       int64_t epoch_entries = 0, epoch_rows = 0;
       Stopwatch w;
       for (size_t first = 0; first < batches.size(); first += k) {

@@ -90,6 +90,10 @@ TEST(Distributed, MiniBatchesMatchSingleProcessBatchByBatch) {
     o.mutable_train()->set_fanouts("10,5");
     ExpectMatchesSingleProcess(model, ExchangeMode::kAuto, {2, 3}, o);
   }
+  flexgraph::RunConfig links = Options("pinsage", 3, std::string(FG_SHARED_DATA_DIR) + "/lastfm");
+  links.mutable_train()->set_batch_size(16384);
+  links.mutable_train()->set_fanouts("5,5");
+  ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2}, links);
 }
 
 TEST(Distributed, RowFetchAndPartialAggregationAgree) {

@@ -1,5 +1,5 @@
-// Mini-batch training on Cora (../shared/data/cora): one batch of every training vertex with all
-// neighbours is full-batch training, step for step; sampled mini-batches reach the dataset's
+// Mini-batch training on Cora and LastFM (../shared/data): one batch of every training item with
+// all neighbours is full-batch training, step for step; sampled mini-batches reach the datasets'
 // accuracy; runs are deterministic whatever the bulk size and thread count; what mini-batch
 // training cannot run is refused naming the field.
 #include <gtest/gtest.h>
@@ -111,10 +111,31 @@ TEST(MiniBatch, WhatItCannotRunIsRefusedNamingTheField) {
   magnn.mutable_train()->set_batch_size(64);
   EXPECT_NE(message(magnn).find("mini-batch sampling takes flat neighbourhoods"), std::string::npos)
       << message(magnn);
-  flexgraph::RunConfig links = Options("pinsage", kData + "/lastfm");
-  links.mutable_train()->set_batch_size(64);
-  EXPECT_NE(message(links).find("mini-batch training of link prediction"), std::string::npos)
-      << message(links);
+}
+
+TEST(MiniBatch, PinSageLinkPredictionInOneBatchIsFullBatchAndSampledBatchesLearn) {
+  flexgraph::RunConfig full = Options("pinsage", kData + "/lastfm");
+  full.mutable_train()->set_epochs(3);
+  auto expected = Train(full);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  flexgraph::RunConfig one = full;
+  one.mutable_train()->set_batch_size(1 << 20);  // every training pair, with its negatives
+  one.mutable_train()->set_fanouts("0,0");
+  auto r = Train(one);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (size_t e = 0; e < r->losses.size(); ++e) {
+    EXPECT_NEAR(r->losses[e], expected->losses[e], 1e-5 * expected->losses[e]) << "epoch " << e + 1;
+  }
+  EXPECT_NEAR(r->extra["test_auc"], expected->extra["test_auc"], 1e-4);
+
+  flexgraph::RunConfig sampled = full;
+  sampled.mutable_train()->set_batch_size(8192);  // 8 batches of user-artist pairs
+  sampled.mutable_train()->set_fanouts("5,5");
+  sampled.mutable_train()->set_epochs(10);
+  auto s = Train(sampled);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->batches_per_epoch, 8);
+  EXPECT_GE(s->extra["test_auc"], 0.9) << "PinSage on LastFM, mini-batches of 8192 pairs";
 }
 
 }  // namespace
