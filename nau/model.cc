@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/functions.h"
 #include "absl/strings/str_join.h"
 #include "nau/options.h"
 #include "flexgraph/base/logging.h"
@@ -20,6 +21,12 @@ ag::Var Model::Input(LayerContext& ctx, const ModelSpec& spec) {
   FG_CHECK(spec.vertices->num_types() == 1)
       << "the default Model::Input handles one node type; override it for heterogeneous graphs";
   return ag::Var(spec.dataset->features.at(spec.vertices->type_name(0)));
+}
+
+ag::Var Model::InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids) {
+  Tensor rows = Tensor::Empty({ids.numel()}, DType::kInt32);
+  for (int64_t k = 0; k < ids.numel(); ++k) rows.i32()[k] = static_cast<int32_t>(ids.i64()[k]);
+  return ag::GatherRows(Input(ctx, spec), rows);
 }
 
 std::vector<int32_t> Model::Roots(int i, const ModelSpec& spec) const {

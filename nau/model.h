@@ -58,6 +58,10 @@ class Model : public nn::Module {
   // Input rows of the vertex table [spec.vertices->size(), f]. Default: the features of the only
   // node type (heterogeneous models override, e.g. with type-specific projections).
   virtual ag::Var Input(LayerContext& ctx, const ModelSpec& spec);
+  // The input rows of the vertices `ids` (int64 global ids; a dataset loaded whole), in that order:
+  // what mini-batches read. Default: Input() gathered; models whose input is computed (typed
+  // projections, learned tables) override it to compute only those rows.
+  virtual ag::Var InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids);
   // Roots (global vertex ids) of layer i. Default: every vertex for hidden layers, the target
   // type's vertices for the last layer.
   virtual std::vector<int32_t> Roots(int i, const ModelSpec& spec) const;

@@ -19,13 +19,6 @@ namespace {
 // value; the two never run in one epoch).
 constexpr int kStepEpochLoss = 1;
 
-// int32 rows of `ids` (global ids index the vertex table of a single process).
-Tensor Rows32(const Tensor& ids, int64_t n) {
-  Tensor rows = Tensor::Empty({n}, DType::kInt32);
-  for (int64_t k = 0; k < n; ++k) rows.i32()[k] = static_cast<int32_t>(ids.i64()[k]);
-  return rows;
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers) {
@@ -125,8 +118,7 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
   ctx.seed = options_.seed;
   ctx.stats = parts_.stats;
-  const Tensor& input_ids = batch.blocks[0].table;
-  ag::Var h = ag::GatherRows(model.Input(ctx, *parts_.spec), Rows32(input_ids, input_ids.numel()));
+  ag::Var h = model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
   for (int l = 0; l < model.num_layers(); ++l) {
     const sampling::Block& b = batch.blocks[l];
     ctx.layer = l;

@@ -28,14 +28,17 @@ absl::StatusOr<TrainResult> Train(const flexgraph::RunConfig& config) {
 }
 
 TEST(MiniBatch, OneBatchOfAllNeighboursIsFullBatchTraining) {
-  for (const char* model : {"gcn", "sage", "gin"}) {
+  // PinSage on IMDB: typed walks, the input projected per node type (Model::InputRows).
+  for (const char* model : {"gcn", "sage", "gin", "pinsage"}) {
     SCOPED_TRACE(model);
-    flexgraph::RunConfig full = Options(model);
+    const bool typed = std::string(model) == "pinsage";
+    flexgraph::RunConfig full = Options(model, kData + (typed ? "/imdb" : "/cora"));
+    if (typed) (*full.mutable_model()->mutable_options())["walk"] = "movie-director-movie";
     full.mutable_train()->set_epochs(6);
     auto expected = Train(full);
     ASSERT_TRUE(expected.ok()) << expected.status();
     flexgraph::RunConfig batch = full;
-    batch.mutable_train()->set_batch_size(140);  // Cora's training split
+    batch.mutable_train()->set_batch_size(1 << 20);  // every training vertex
     batch.mutable_train()->set_fanouts("0,0");
     auto r = Train(batch);
     ASSERT_TRUE(r.ok()) << r.status();

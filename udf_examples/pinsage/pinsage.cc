@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/ops/ops.h"
 #include "nau/dropout_linear.h"
 
 namespace fg::udf {
@@ -229,6 +230,30 @@ ag::Var PinSage::Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) {
     if (!projections_[t] && embedding_rows_[t].defined()) part = ag::GatherRows(part, embedding_rows_[t]);
     if (space.num_types() == 1) return part;
     ag::Var placed = ag::ScatterAddRows(part, type_rows_[t], input_rows_);
+    x = x.defined() ? ag::Add(x, placed) : placed;
+  }
+  return x;
+}
+
+ag::Var PinSage::InputRows(nau::LayerContext& ctx, const nau::ModelSpec& spec, const Tensor& ids) {
+  if (raw_features_ || spec.dataset->part) return Model::InputRows(ctx, spec, ids);
+  // Per type, only the rows asked for: projected features or rows of the learned table.
+  const nau::VertexSpace& space = *spec.vertices;
+  std::vector<std::vector<int32_t>> at(space.num_types()), local(space.num_types());
+  for (int64_t k = 0; k < ids.numel(); ++k) {
+    const int t = space.TypeOf(ids.i64()[k]);
+    at[t].push_back(static_cast<int32_t>(k));
+    local[t].push_back(static_cast<int32_t>(ids.i64()[k] - space.type_offset(t)));
+  }
+  ag::Var x;
+  for (int t = 0; t < space.num_types(); ++t) {
+    if (at[t].empty()) continue;
+    const Tensor rows = Tensor::FromVector(local[t]);
+    ag::Var part = projections_[t]
+                       ? projections_[t]->Forward(ag::Var(ops::GatherRows(
+                             spec.dataset->features.at(space.type_name(t)), rows)))
+                       : ag::GatherRows(embeddings_[t]->table(), rows);
+    ag::Var placed = ag::ScatterAddRows(part, Tensor::FromVector(at[t]), ids.numel());
     x = x.defined() ? ag::Add(x, placed) : placed;
   }
   return x;

@@ -81,6 +81,7 @@ class PinSage : public nau::Model {
   // Features of featured node types (projected to embedding_dim when the graph has several types)
   // and learned embeddings for the others.
   ag::Var Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) override;
+  ag::Var InputRows(nau::LayerContext& ctx, const nau::ModelSpec& spec, const Tensor& ids) override;
   // Link prediction scores every vertex: all layers have every vertex as a root.
   std::vector<int32_t> Roots(int i, const nau::ModelSpec& spec) const override;
 
