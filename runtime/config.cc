@@ -37,6 +37,7 @@ constexpr char kBaseDefaults[] = R"pb(
 
 constexpr int kMaxThreads = 4096;
 constexpr int kMaxBulk = 4096;
+constexpr int kMaxLayerSize = 1 << 24;  // LADIES draws per batch and layer
 
 }  // namespace
 
@@ -180,7 +181,9 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (t.sampler() != "neighbor" && t.sampler() != "ladies") {
     return bad("sampler", absl::StrCat("unknown sampler '", t.sampler(), "' (neighbor or ladies)"));
   }
-  if (t.layer_size() < 1) return bad("layer_size", absl::StrCat("must be positive, got ", t.layer_size()));
+  if (t.layer_size() < 1 || t.layer_size() > kMaxLayerSize) {
+    return bad("layer_size", absl::StrCat("must lie in [1, ", kMaxLayerSize, "], got ", t.layer_size()));
+  }
   if (t.bulk() < 1 || t.bulk() > kMaxBulk) {
     return bad("bulk", absl::StrCat("must lie in [1, ", kMaxBulk, "], got ", t.bulk()));
   }
