@@ -101,7 +101,7 @@ void SampleNodeWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int f
     int64_t k = k0, j = j0;
     for (int64_t r = lo; r < hi; ++r, ++j) {
       if (r + kAhead < hi) __builtin_prefetch(col + begin[r + kAhead]);
-      if (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;
+      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
       const SampledRows& s = (*out)[k];
       const int64_t b = begin[r], d = degree[r];
       const int64_t keep = s.offsets[j + 1] - s.offsets[j];
@@ -121,7 +121,7 @@ void SampleNodeWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int f
     const int64_t* e = entries.data();
     k = k0, j = j0;
     for (int64_t r = lo; r < hi; ++r, ++j) {
-      if (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;
+      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
       SampledRows& s = (*out)[k];
       const int64_t keep = s.offsets[j + 1] - s.offsets[j];
       int32_t* cols = s.cols.data() + s.offsets[j];

@@ -144,7 +144,8 @@ void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBa
       const hdg::HdgLevel &lx = x.hdg->level(1), &ly = y.hdg->level(1);
       EXPECT_EQ(lx.csr().offsets.ToVector<int64_t>(), ly.csr().offsets.ToVector<int64_t>());
       EXPECT_EQ(lx.csr().indices.ToVector<int32_t>(), ly.csr().indices.ToVector<int32_t>());
-      EXPECT_EQ(lx.weights.ToVector<float>(), ly.weights.ToVector<float>());
+      ASSERT_EQ(lx.weights.defined(), ly.weights.defined());
+      if (lx.weights.defined()) EXPECT_EQ(lx.weights.ToVector<float>(), ly.weights.ToVector<float>());
     }
   }
 }
@@ -177,6 +178,21 @@ TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
               (*bulk)[0].blocks[0].table.ToVector<int64_t>())
         << "another epoch samples anew";
   }
+}
+
+TEST(BulkSampling, EmptyBatchesAmongOthersSampleNothing) {
+  const Lists nbrs = RandomLists(100, 8, 3);
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/false);
+  const Tensor none = Tensor::FromVector(std::vector<int64_t>{});
+  const std::vector<Tensor> batches = {Tensor::FromVector(std::vector<int64_t>{1, 2}), none, none,
+                                       Tensor::FromVector(std::vector<int64_t>{3, 50})};
+  auto bulk = SampleBulk({&a, &a}, {.fanouts = {3, 2}, .seed = 1}, 0, 0, batches);
+  ASSERT_TRUE(bulk.ok()) << bulk.status();
+  EXPECT_EQ((*bulk)[1].sampled_edges, 0);
+  EXPECT_EQ((*bulk)[2].blocks[0].table.numel(), 0);
+  auto last = SampleBulk({&a, &a}, {.fanouts = {3, 2}, .seed = 1}, 0, 3, {batches[3]});
+  ASSERT_TRUE(last.ok());
+  ExpectSameBatches({(*bulk)[3]}, *last);
 }
 
 TEST(BulkSampling, BlocksChainFromTheInputRowsToTheSeeds) {
