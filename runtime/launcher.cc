@@ -48,13 +48,29 @@ std::string SelfExe() {
 
 // Starts argv with stdout and stderr appended to `log`; the child dies with the launcher.
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log,
-            const std::vector<std::string>& env) {
+            const std::vector<std::string>& env, const std::string& input = "") {
+  int pipe_fds[2] = {-1, -1};
+  if (!input.empty() && pipe(pipe_fds) != 0) return -1;
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid != 0) return pid;
+  if (pid != 0) {
+    if (!input.empty()) {  // `input` is small: it fits the pipe's buffer, so this never blocks
+      close(pipe_fds[0]);
+      if (pid > 0 && write(pipe_fds[1], input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
+        std::fprintf(stderr, "flexgraph launch: cannot write to the standard input of %s\n", argv[0].c_str());
+      }
+      close(pipe_fds[1]);
+    }
+    return pid;
+  }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
   setpgid(0, 0);  // terminal signals go to the launcher, which forwards them
+  if (!input.empty()) {
+    dup2(pipe_fds[0], 0);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+  }
   const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     dup2(fd, 1);
@@ -267,10 +283,12 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
       w[0] = exe;
       std::vector<std::string> quoted;
       for (const std::string& a : w) quoted.push_back("'" + a + "'");
+      // The token travels on ssh's standard input, never on a command line (ps shows those).
       const std::string remote =
-          absl::StrCat("cd '", std::filesystem::current_path().string(), "' && FG_RUN_TOKEN=", token,
-                       " ", absl::StrJoin(quoted, " "), " --host 0.0.0.0 --advertise ", h);
-      wc.pid = Spawn({"/usr/bin/ssh", "-o", "BatchMode=yes", h, remote}, wc.log, {});
+          absl::StrCat("cd '", std::filesystem::current_path().string(),
+                       "' && read -r FG_RUN_TOKEN && export FG_RUN_TOKEN && exec ",
+                       absl::StrJoin(quoted, " "), " --host 0.0.0.0 --advertise ", h);
+      wc.pid = Spawn({"/usr/bin/ssh", "-o", "BatchMode=yes", h, remote}, wc.log, {}, token + "\n");
     } else {
       wc.pid = Spawn(w, wc.log, env);
     }
@@ -388,6 +406,9 @@ int Launch(const LaunchOptions& o) {
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, nullptr);  // a remote shell gone before reading the token: EPIPE
   std::vector<std::string> args = o.train_args;
   for (int attempt = 0;; ++attempt) {
     const int rc = RunOnce(o, args, log_dir, attempt);

@@ -34,10 +34,31 @@ absl::StatusOr<flexgraph::RunConfig> PassthroughTrainConfig(const FlagSet& flags
   return RunConfigFromFlags(train);
 }
 
-std::string TokenFrom(const FlagSet& flags) {
-  if (flags.IsSet("token")) return flags.Get("token");
-  const char* env = std::getenv("FG_RUN_TOKEN");
-  return env ? env : "";
+// The run token: the first line of --token_file, else $FG_RUN_TOKEN — never a command-line
+// argument, which every user of the machine sees (ps). Errors name the file or the flag.
+absl::StatusOr<std::string> TokenFrom(const FlagSet& flags, const char* command) {
+  if (flags.IsSet("token")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        command, ": --token would show the run token to every user of this machine (ps); put it "
+        "in a file readable only by you and pass --token_file FILE, or set $FG_RUN_TOKEN"));
+  }
+  std::string token;
+  if (flags.IsSet("token_file")) {
+    const std::string path = flags.Get("token_file");
+    std::ifstream in(path);
+    if (!in || !std::getline(in, token)) {
+      return absl::InvalidArgumentError(absl::StrCat(command, ": --token_file ", path,
+                                                     ": cannot read a token from it"));
+    }
+    if (!token.empty() && token.back() == '\r') token.pop_back();
+  } else if (const char* env = std::getenv("FG_RUN_TOKEN")) {
+    token = env;
+  }
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(command, ": no run token (--token_file FILE or $FG_RUN_TOKEN)"));
+  }
+  return token;
 }
 
 int Launch(const std::vector<std::string>& args) {
@@ -110,7 +131,8 @@ int Coordinator(const std::vector<std::string>& args) {
   flags.AddString("host", "127.0.0.1", "interface to listen on");
   flags.AddString("port", "0", "port (0: ephemeral)");
   flags.AddString("port_file", "", "write the port here once listening");
-  flags.AddString("token", "", "run token (default: $FG_RUN_TOKEN)");
+  flags.AddString("token_file", "", "file whose first line is the run token (default: $FG_RUN_TOKEN)");
+  flags.AddString("token", "", "refused: a token on the command line is visible to every user (ps)");
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
   flags.AddString("partition", "metis",
                   "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
@@ -144,8 +166,9 @@ int Coordinator(const std::vector<std::string>& args) {
   o.host = flags.Get("host");
   o.heartbeat_timeout_seconds = *timeout;
   o.partition_method = flags.Get("partition");
-  o.token = TokenFrom(flags);
-  if (o.token.empty()) return UsageError(flags, "coordinator: no run token (--token or $FG_RUN_TOKEN)");
+  auto token = TokenFrom(flags, "coordinator");
+  if (!token.ok()) return UsageError(flags, std::string(token.status().message()));
+  o.token = *token;
   auto c = runtime::Coordinator::Start(o, *train);
   if (!c.ok()) {
     std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(c.status().message()).c_str());
@@ -172,7 +195,8 @@ int Worker(const std::vector<std::string>& args) {
                           "scheduler: the rank comes from SLURM_PROCID or OMPI_COMM_WORLD_RANK). "
                           "Train flags follow '--'.");
   flags.AddString("coordinator", "", "coordinator address host:port");
-  flags.AddString("token", "", "run token (default: $FG_RUN_TOKEN)");
+  flags.AddString("token_file", "", "file whose first line is the run token (default: $FG_RUN_TOKEN)");
+  flags.AddString("token", "", "refused: a token on the command line is visible to every user (ps)");
   flags.AddString("host", "127.0.0.1", "interface the worker listens on");
   flags.AddString("advertise", "", "host name peers use to reach this worker");
   flags.AddString("rank", "-1", "requested rank (-1: from the environment or any)");
@@ -192,7 +216,9 @@ int Worker(const std::vector<std::string>& args) {
   }
   runtime::WorkerOptions o;
   o.coordinator = flags.Get("coordinator");
-  o.token = TokenFrom(flags);
+  auto token = TokenFrom(flags, "worker");
+  if (!token.ok()) return UsageError(flags, std::string(token.status().message()));
+  o.token = *token;
   o.host = flags.Get("host");
   o.advertise_host = flags.Get("advertise");
   auto rank = flags.GetInt("rank");
@@ -211,7 +237,6 @@ int Worker(const std::vector<std::string>& args) {
   }
   o.pipeline = flags.GetBool("pipeline");
   if (o.coordinator.empty()) return UsageError(flags, "worker: --coordinator is required");
-  if (o.token.empty()) return UsageError(flags, "worker: no run token (--token or $FG_RUN_TOKEN)");
   auto r = runtime::RunWorker(o, *train);
   if (!r.ok()) {
     std::fprintf(stderr, "flexgraph worker: %s\n", std::string(r.status().message()).c_str());

@@ -368,6 +368,16 @@ TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
   EXPECT_EQ(Shell("env FG_RUN_TOKEN=wrong " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port +
                 kTrain, &out), 1);
   EXPECT_NE(out.find("wrong run token"), std::string::npos) << out;
+  // The token comes from a file or the environment, never the command line (ps shows it).
+  { std::ofstream(d + "/token") << "wrong\n"; }
+  EXPECT_EQ(Shell(kFlexgraph + " worker --token_file " + d + "/token --coordinator 127.0.0.1:" + port +
+                kTrain, &out), 1);
+  EXPECT_NE(out.find("wrong run token"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " worker --token right --coordinator 127.0.0.1:" + port + kTrain, &out), 2);
+  EXPECT_NE(out.find("--token would show the run token to every user"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " worker --token_file " + d + "/none --coordinator 127.0.0.1:" + port +
+                kTrain, &out), 2);
+  EXPECT_NE(out.find("--token_file " + d + "/none: cannot read a token"), std::string::npos) << out;
   kill(coord, SIGTERM);
   waitpid(coord, nullptr, 0);
   // Nothing listens on this port any more: registration fails with a clear message.
@@ -504,7 +514,7 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
     EXPECT_NE(out.find(flag), std::string::npos) << bad << ": " << out;
     EXPECT_EQ(out.find("coordinator on port"), std::string::npos) << bad << ": " << out;
   }
-  EXPECT_EQ(Shell(kFlexgraph + " coordinator --port 70000 --token t -- train", &out), 2);
+  EXPECT_EQ(Shell("env FG_RUN_TOKEN=t " + kFlexgraph + " coordinator --port 70000 -- train", &out), 2);
   EXPECT_NE(out.find("--port must lie in [0, 65535]"), std::string::npos) << out;
   // More memory than the machine has: an error saying how much, not an abort.
   EXPECT_EQ(Shell(kFlexgraph + " train --hidden 100000000 --epochs 1 --dataset " + kCora, &out), 1);
