@@ -146,7 +146,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   // --- service ---------------------------------------------------------------------------------
   grpc::Status Register(grpc::ServerContext* ctx, const flexgraph::RegisterRequest* req,
                         flexgraph::RegisterReply* reply) override {
-    if (!Authorized(*ctx)) return Unauthorized();
+    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
     // Every process must run the same configuration: a mismatch stops the run, naming the fields.
     flexgraph::RunConfig settings;
@@ -200,7 +200,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const flexgraph::HeartbeatRequest* req,
                          flexgraph::HeartbeatReply* reply) override {
-    if (!Authorized(*ctx)) return Unauthorized();
+    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     if (req->rank() >= 0 && req->rank() < options_.workers) last_beat_[req->rank()] = clock_.Seconds();
     if (!failure_.ok()) {
@@ -212,13 +212,13 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   grpc::Status Barrier(grpc::ServerContext* ctx, const flexgraph::BarrierRequest*,
                        flexgraph::BarrierReply*) override {
-    if (!Authorized(*ctx)) return Unauthorized();
+    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
     return grpc::Status::OK;
   }
 
   grpc::Status ReportMetrics(grpc::ServerContext* ctx, const flexgraph::MetricsRequest* req,
                              flexgraph::MetricsReply*) override {
-    if (!Authorized(*ctx)) return Unauthorized();
+    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     const int r = req->rank();
     if (r < 0 || r >= options_.workers) {
@@ -237,7 +237,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   grpc::Status Shutdown(grpc::ServerContext* ctx, const flexgraph::ShutdownRequest* req,
                         flexgraph::ShutdownReply*) override {
-    if (!Authorized(*ctx)) return Unauthorized();
+    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Fail(absl::CancelledError(absl::StrCat("shutdown requested: ", req->reason())));
     cv_.notify_all();
@@ -245,14 +245,6 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   }
 
  private:
-  bool Authorized(const grpc::ServerContext& ctx) const {
-    auto it = ctx.client_metadata().find(kTokenMetadata);
-    return it != ctx.client_metadata().end() &&
-           std::string(it->second.data(), it->second.size()) == options_.token;
-  }
-  static grpc::Status Unauthorized() {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
-  }
   bool AllFinal() const {
     for (bool f : finals_) {
       if (!f) return false;

@@ -2,7 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -15,6 +17,23 @@
 
 namespace fg::runtime {
 
+grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token, const char* who) {
+  auto it = ctx.client_metadata().find(kTokenMetadata);
+  bool same = it != ctx.client_metadata().end() && it->second.size() == token.size();
+  if (same) {  // constant time in the token's contents
+    unsigned char diff = 0;
+    for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(it->second.data()[i] ^ token[i]);
+    same = diff == 0;
+  }
+  if (same) return grpc::Status::OK;
+  static std::atomic<int> logged{0};
+  if (const int n = logged++; n < 20) {
+    std::fprintf(stderr, "%s: rejected a call from %s: missing or wrong run token%s\n", who,
+                 ctx.peer().c_str(), n == 19 ? " (further rejections are not logged)" : "");
+  }
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
+}
+
 // Assembles chunked messages into the mailbox; rejects calls without the token.
 class WorkerServer::Service final : public flexgraph::Worker::Service {
  public:
@@ -23,9 +42,7 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
 
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<flexgraph::Chunk>* reader,
                     flexgraph::PushReply*) override {
-    if (!Authorized(*context)) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
-    }
+    if (grpc::Status s = CheckToken(*context, token_, "worker"); !s.ok()) return s;
     flexgraph::Chunk chunk;
     std::map<std::pair<int, uint64_t>, std::string> partial;
     while (reader->Read(&chunk)) {
@@ -47,19 +64,12 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
 
   grpc::Status Shutdown(grpc::ServerContext* context, const flexgraph::ShutdownRequest* request,
                         flexgraph::ShutdownReply*) override {
-    if (!Authorized(*context)) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
-    }
+    if (grpc::Status s = CheckToken(*context, token_, "worker"); !s.ok()) return s;
     mailbox_->Abort(absl::CancelledError(absl::StrCat("shutdown: ", request->reason())));
     return grpc::Status::OK;
   }
 
  private:
-  bool Authorized(const grpc::ServerContext& context) const {
-    auto it = context.client_metadata().find(kTokenMetadata);
-    return it != context.client_metadata().end() &&
-           std::string(it->second.data(), it->second.size()) == token_;
-  }
   std::string token_;
   std::shared_ptr<Mailbox> mailbox_;
 };

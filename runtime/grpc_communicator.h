@@ -15,11 +15,17 @@
 
 namespace grpc {
 class Server;
+class ServerContext;
+class Status;
 }
 
 namespace fg::runtime {
 
 inline constexpr char kTokenMetadata[] = "fg-token";
+// The check every served call makes: OK when `ctx` carries `token` (compared in constant time);
+// otherwise UNAUTHENTICATED, and the rejection is logged on stderr as "<who>: rejected a call
+// from <peer address>" (the first 20 of a process).
+grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token, const char* who);
 inline constexpr size_t kMaxChunkBytes = 4 << 20;
 // gRPC message size limit used by every FlexGraph channel and server.
 inline constexpr int kMaxGrpcMessageBytes = 1 << 30;

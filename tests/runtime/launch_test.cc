@@ -380,6 +380,9 @@ TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
   EXPECT_NE(out.find("--token_file " + d + "/none: cannot read a token"), std::string::npos) << out;
   kill(coord, SIGTERM);
   waitpid(coord, nullptr, 0);
+  // The coordinator logged the rejected calls with the caller's address.
+  EXPECT_NE(Read(d + "/coord.log").find("coordinator: rejected a call from ipv4:127.0.0.1:"),
+            std::string::npos) << Read(d + "/coord.log");
   // Nothing listens on this port any more: registration fails with a clear message.
   EXPECT_EQ(Shell("env FG_RUN_TOKEN=x " + kFlexgraph + " worker --coordinator 127.0.0.1:" +
                 port + " --register_timeout 3" + kTrain, &out), 1);
