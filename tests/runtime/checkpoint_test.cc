@@ -10,16 +10,12 @@
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/npy.h"
 #include "runtime/summary.h"
+#include "tests/runtime/scratch_dir.h"
 
 namespace fg::runtime {
 namespace {
 
-std::string Dir(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
+std::string Dir(const std::string& name) { return fg::testing::ScratchDir(name); }
 
 // Two parameters and an Adam optimizer that has taken one step.
 struct Params {

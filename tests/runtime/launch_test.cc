@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/runtime/scratch_dir.h"
+
 namespace {
 
 const std::string kFlexgraph = std::string(FG_BINARY_DIR) + "/runtime/flexgraph";
@@ -32,7 +34,8 @@ std::string Read(const std::string& path) {
 // Runs a shell command with a time bound; returns its exit status and output.
 int Shell(const std::string& cmd, std::string* output = nullptr) {
   // Per process: the debug and release suites may run these tests at the same time.
-  const std::string out = ::testing::TempDir() + "/fg_cmd_out_" + std::to_string(getpid()) + ".txt";
+  static const std::string dir = fg::testing::ScratchDir("fg_cmd_out");
+  const std::string out = dir + "/out.txt";
   const int rc = std::system(("timeout -k 5 240 " + cmd + " > " + out + " 2>&1").c_str());
   if (output) *output = Read(out);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -53,12 +56,7 @@ double Field(const std::string& json, const std::string& key) {
   return std::stod(m[1].str());
 }
 
-std::string Dir(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
+std::string Dir(const std::string& name) { return fg::testing::ScratchDir(name); }
 
 const std::string kTrain = " -- train --dataset " + kCora + " --epochs 8 --threads 1 --quiet";
 

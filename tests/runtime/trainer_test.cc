@@ -8,6 +8,7 @@
 #include "flexgraph/graph/io/file.h"
 #include "runtime/communicator.h"
 #include "runtime/trainer.h"
+#include "tests/runtime/scratch_dir.h"
 
 namespace fg::runtime {
 namespace {
@@ -117,8 +118,7 @@ TEST(Trainer, InvalidOptionsNameTheField) {
 
 // A copy of Cora with one file's first line replaced.
 std::string CoraWith(const std::string& name, const std::string& file, const std::string& first) {
-  const std::string dir = ::testing::TempDir() + "/fg_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
+  const std::string dir = fg::testing::ScratchDir("fg_" + name);
   std::filesystem::copy(kCora, dir, std::filesystem::copy_options::recursive);
   auto text = graph::io::ReadFileToString(dir + "/" + file);
   EXPECT_TRUE(text.ok()) << text.status();
