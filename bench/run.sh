@@ -6,6 +6,7 @@
 #   bench/run.sh                  # GCN, SAGE, PinSage on Cora and RMAT-17 (~2M edges); MAGNN on IMDB
 #   bench/run.sh --large          # also RMAT scale 22 (~100M edges; ~41 GiB at hidden 256, else skipped)
 #   bench/run.sh --pyg --only gcn:cora
+#   bench/run.sh --workload rmat:scale=18,edge_factor=8,a=0.45 --only sage   # any generator spec
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FLEXGRAPH_BUILD:-$ROOT/build/bench}"

@@ -2,6 +2,7 @@
 """FlexGraph vs DGL (and optionally PyG): the same workloads, weights and settings; one table.
 
   bench/run.sh [--large] [--pyg] [--only gcn:cora,sage:rmat17] [--epochs_scale 1.0]
+  bench/run.sh --workload rmat:scale=18,edge_factor=8,a=0.45 --only sage   # the shape of your graph
 
 Steps (see bench/README.md, section "FlexGraph vs DGL"):
   1. bench/baselines/setup_venv.sh (a quick check when bench/.venv already works);
@@ -20,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -333,7 +335,12 @@ def main():
     p.add_argument("--large_hidden", type=int, default=256,
                    help="hidden width on the large RMAT (256 needs about 30 GB per system)")
     p.add_argument("--pyg", action="store_true", help="also run PyG")
-    p.add_argument("--only", default="", help="comma list of model:workload, e.g. gcn:cora")
+    p.add_argument("--only", default="", help="comma list of model:workload or model, e.g. gcn:cora,sage")
+    p.add_argument("--workload", action="append", default=[], metavar="SPEC",
+                   help="compare on this generator spec instead of the built-in workloads (repeatable), e.g. "
+                        "rmat:scale=18,edge_factor=8,a=0.45 or sbm:nodes=200000,classes=8,features=64; "
+                        "--only picks the models (default gcn, sage, pinsage)")
+    p.add_argument("--workload_epochs", type=int, default=12, help="epochs on a --workload spec")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=2, help="epochs excluded from both medians")
     p.add_argument("--epochs_scale", type=float, default=1.0, help="scale every workload's epochs")
@@ -350,10 +357,26 @@ def main():
         run(["bash", os.path.join(BASELINES, "setup_venv.sh")])
     frameworks = ["dgl"] + (["pyg"] if a.pyg else [])
 
-    jobs = [(m, w) for m in MODELS for w in JOBS[m] if a.large or not WORKLOADS[w].get("large")]
-    if a.only:
-        want = {tuple(x.split(":")) for x in a.only.split(",") if x}
-        jobs = [j for j in jobs if j in want]
+    only = [x for x in a.only.split(",") if x]
+    custom = []
+    for spec in a.workload:  # named by the spec, made path-safe
+        if not spec.startswith(("rmat:", "sbm:")):
+            sys.exit(f"--workload {spec}: expected a generator spec, rmat:... or sbm:...")
+        name = re.sub(r"[^A-Za-z0-9.]+", "_", spec)
+        WORKLOADS[name] = {"spec": spec, "normalize_features": False, "epochs": a.workload_epochs}
+        custom.append(name)
+    if custom:
+        models = only or ["gcn", "sage", "pinsage"]
+        bad = [x for x in models if x not in MODELS or x == "magnn" or ":" in x]
+        if bad:
+            sys.exit(f"--only {','.join(bad)}: with --workload, name homogeneous models (gcn, sage, pinsage)")
+        jobs = [(m, w) for m in models for w in custom]
+    else:
+        jobs = [(m, w) for m in MODELS for w in JOBS[m] if a.large or not WORKLOADS[w].get("large")]
+    if only and not custom:
+        want = {tuple(x.split(":")) for x in only if ":" in x}
+        whole = {x for x in only if ":" not in x}
+        jobs = [j for j in jobs if j in want or j[0] in whole]
         if not jobs:
             sys.exit(f"--only {a.only}: no such model:workload (have {list(MODELS)} x {list(WORKLOADS)})")
 
@@ -393,7 +416,7 @@ def main():
         if n is None:
             n, nnz = fg.get("num_vertices"), fg.get("num_edges")
         row = {
-            "workload": name, "model": model, "vertices": n, "edges": nnz, "features": f,
+            "workload": name, "spec": WORKLOADS[name].get("spec", WORKLOADS[name].get("source")), "model": model, "vertices": n, "edges": nnz, "features": f,
             "classes": c, "hidden": m["hidden"], "layers": m["layers"], "dropout": m["dropout"],
             "input_dropout": m["input_dropout"], "epochs": epochs, "warmup": a.warmup,
             "threads": a.threads,
