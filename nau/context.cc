@@ -1,6 +1,7 @@
 #include "nau/context.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "flexgraph/autograd/functions.h"
 
@@ -53,6 +54,27 @@ ag::Var LayerContext::MeanOverRoots(const ag::Var& x) const {
   const float total =
       across(ag::Var(Tensor::Full({1}, static_cast<float>(x.rows())))).value().Item();
   return ag::Scale(across(ag::SumRows(x)), total > 0 ? 1.0f / total : 0.0f);
+}
+
+ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor& row_ids) const {
+  if (!training || p <= 0.0f) return x;
+  if (!dropped_.empty() && dropped_.front().layer != layer) dropped_.clear();
+  const uint64_t s = DropoutSeed(site);
+  auto same_ids = [&](const Tensor& a) {
+    if (a.defined() != row_ids.defined()) return false;
+    if (!a.defined() || a.raw() == row_ids.raw()) return true;
+    return a.numel() == row_ids.numel() && a.dtype() == row_ids.dtype() &&
+           std::memcmp(a.raw(), row_ids.raw(), a.nbytes()) == 0;
+  };
+  for (const Dropped& d : dropped_) {
+    if (d.seed == s && d.p == p && d.x.value().raw() == x.value().raw() &&
+        d.x.value().shape() == x.value().shape() && same_ids(d.ids)) {
+      return d.out;
+    }
+  }
+  ag::Var out = ag::Dropout(x, p, s, training, row_ids);
+  dropped_.push_back({layer, s, p, x, out, row_ids});
+  return out;
 }
 
 }  // namespace fg::nau

@@ -122,6 +122,21 @@ class LayerContext {
   uint64_t DropoutSeed(int site) const {
     return MixKey(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(layer), 0xD0 + site);
   }
+  // Dropout number `site` of `x`, whose rows have the global ids `row_ids`: ag::Dropout with
+  // DropoutSeed(site). A layer that drops the same rows with the same site twice in one pass (its
+  // input as messages and again as its roots' own rows) gets the first result back: one mask,
+  // one node for backward.
+  ag::Var Dropout(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
+
+ private:
+  struct Dropped {
+    int layer;
+    uint64_t seed;
+    float p;
+    ag::Var x, out;
+    Tensor ids;
+  };
+  mutable std::vector<Dropped> dropped_;  // this layer's dropouts of this pass
 };
 
 using UpdateContext = LayerContext;

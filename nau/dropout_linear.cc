@@ -18,7 +18,7 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
     const int64_t in = weight.value().dim(0);
     FG_CHECK(x.row_width() == in) << "DropoutMatMul: input " << x.value().ShapeString()
                                   << " for weight " << weight.value().ShapeString();
-    ag::Var d = ag::Dropout(x, p, ctx.DropoutSeed(site), ctx.training, row_ids);
+    ag::Var d = ctx.Dropout(x, p, site, row_ids);
     if (d.value().rank() != 2) d = ag::Reshape(d, {d.rows(), in});
     ag::Var y = ag::MatMul(d, weight);
     return bias.defined() ? ag::AddBias(y, bias) : y;

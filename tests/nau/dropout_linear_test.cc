@@ -1,5 +1,6 @@
 // DropoutLinear: the sparse path (SpMM over the non-zeros of a constant input) equals the dense
 // path (dense dropout mask, GEMM) in value and in the weight gradient, for training and eval.
+// LayerContext::Dropout: one mask per rows, site and layer in a pass.
 #include <gtest/gtest.h>
 
 #include "nau/dropout_linear.h"
@@ -35,6 +36,32 @@ TEST(DropoutLinear, SparseAndDensePathsAgree) {
     for (size_t i = 0; i < values[0].size(); ++i) EXPECT_NEAR(values[0][i], values[1][i], 1e-5);
     for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_NEAR(grads[0][i], grads[1][i], 1e-5);
   }
+}
+
+TEST(LayerContext, DropsTheSameRowsOnceAPass) {
+  Tensor x = testing::RandomTensor({20, 8}, 4);
+  Tensor ids = Tensor::Empty({20}, DType::kInt64), same = Tensor::Empty({20}, DType::kInt64);
+  for (int64_t r = 0; r < 20; ++r) ids.i64()[r] = same.i64()[r] = 7 * r;
+  LayerContext ctx;
+  ctx.training = true;
+  ctx.seed = 3;
+  ctx.layer = 1;
+  const ag::Var h(x);
+  ag::Var first = ctx.Dropout(h, 0.5f, 0, ids);
+  // The mask is ag::Dropout's with the layer's seed.
+  EXPECT_EQ(first.value().ToVector<float>(),
+            ag::Dropout(h, 0.5f, ctx.DropoutSeed(0), true, ids).value().ToVector<float>());
+  // The same rows again (ids equal by content): the first result, not a second mask.
+  EXPECT_EQ(ctx.Dropout(h, 0.5f, 0, same).value().raw(), first.value().raw());
+  // Another site, other ids or another layer: a mask of their own.
+  EXPECT_NE(ctx.Dropout(h, 0.5f, 1, ids).value().raw(), first.value().raw());
+  same.i64()[3] = 1000;
+  EXPECT_NE(ctx.Dropout(h, 0.5f, 0, same).value().raw(), first.value().raw());
+  ctx.layer = 2;
+  EXPECT_NE(ctx.Dropout(h, 0.5f, 0, ids).value().ToVector<float>(), first.value().ToVector<float>());
+  // Evaluation drops nothing.
+  ctx.training = false;
+  EXPECT_EQ(ctx.Dropout(h, 0.5f, 0, ids).value().raw(), x.raw());
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ class GcnLayer : public nau::Layer {
 
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
     if (project_first_) return nau::DropoutLinear(ctx, h, ctx.table_global_ids, fc_, dropout_, 0);
-    return ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+    return ctx.Dropout(h, dropout_, 0, ctx.table_global_ids);
   }
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::WeightedSum(); }

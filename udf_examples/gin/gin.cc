@@ -31,7 +31,7 @@ class GinLayer : public nau::Layer {
   }
 
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
-    return ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+    return ctx.Dropout(h, dropout_, 0, ctx.table_global_ids);
   }
 
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Sum(); }
@@ -45,7 +45,7 @@ class GinLayer : public nau::Layer {
   }
 
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
-    ag::Var s = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
+    ag::Var s = ctx.Dropout(self, dropout_, 0, ctx.root_global_ids);
     ag::Var z = ag::Add(ag::Scale(s, 1.0f + eps_), nbr);
     ag::Var h = fc2_.Forward(ag::Relu(fc1_.Forward(z)));
     return last_ ? h : ag::Relu(h);

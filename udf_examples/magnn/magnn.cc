@@ -270,7 +270,7 @@ class MagnnLayer : public nau::Layer {
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
     // Dropout on the projected node content (MAGNN's feat_drop), before the first layer only.
     if (index_ > 0) return h;
-    return ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+    return ctx.Dropout(h, dropout_, 0, ctx.table_global_ids);
   }
 
   nau::Aggregator LevelAggregator(int level) const override {

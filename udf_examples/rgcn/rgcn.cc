@@ -132,7 +132,7 @@ class RgcnLayer : public nau::Layer {
 
   // The basis products of the (dropped-out) input rows: [rows, out * B], columns (o, b).
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
-    ag::Var x = ag::Dropout(h, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.table_global_ids);
+    ag::Var x = ctx.Dropout(h, dropout_, 0, ctx.table_global_ids);
     return ag::MatMul(x, basis_);
   }
 
@@ -156,7 +156,7 @@ class RgcnLayer : public nau::Layer {
 
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     // Rows keyed by global id and column: the mask Message gave the same vertices.
-    ag::Var x = ag::Dropout(self, dropout_, ctx.DropoutSeed(0), ctx.training, ctx.root_global_ids);
+    ag::Var x = ctx.Dropout(self, dropout_, 0, ctx.root_global_ids);
     ag::Var h = ag::Add(self_.Forward(x), nbr);
     return last_ ? h : ag::Relu(h);
   }
