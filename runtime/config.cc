@@ -16,6 +16,7 @@
 #include "runtime/communicator.h"
 #include "runtime/link_prediction.h"
 #include "runtime/minibatch.h"
+#include "sampling/sampler.h"
 
 namespace fg::runtime {
 namespace {
@@ -178,7 +179,7 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
     return bad("exec", absl::StrCat("expected dense, sparse or graph, got '", t.exec(), "'"));
   }
   if (t.batch_size() < 0) return bad("batch_size", absl::StrCat("must not be negative, got ", t.batch_size()));
-  if (t.sampler() != "neighbor" && t.sampler() != "ladies") {
+  if (sampling::SamplerKind kind; !sampling::ParseSamplerKind(t.sampler(), &kind)) {
     return bad("sampler", absl::StrCat("unknown sampler '", t.sampler(), "' (neighbor or ladies)"));
   }
   if (t.layer_size() < 1 || t.layer_size() > kMaxLayerSize) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "runtime/communicator.h"
@@ -59,10 +60,7 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   std::vector<int64_t> items(n);
   for (int64_t i = 0; i < n; ++i) items[i] = i;
   m->items_ = Tensor::FromVector(items);
-  if (!sampling::ParseSamplerKind(tc.sampler(), &m->options_.kind)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sampler: unknown sampler '", tc.sampler(), "' (neighbor or ladies)"));
-  }
+  FG_CHECK(sampling::ParseSamplerKind(tc.sampler(), &m->options_.kind)) << "unresolved sampler";
   const int layers = parts.model->num_layers();
   FG_ASSIGN_OR_RETURN(m->options_.fanouts, ParseFanouts(tc.fanouts(), layers));
   m->options_.layer_size = tc.layer_size();

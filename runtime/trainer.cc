@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/progress.h"
@@ -18,7 +17,6 @@
 #include "runtime/checkpoint.h"
 #include "runtime/dataset_view.h"
 #include "runtime/distributed_selection.h"
-#include "runtime/hooks.h"
 #include "runtime/node_classification.h"
 #include "runtime/saved_model.h"
 
@@ -33,9 +31,6 @@ std::vector<std::string> LinkModels() {
   }
   return names;
 }
-
-// Tag steps of the scalar reductions of one epoch (the gradients use 2).
-constexpr int kStepLoss = 1, kStepMetrics = 3, kStepEvalLoss = 5;
 
 }  // namespace
 
@@ -268,10 +263,7 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
   for (int i = 0; i < model_->num_layers(); ++i) {
     nau::Layer& layer = model_->layer(i);
     LayerGraph& lg = layer_graphs_[i];
-    const bool sampled = layer.SampledSelection();
-    const int period = std::max(1, layer.SelectionPeriod());
-    const bool stale = lg.hdg == nullptr || (sampled && epoch / period != lg.built_epoch / period);
-    if (!stale) continue;
+    if (!Stale(layer, lg, epoch)) continue;
     const std::string key = nau::SharedSelectionKey(layer);
     auto it = key.empty() ? by_key.end() : by_key.find(key);
     // Decided on global facts (the layers' root lists), so that every worker decides alike.
@@ -322,8 +314,7 @@ absl::Status Trainer::WholeGraphHdgs(int epoch) {
   for (int i = 0; i < model_->num_layers(); ++i) {
     const nau::Layer& layer = model_->layer(i);
     LayerGraph& lg = whole_graphs_[i];
-    const int period = std::max(1, layer.SelectionPeriod());
-    if (lg.hdg != nullptr && (!layer.SampledSelection() || epoch / period == lg.built_epoch / period)) continue;
+    if (!Stale(layer, lg, epoch)) continue;
     const std::string key = nau::SharedSelectionKey(layer);
     auto it = key.empty() ? by_key.end() : by_key.find(key);
     if (it != by_key.end() && roots_key_[it->second] == roots_key_[i]) {
@@ -339,115 +330,9 @@ absl::Status Trainer::WholeGraphHdgs(int epoch) {
   return absl::OkStatus();
 }
 
-ag::Var Trainer::Forward(int epoch, bool training, int last, ag::Var* capture) {
-  if (last == -2) last = model_->num_layers() - 1;
-  nau::LayerContext ctx;
-  ctx.training = training;
-  ctx.epoch = epoch;
-  ctx.seed = config_.train().seed();
-  ctx.stats = training ? &stats_ : nullptr;
-  exec_.BeginPass(&ctx, epoch, training);
-  ag::Var h = model_->Input(ctx, spec_);
-  if (h.rows() != table_.ids.numel()) {  // a model that lays out every vertex: keep our rows
-    Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
-    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table_.ids.i64()[k]);
-    h = ag::GatherRows(h, idx);
-  }
-  // A constant, mostly-zero input (bag-of-words features) also gets a sparse view, built once.
-  if (!sparse_checked_ && !h.requires_grad() && h.value().rank() == 2 && h.value().numel() > 0) {
-    sparse_checked_ = true;
-    const Tensor& x = h.value();
-    const int64_t nonzero = std::count_if(x.f32(), x.f32() + x.numel(), [](float v) { return v != 0; });
-    if (nonzero < x.numel() / 10) {
-      input_sparse_ = std::make_shared<SparseMatrix>(ops::DenseToCsr(x));
-      input_sparse_source_ = x.raw();
-    }
-  }
-  for (int i = 0; i <= last; ++i) {
-    ctx.layer = i;
-    ctx.input_sparse = i == 0 && h.value().raw() == input_sparse_source_ ? input_sparse_ : nullptr;
-    ctx.capture_nbr = i == last ? capture : nullptr;
-    h = exec_.RunLayer(i, model_->layer(i), h, ctx);
-  }
-  return h;
-}
-
-ag::Var Trainer::TaskRows(const ag::Var& output) {
-  return all_rows() ? exec_.AllRows(output) : output;
-}
-
-double Trainer::TrainStep(int epoch) {
-  if (auto s = EnsureHdgs(epoch); !s.ok()) {
-    exec_.RecordError(s);
-    return std::nan("");
-  }
-  if (minibatch_ != nullptr) {
-    absl::StatusOr<double> loss = 0.0;
-    if (absl::Status s = WholeGraphHdgs(epoch); !s.ok()) {
-      loss = s;
-    } else {
-      std::vector<hdg::HdgPtr> hdgs;
-      for (const LayerGraph& lg : distributed() ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
-      loss = minibatch_->RunEpoch(epoch, hdgs);
-    }
-    if (!loss.ok()) exec_.RecordError(loss.status());
-    return loss.ok() ? *loss : std::nan("");
-  }
-  ag::Var output = Forward(epoch, true);
-  ag::Var loss;
-  {
-    ScopedTimer t(&stats_.loss);
-    loss = task_->Loss(TaskRows(output), epoch);
-  }
-  {
-    ScopedTimer t(&stats_.backward);
-    loss.Backward();
-    exec_.AllReduceGradients(optimizer_->params(), epoch);
-  }
-  std::vector<double> value = {loss.value().Item()};
-  exec_.SumDoubles(&value, epoch, kStepLoss);
-  if (!status().ok()) return std::nan("");
-  ScopedTimer t(&stats_.optimizer);
-  optimizer_->Step();
-  optimizer_->ZeroGrad();
-  return value[0];
-}
-
-double Trainer::EvalLoss() {
-  ag::NoGradGuard guard;
-  ag::Var output = Forward(0, false);
-  std::vector<double> value = {task_->Loss(TaskRows(output), 0).value().Item()};
-  exec_.SumDoubles(&value, 0, kStepEvalLoss);
-  return value[0];
-}
-
-EpochMetrics Trainer::Evaluate(int epoch) {
-  ScopedTimer timer(&stats_.evaluation);
-  ag::NoGradGuard guard;
-  Tensor output = TaskRows(Forward(epoch, false)).value();
-  return task_->Evaluate(output, [&](std::vector<double>* v) { exec_.SumDoubles(v, epoch, kStepMetrics); });
-}
-
-absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids, bool nbr) {
-  if (distributed()) return absl::UnimplementedError("inference: single-process runs only");
-  if (layer < -1 || layer >= model_->num_layers()) {
-    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": the model has layers 0 to ",
-                                                   model_->num_layers() - 1, " (-1: its input)"));
-  }
-  FG_RETURN_IF_ERROR(EnsureHdgs(epoch));
-  if (nbr && layer < 0) return absl::InvalidArgumentError("the model's input has no neighbourhood");
-  ag::NoGradGuard guard;
-  ag::Var captured;
-  Tensor out = Forward(epoch, false, layer, nbr ? &captured : nullptr).value();
-  *ids = layer < 0 ? table_.ids : layer_roots_[layer].ids;
-  return nbr ? captured.value() : out;
-}
-
-absl::StatusOr<EpochMetrics> Trainer::EvaluateAt(int epoch) {
-  FG_RETURN_IF_ERROR(EnsureHdgs(epoch));
-  EpochMetrics m = Evaluate(epoch);
-  FG_RETURN_IF_ERROR(status());
-  return m;
+bool Trainer::Stale(const nau::Layer& layer, const LayerGraph& lg, int epoch) {
+  const int period = std::max(1, layer.SelectionPeriod());
+  return lg.hdg == nullptr || (layer.SampledSelection() && epoch / period != lg.built_epoch / period);
 }
 
 flexgraph::SavedModel Trainer::Describe() const {
@@ -509,145 +394,6 @@ int64_t Trainer::HdgBytes() const {
     bytes += static_cast<int64_t>(lg.hdg->Bytes());
   }
   return bytes;
-}
-
-absl::StatusOr<TrainResult> Trainer::Run() {
-  const flexgraph::TrainConfig& tc = config_.train();
-  const flexgraph::OutputConfig& out = config_.output();
-  TrainResult r;
-  r.model = config_.model().name();
-  r.dataset = config_.dataset().path();
-  r.seed = tc.seed();
-  r.num_vertices = space_.size();
-  r.num_edges = dataset_.graph.TotalEdges();
-  const RunIdentity run = IdentityOf(config_, exec_.distributed() ? exec_.setup().comm->size() : 1);
-  int start = 0;
-  const bool macro_f1 = tc.select_on() == "macro_f1";
-  double best_valid = -1;
-  int since_best = 0;
-  const bool have_checkpoint = tc.resume() && HasCheckpoint(tc.checkpoint_dir());
-  if (tc.resume() && !have_checkpoint && !out.quiet()) {
-    std::fprintf(stderr, "resume: no checkpoint in %s yet; starting at epoch 1\n",
-                 tc.checkpoint_dir().c_str());
-  }
-  if (have_checkpoint) {
-    FG_ASSIGN_OR_RETURN(start, LoadCheckpoint(tc.checkpoint_dir(), run, *optimizer_, &r));
-    if (start > tc.epochs()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(tc.checkpoint_dir(), ": the checkpoint is at epoch ", start,
-                       ", past this run's epochs (", tc.epochs(), ")"));
-    }
-    if (!out.quiet()) {
-      std::fprintf(stderr, "resumed from %s at epoch %d\n", tc.checkpoint_dir().c_str(), start);
-    }
-    best_valid = macro_f1 ? r.valid_macro_f1 : r.valid_accuracy;
-    since_best = start - r.best_epoch;
-  }
-  if (out.explain()) std::fprintf(stderr, "%s", Explain().c_str());
-  if (!out.export_hdg().empty()) FG_RETURN_IF_ERROR(ExportHdgs(out.export_hdg()));
-  if (out.epoch0_loss() && start == 0) {
-    r.epoch0_loss = EvalLoss();
-    FG_RETURN_IF_ERROR(status());
-    if (!out.quiet()) std::fprintf(stderr, "epoch0_loss %.9g\n", r.epoch0_loss);
-  }
-  // Parameters are identical on every worker: rank 0 saves the model.
-  const bool save_model = !out.save_model().empty() && exec_.rank() == 0;
-  if (save_model) FG_RETURN_IF_ERROR(PrepareModelDir(out.save_model()));
-  std::vector<std::pair<std::string, Tensor>> best_params;
-  int ran = 0;
-  for (int epoch = start; epoch < tc.epochs(); ++epoch) {
-    RunEpochHooks(exec_.rank(), epoch + 1);
-    Stopwatch watch;
-    const double loss = TrainStep(epoch);
-    const double seconds = watch.Seconds();
-    FG_RETURN_IF_ERROR(status());
-    if (!std::isfinite(loss)) {
-      return absl::InternalError(absl::StrCat("training diverged: loss ", loss, " at epoch ",
-                                              epoch + 1, " (try a smaller --lr)"));
-    }
-    r.losses.push_back(loss);
-    if (minibatch_ != nullptr) {
-      r.batches_per_epoch = minibatch_->batches_per_epoch();
-      r.sampled_edges_per_epoch = minibatch_->sampled_edges();
-      r.sampling_wait_seconds += minibatch_->sampling_wait_seconds();
-    }
-    r.epoch_seconds.push_back(seconds);
-    const EpochMetrics m = Evaluate(epoch);
-    FG_RETURN_IF_ERROR(status());
-    const double valid = macro_f1 ? m.valid_macro_f1 : m.valid;
-    if (valid > best_valid) {
-      best_valid = valid;
-      r.best_epoch = epoch + 1;
-      r.valid_accuracy = m.valid;
-      r.valid_macro_f1 = m.valid_macro_f1;
-      r.test_accuracy = m.test;
-      r.test_macro_f1 = m.test_macro_f1;
-      r.test_micro_f1 = m.test_micro_f1;
-      for (const auto& [key, value] : m.extra) r.extra[key] = value;
-      since_best = 0;
-      if (!out.save_model().empty()) {  // the parameters the run selects
-        best_params.clear();
-        for (const nn::NamedParameter& p : model_->parameters()) {
-          best_params.emplace_back(p.name, p.var.value().Clone());
-        }
-      }
-    } else {
-      ++since_best;
-    }
-    r.train_accuracy = m.train;
-    r.epochs = epoch + 1;
-    if (!out.quiet()) {
-      std::fprintf(stderr, "epoch %4d  %s\n", epoch + 1, task_->EpochLine(loss, m, seconds).c_str());
-    }
-    // Parameters are identical on every worker: rank 0 writes the checkpoint for all.
-    if (tc.checkpoint_every() > 0 && (epoch + 1) % tc.checkpoint_every() == 0 &&
-        exec_.rank() == 0) {
-      FG_RETURN_IF_ERROR(SaveCheckpoint(tc.checkpoint_dir(), run, epoch + 1, *optimizer_, r));
-    }
-    ++ran;
-    if (tc.patience() > 0 && since_best >= tc.patience()) {
-      if (!out.quiet()) {
-        std::fprintf(stderr, "early stop: no validation improvement for %d epochs\n",
-                     tc.patience());
-      }
-      break;
-    }
-    if (tc.stop_after() > 0 && ran >= tc.stop_after()) break;
-  }
-  if (save_model) {
-    flexgraph::SavedModel saved = Describe();
-    if (!best_params.empty()) {
-      saved.set_epoch(r.best_epoch);
-      saved.set_valid_accuracy(r.valid_accuracy);
-      saved.set_test_accuracy(r.test_accuracy);
-      saved.set_test_macro_f1(r.test_macro_f1);
-    } else {  // resumed past its best epoch: the best parameters are not at hand, the last are
-      saved.set_epoch(r.epochs);
-      for (const nn::NamedParameter& p : model_->parameters()) best_params.emplace_back(p.name, p.var.value());
-    }
-    FG_RETURN_IF_ERROR(SaveModel(out.save_model(), saved, best_params));
-    if (!out.quiet()) {
-      std::fprintf(stderr, "saved the parameters of epoch %d to %s\n", saved.epoch(), out.save_model().c_str());
-    }
-  }
-  r.final_loss = r.losses.empty() ? 0 : r.losses.back();
-  // The median skips the first epoch (warm-up) when there are enough epochs.
-  std::vector<double> steady(r.epoch_seconds.begin() + (r.epoch_seconds.size() > 5 ? 1 : 0),
-                             r.epoch_seconds.end());
-  r.epoch_seconds_median = Median(steady);
-  r.hdg_bytes = HdgBytes();
-  r.peak_rss_bytes = PeakRssBytes();
-  r.stats = stats_;
-  exec_.ReportTraffic(stats_, &r);
-  if (!out.quiet()) {
-    PrintSummary(r, stderr);
-    if (!r.extra.empty()) {
-      std::string line = task_->Describe() + " at the best validation epoch:";
-      for (const auto& [key, value] : r.extra) absl::StrAppendFormat(&line, "  %s %.4f", key, value);
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-  }
-  return r;
 }
 
 }  // namespace fg::runtime

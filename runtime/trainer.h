@@ -100,6 +100,9 @@ class Trainer {
     std::shared_ptr<const hdg::Hdg> hdg;
     int built_epoch = -1;
   };
+  // True when `lg` must be selected (again) for `layer` at `epoch`: never selected, or sampled in
+  // an earlier selection period.
+  static bool Stale(const nau::Layer& layer, const LayerGraph& lg, int epoch);
   std::vector<LayerGraph> layer_graphs_;
   std::vector<LayerGraph> whole_graphs_;
   // This worker's rows: each layer's roots and layer 0's input rows (owned ones).

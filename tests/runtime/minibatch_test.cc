@@ -83,8 +83,9 @@ TEST(MiniBatch, DeterministicForAnyBulkSizeAndThreadCount) {
   ASSERT_TRUE(one.ok()) << one.status();
   c.mutable_train()->set_bulk(3);
   c.mutable_train()->set_threads(1);
+  const int threads = NumThreads();
   auto bulk = Train(c);
-  SetNumThreads(0);
+  SetNumThreads(threads);
   ASSERT_TRUE(bulk.ok()) << bulk.status();
   EXPECT_EQ(one->batches_per_epoch, 7);
   EXPECT_EQ(one->losses, bulk->losses);
