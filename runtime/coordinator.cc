@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "flexgraph/base/fault.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
@@ -105,6 +106,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !failure_.ok() || AllFinal(); });
     if (!failure_.ok()) return failure_;
+    FaultPoint("coordinator.finished");
     const std::string& summary_path = train_.output().summary_json();
     if (!summary_path.empty()) {
       // Rank 0's summary plus every worker's traffic and time split.
@@ -140,6 +142,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       const std::string json = StructToJson(summary);
       FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically(summary_path, json));
     }
+    FaultPoint("coordinator.summary_written");
     return absl::OkStatus();
   }
 

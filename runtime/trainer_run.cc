@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "flexgraph/base/fault.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
@@ -181,6 +182,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int ran = 0;
   for (int epoch = start; epoch < tc.epochs(); ++epoch) {
     RunEpochHooks(exec_.rank(), epoch + 1);
+    FaultPoint("epoch.start");
     Stopwatch watch;
     const double loss = TrainStep(epoch);
     const double seconds = watch.Seconds();

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/fault.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "proto/flexgraph.grpc.pb.h"
@@ -67,6 +68,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     }
   }
   const int rank = reply.rank();
+  SetFaultProcess(absl::StrCat("worker", rank));
   std::vector<std::string> peers(reply.peers().begin(), reply.peers().end());
   std::vector<int32_t> owners(reply.owners().begin(), reply.owners().end());
   std::fprintf(stderr, "worker %d of %d at %s\n", rank, reply.world_size(), advertise.c_str());
@@ -115,6 +117,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     }
   }();
 
+  FaultPoint("worker.trained");
   flexgraph::MetricsRequest metrics;
   metrics.set_rank(rank);
   if (result.ok()) {
@@ -143,6 +146,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     WithToken(&ctx, options.token, 10);
     reported = stub->ReportMetrics(&ctx, metrics, &mr);
   }
+  FaultPoint("worker.reported");
   stop = true;
   heartbeat.join();
   comm.reset();

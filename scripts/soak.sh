@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Soak test of distributed runs under faults: N launches of GCN on Cora over two local workers
 # with checkpoints and --restart_on_failure, each hit by one random fault at a random moment —
-# SIGKILL or SIGSTOP of a worker or of the coordinator, a truncated checkpoint, or none. Each run
-# must end (no hang), either with the uninterrupted losses exactly or with a clear error naming a
-# process, and leave no process or listening port behind. Prints a summary line per run, then the
+# SIGKILL or SIGSTOP of a worker or of the coordinator, a truncated checkpoint, a kill inside a
+# checkpoint or summary write or during shutdown (fault points, flexgraph/base/fault.h), or none.
+# Each run must end (no hang), either with the uninterrupted losses exactly or with a clear error
+# naming a process, and leave no process, listening port or temporary file behind. Prints a summary line per run, then the
 # totals, and writes them as JSON.
 #
 #   scripts/soak.sh [--runs 100] [--build build/release] [--seed 1] [--summary_json FILE]
@@ -33,15 +34,31 @@ RANDOM=$seed
 losses() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['losses'])" "$1" 2>/dev/null; }
 reference=$(losses "$work/reference.json")
 
-faults=(none kill_worker kill_coordinator stop_worker stop_coordinator truncate_checkpoint)
+faults=(none kill_worker kill_coordinator stop_worker stop_coordinator truncate_checkpoint
+        kill_writing_checkpoint kill_at_shutdown)
+# Where kill_writing_checkpoint and kill_at_shutdown strike (FG_FAULT=<process>:<point>[:<n>]).
+write_points=(file.partial_write file.before_rename file.after_rename)
+shutdown_points=(worker0:worker.trained worker1:worker.trained worker0:worker.reported
+                 worker1:worker.reported coordinator:coordinator.finished coordinator:file.partial_write
+                 coordinator:coordinator.summary_written)
+echo "soak: $runs runs, seed $seed (scripts/soak.sh --seed $seed repeats them)"
 declare -A count
-identical=0; clean=0; wrong=0; hung=0; leftover_procs=0; leftover_ports=0
+identical=0; clean=0; wrong=0; hung=0; leftover_procs=0; leftover_ports=0; leftover_files=0
 for ((i = 1; i <= runs; ++i)); do
   fault=${faults[RANDOM % ${#faults[@]}]}
   delay=$(python3 -c "import random; random.seed($seed * 100003 + $i); print(round(random.uniform(0.2, 2.5), 2))")
   d="$work/run$i"
   mkdir -p "$d"
-  timeout -k 5 120 "$fg" launch --workers 2 --heartbeat_timeout 3 --restart_on_failure --log_dir "$d/logs" \
+  injected=()
+  case $fault in
+    kill_writing_checkpoint)  # rank 0 writes the checkpoints, every 5 of 40 epochs
+      injected=(FG_FAULT="worker0:${write_points[RANDOM % 3]}:$((1 + RANDOM % 8))" FG_FAULT_MARK="$d/fired")
+      delay=0 ;;
+    kill_at_shutdown)
+      injected=(FG_FAULT="${shutdown_points[RANDOM % ${#shutdown_points[@]}]}" FG_FAULT_MARK="$d/fired")
+      delay=0 ;;
+  esac
+  env "${injected[@]}" timeout -k 5 120 "$fg" launch --workers 2 --heartbeat_timeout 3 --restart_on_failure --log_dir "$d/logs" \
     -- $train --checkpoint_every 5 --checkpoint_dir "$d/ckpt" --summary_json "$d/summary.json" \
     > "$d/launch.out" 2>&1 &
   launch=$!
@@ -65,6 +82,8 @@ for ((i = 1; i <= runs; ++i)); do
   fi
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     outcome=hung; hung=$((hung + 1))
+  elif [ ${#injected[@]} -gt 0 ] && [ ! -f "$d/fired" ]; then  # the fault point was never reached
+    outcome=fault_missed; wrong=$((wrong + 1))
   elif [ $rc -eq 0 ]; then
     if [ "$(losses "$d/summary.json")" = "$reference" ]; then
       outcome=identical; identical=$((identical + 1))
@@ -76,20 +95,29 @@ for ((i = 1; i <= runs; ++i)); do
   else
     outcome=unclear_error; wrong=$((wrong + 1))
   fi
+  # A write cut short leaves `<file>.tmp.<pid>`, which the next write of that file removes.
+  files=$(find "$d" -path "$d/logs" -prune -o -name "*.tmp.*" -print | wc -l)
   leftover_procs=$((leftover_procs + procs))
+  leftover_files=$((leftover_files + files))
   leftover_ports=$((leftover_ports + ports))
   count[$fault]=$(( ${count[$fault]:-0} + 1 ))
-  printf "soak %3d/%d  %-20s at %4.2fs  exit %3d  %-13s  processes left %d  ports left %d\n" \
-    "$i" "$runs" "$fault" "$delay" "$rc" "$outcome" "$procs" "$ports"
+  where=${injected[0]:-}
+  where=${where#FG_FAULT=}
+  printf "soak %3d/%d  %-24s %-40s exit %3d  %-13s  left: processes %d ports %d files %d\n" \
+    "$i" "$runs" "$fault" "${where:-at ${delay}s}" "$rc" "$outcome" "$procs" "$ports" "$files"
   pkill -9 -f "$d" 2>/dev/null
 done
 echo "soak: $runs runs: $identical identical to the uninterrupted run, $clean failed with a clear error," \
-     "$wrong wrong or unclear, $hung hung; $leftover_procs processes and $leftover_ports ports left behind"
+     "$wrong wrong or unclear, $hung hung; left behind: $leftover_procs processes," \
+     "$leftover_ports ports, $leftover_files temporary files"
 if [ -n "$summary" ]; then
-  python3 - "$summary" "$runs" "$identical" "$clean" "$wrong" "$hung" "$leftover_procs" "$leftover_ports" <<'PY'
+  python3 - "$summary" "$runs" "$identical" "$clean" "$wrong" "$hung" "$leftover_procs" "$leftover_ports" \
+    "$leftover_files" <<'PY'
 import json, sys
-keys = ["runs", "identical", "clean_error", "wrong_or_unclear", "hung", "processes_left", "ports_left"]
+keys = ["runs", "identical", "clean_error", "wrong_or_unclear", "hung", "processes_left", "ports_left",
+        "temporary_files_left"]
 json.dump(dict(zip(keys, map(int, sys.argv[2:]))), open(sys.argv[1], "w"), indent=1)
 PY
 fi
-[ $wrong -eq 0 ] && [ $hung -eq 0 ] && [ $leftover_procs -eq 0 ] && [ $leftover_ports -eq 0 ]
+[ $wrong -eq 0 ] && [ $hung -eq 0 ] && [ $leftover_procs -eq 0 ] && [ $leftover_ports -eq 0 ] &&
+  [ $leftover_files -eq 0 ]

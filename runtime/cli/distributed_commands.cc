@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/fault.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
@@ -125,6 +126,7 @@ int Launch(const std::vector<std::string>& args) {
 }
 
 int Coordinator(const std::vector<std::string>& args) {
+  SetFaultProcess("coordinator");
   FlagSet flags("coordinator", "Runs the coordinator of a distributed run (started by 'launch'). "
                                "Train flags follow '--'.");
   flags.AddString("workers", "1", "number of workers");

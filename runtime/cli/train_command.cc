@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/fault.h"
 #include "flexgraph/base/status.h"
 #include "nau/model.h"
 #include "runtime/cli/commands.h"
@@ -16,6 +17,7 @@ namespace fg::cli {
 namespace {
 
 int Train(const std::vector<std::string>& args) {
+  SetFaultProcess("train");
   FlagSet flags("train", "Trains a registered model on one machine (full batch).");
   AddTrainFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) {

@@ -1,5 +1,10 @@
 // .npy arrays, the binary cache, SNAP edge lists and the .npy workload directory.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "flexgraph/graph/dataset.h"
@@ -31,6 +36,27 @@ TEST(NpyTest, RoundTripsEveryDtype) {
     EXPECT_EQ(back->shape(), t.shape());
     EXPECT_EQ(std::memcmp(back->raw(), t.raw(), t.nbytes()), 0);
   }
+}
+
+// A writer killed before its rename leaves `<file>.tmp.<pid>`; the next write of the file removes
+// it, but not the temporary of a writer that is still alive.
+TEST(WriteFileAtomicallyTest, ReplacesWholeAndRemovesTemporariesOfDeadWriters) {
+  TempDir dir;
+  const std::string path = dir.path() + "/checkpoint.pb";
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);
+  const std::string dead = path + ".tmp." + std::to_string(child);
+  const std::string alive = path + ".tmp." + std::to_string(getppid());
+  const std::string other = dir.path() + "/other.pb.tmp." + std::to_string(child);
+  for (const std::string& f : {dead, alive, other}) std::ofstream(f) << "half";
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
+  EXPECT_EQ(ReadFileToString(path).value_or(""), "second");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(other));
 }
 
 TEST(NpyTest, HeaderIsWhatNumpyWrites) {

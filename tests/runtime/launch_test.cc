@@ -127,11 +127,8 @@ std::vector<pid_t> WorkerPids(const std::string& coordinator_log) {
 }
 
 
-// The fault-injection plugin (tests/runtime/fault_plugin.cc).
-const std::string kFaultPlugin = std::string(FG_BINARY_DIR) + "/tests/runtime/libfg_fault_plugin.so";
-
-// Runs `flexgraph launch` with worker 1 killed (SIGKILL, by fault injection) as it starts epoch
-// `at_epoch`; with `once`, a restarted run is not killed again.
+// Runs `flexgraph launch` with worker 1 killed (SIGKILL, by fault injection: flexgraph/base/fault.h)
+// as it starts epoch `at_epoch`; with `once`, a restarted run is not killed again.
 struct KilledRun {
   int exit_status = -1;
   double seconds = 0;
@@ -139,15 +136,17 @@ struct KilledRun {
   std::string output;
 };
 
+std::string Fault(const std::string& process_point, const std::string& mark) {
+  return "env FG_FAULT=" + process_point + (mark.empty() ? "" : " FG_FAULT_MARK=" + mark) + " ";
+}
+
 KilledRun LaunchAndKill(const std::string& d, const std::string& extra_launch,
                         const std::string& extra_train, int at_epoch, bool once) {
   KilledRun k;
-  const std::string out = d + "/launch.out";
-  const std::string fault = "FG_FAULT_KILL=1:" + std::to_string(at_epoch) + (once ? ":" + d + "/killed" : "");
   const auto t0 = std::chrono::steady_clock::now();
-  k.exit_status = Shell("env " + fault + " " + kFlexgraph + " launch --workers 2 --heartbeat_timeout 3 --log_dir " +
-                        d + "/logs " + extra_launch + " -- train --dataset " + kCora +
-                        " --epochs 12 --threads 1 --udf_library " + kFaultPlugin + " " + extra_train,
+  k.exit_status = Shell(Fault("worker1:epoch.start:" + std::to_string(at_epoch), once ? d + "/killed" : "") +
+                        kFlexgraph + " launch --workers 2 --heartbeat_timeout 3 --log_dir " + d + "/logs " +
+                        extra_launch + " -- train --dataset " + kCora + " --epochs 12 --threads 1 " + extra_train,
                         &k.output);
   k.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   k.pids = WorkerPids(d + "/logs/coordinator.log");
@@ -191,6 +190,41 @@ TEST(Launch, RestartOnFailureFinishesWithTheUninterruptedResult) {
   ASSERT_EQ(ref.size(), 12u);
   EXPECT_EQ(got, ref);
   EXPECT_EQ(Field(Read(d + "/restarted.json"), "test_accuracy"), Field(Read(d + "/ref.json"), "test_accuracy"));
+}
+
+// Kills aimed at the moments a crash could lose or half-write something: inside a checkpoint write
+// (half the bytes written; complete but not renamed), inside the summary's write, after training
+// but before the results are reported, and after the summary while shutting down. Each run restarts
+// from the last good checkpoint to the uninterrupted losses and leaves no temporary file behind.
+TEST(Launch, KillsWhileWritingCheckpointsOrShuttingDownLoseNothing) {
+  const std::string d = Dir("fg_launch_write_faults");
+  const std::string train = " -- train --dataset " + kCora + " --epochs 12 --threads 1 --quiet";
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/ref" + train +
+                  " --summary_json " + d + "/ref.json"), 0);
+  const auto ref = Losses(Read(d + "/ref.json"));
+  ASSERT_EQ(ref.size(), 12u);
+  int i = 0;
+  for (const std::string fault : {"worker0:file.partial_write:3", "worker0:file.before_rename:2",
+                                   "coordinator:file.partial_write", "worker1:worker.trained",
+                                   "coordinator:coordinator.summary_written"}) {
+    SCOPED_TRACE(fault);
+    const std::string run = d + "/run" + std::to_string(i++);
+    std::filesystem::create_directories(run);
+    std::string out;
+    const int rc = Shell(Fault(fault, run + ".fired") + kFlexgraph + " launch --workers 2 --heartbeat_timeout 3 " +
+                             "--restart_on_failure --log_dir " + run + "/logs" + train + " --checkpoint_every 2 " +
+                             "--checkpoint_dir " + run + "/ckpt --summary_json " + run + "/summary.json",
+                         &out);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_TRUE(std::filesystem::exists(run + ".fired")) << out;
+    EXPECT_NE(out.find("restarting from the last checkpoint"), std::string::npos) << out;
+    EXPECT_EQ(Losses(Read(run + "/summary.json")), ref);
+    for (const std::string dir : {run, run + "/ckpt"}) {
+      for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << f.path();
+      }
+    }
+  }
 }
 
 // Starts `flexgraph coordinator` (token, its flags, the train arguments) logging to d/coord.log

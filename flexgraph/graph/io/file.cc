@@ -1,6 +1,7 @@
 #include "flexgraph/graph/io/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +12,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/fault.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 
@@ -182,6 +186,27 @@ absl::Status WriteStringToFile(const std::string& path, std::string_view data) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Removes `path`'s temporaries left by writers that died before their rename (their pid is gone).
+void RemoveStaleTemporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(p.has_parent_path() ? p.parent_path() : ".", ec)) {
+    const std::string name = entry.path().filename().string();
+    int pid = 0;
+    if (!absl::StartsWith(name, prefix) || !absl::SimpleAtoi(name.substr(prefix.size()), &pid) ||
+        pid <= 0 || pid == getpid()) {
+      continue;
+    }
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 absl::Status WriteFileAtomically(const std::string& path, std::string_view data) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -189,12 +214,17 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view data)
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
   }
   size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  auto write_until = [&](size_t end) {
+    while (done < end) {
+      const ssize_t n = ::write(fd, data.data() + done, end - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  };
+  write_until(data.size() / 2);
+  FaultPoint("file.partial_write");
+  write_until(data.size());
   const bool written = done == data.size() && ::fsync(fd) == 0;
   const int err = errno;
   const bool closed = ::close(fd) == 0;
@@ -202,11 +232,14 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view data)
     ::unlink(tmp.c_str());
     return absl::DataLossError(absl::StrCat(path, ": write failed: ", std::strerror(written ? errno : err)));
   }
+  FaultPoint("file.before_rename");
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot rename into place: ", why));
   }
+  FaultPoint("file.after_rename");
+  RemoveStaleTemporaries(path);
   // The rename itself is durable once the directory is.
   const std::string parent = std::filesystem::path(path).parent_path().string();
   const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
