@@ -11,7 +11,7 @@ namespace {
 
 // Tag phases of the collectives (the exchange ops own 0..12).
 constexpr int kPhaseRing = 14;
-constexpr int kPhaseSmall = 15;
+constexpr int kPhaseSmall = 15;  // round 0: small all-reduces and barriers; round 1: broadcasts
 
 // One collective call, named by its phase and the caller's (epoch, step); its messages differ
 // only in their round, which has a tag field of its own.
@@ -83,9 +83,58 @@ absl::Status AllReduceDoubles(Communicator& comm, std::vector<double>* values, i
   return absl::OkStatus();
 }
 
-absl::Status Barrier(Communicator& comm, int epoch, int step) {
+absl::Status BarrierOverMessages(Communicator& comm, int epoch, int step) {
   std::vector<double> nothing = {0.0};
   return AllReduceDoubles(comm, &nothing, epoch, step);
+}
+
+absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int root, int epoch, int step) {
+  const int p = comm.size(), r = comm.rank();
+  if (root < 0 || root >= p) return absl::InvalidArgumentError(absl::StrCat("broadcast from worker ", root, " of ", p));
+  if (p == 1) return absl::OkStatus();
+  const uint64_t tag = Collective{epoch, kPhaseSmall, TrafficKind::kControl, step}.Tag(1);
+  if (r == root) {
+    for (int q = 0; q < p; ++q) {
+      if (q != r) comm.Send(q, tag, *payload);
+    }
+    return absl::OkStatus();
+  }
+  FG_ASSIGN_OR_RETURN(*payload, comm.Recv(root, tag));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> AllToAllVOverMessages(Communicator& comm,
+                                                              std::vector<std::string> send,
+                                                              uint64_t tag) {
+  const int p = comm.size(), r = comm.rank();
+  if (static_cast<int>(send.size()) != p) {
+    return absl::InvalidArgumentError(absl::StrCat("all-to-all with ", send.size(), " buffers for ", p, " workers"));
+  }
+  for (int q = 0; q < p; ++q) {
+    if (q != r) comm.Send(q, tag, std::move(send[q]));
+  }
+  std::vector<std::string> got(p);
+  got[r] = std::move(send[r]);
+  for (int q = 0; q < p; ++q) {
+    if (q == r) continue;
+    FG_ASSIGN_OR_RETURN(got[q], comm.Recv(q, tag));
+  }
+  return got;
+}
+
+// Communicator's collectives default to the message-based ones above.
+absl::Status Communicator::AllReduce(float* data, int64_t n, int epoch, int step) {
+  return RingAllReduce(*this, data, n, epoch, step);
+}
+absl::Status Communicator::AllReduce(std::vector<double>* values, int epoch, int step) {
+  return AllReduceDoubles(*this, values, epoch, step);
+}
+absl::Status Communicator::Broadcast(std::string* payload, int root, int epoch, int step) {
+  return BroadcastOverMessages(*this, payload, root, epoch, step);
+}
+absl::Status Communicator::Barrier(int epoch, int step) { return BarrierOverMessages(*this, epoch, step); }
+absl::StatusOr<std::vector<std::string>> Communicator::AllToAllV(std::vector<std::string> send, uint64_t tag) {
+  return AllToAllVOverMessages(*this, std::move(send), tag);
 }
 
 }  // namespace fg::runtime

@@ -1,4 +1,6 @@
-// Collective operations over a Communicator: a ring all-reduce over one flattened float buffer
+// Collectives over point-to-point messages, the default implementations of Communicator's
+// collectives (a backend with native ones overrides those; callers use the Communicator methods):
+// a ring all-reduce over one flattened float buffer
 // (gradients), a small all-reduce of doubles (metrics), and a barrier. Every worker must call the
 // same collectives in the same order with the same `epoch` (< 2^22) and `step` (< 2^10). The
 // collective, `epoch` and `step` name one call; its messages differ only in their round number,
@@ -6,9 +8,11 @@
 // worker has returned from the earlier call with it. Errors name the peer.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "runtime/communicator.h"
 
 namespace fg::runtime {
@@ -24,6 +28,14 @@ absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch
 // worker adds them in rank order, so all get bitwise identical sums).
 absl::Status AllReduceDoubles(Communicator& comm, std::vector<double>* values, int epoch, int step);
 
-absl::Status Barrier(Communicator& comm, int epoch, int step);
+absl::Status BarrierOverMessages(Communicator& comm, int epoch, int step);
+
+// Worker `root`'s payload sent to every other worker.
+absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int root, int epoch, int step);
+
+// Every worker sends send[q] to worker q, then receives from each in rank order.
+absl::StatusOr<std::vector<std::string>> AllToAllVOverMessages(Communicator& comm,
+                                                              std::vector<std::string> send,
+                                                              uint64_t tag);
 
 }  // namespace fg::runtime

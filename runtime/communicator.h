@@ -2,7 +2,8 @@
 // distributed exchange, all-reduce and barrier is built on. Send() queues a message and returns at
 // once (delivery is asynchronous, in order per peer); Recv() blocks until the message with that
 // (peer, tag) arrives, the communicator is aborted, or the timeout passes — never forever.
-// Implementations: in-process (threads of one process, for fast tests) and gRPC (grpc_communicator.h).
+// Implementations: in-process (threads of one process, for fast tests), gRPC (grpc_communicator.h)
+// and MPI (mpi_communicator.h).
 // Thread-safe.
 #pragma once
 
@@ -94,6 +95,21 @@ class Communicator {
   // Fails every pending and future Recv with `status` (e.g. a peer died).
   virtual void Abort(const absl::Status& status) = 0;
 
+  // Collectives. Every worker calls each in the same order, from one thread at a time, with the
+  // same name (`epoch` < 2^22 and `step` < 2^10, or `tag`); errors name the peer. The defaults run
+  // over Send/Recv with their timeout (collectives.h); a backend with native collectives (MPI)
+  // overrides them.
+  // Sums n floats across workers in place; every worker ends with identical values.
+  virtual absl::Status AllReduce(float* data, int64_t n, int epoch, int step);
+  // Sums a short vector of doubles across workers (metrics); identical everywhere.
+  virtual absl::Status AllReduce(std::vector<double>* values, int epoch, int step);
+  // Worker `root`'s payload, on every worker.
+  virtual absl::Status Broadcast(std::string* payload, int root, int epoch, int step);
+  virtual absl::Status Barrier(int epoch, int step);
+  // Sends send[q] to each worker q and returns what each worker sent this one (entry rank() is
+  // send[rank()]). `tag` names the call as for Send.
+  virtual absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag);
+
   // Bytes sent per traffic kind, and seconds spent blocked in Recv.
   int64_t bytes_sent(TrafficKind k) const { return bytes_sent_[static_cast<int>(k)].load(); }
   double wait_seconds() const { return wait_micros_.load() * 1e-6; }
@@ -103,6 +119,9 @@ class Communicator {
  protected:
   void CountSent(uint64_t tag, size_t bytes) {
     bytes_sent_[static_cast<int>(TagKind(tag))] += static_cast<int64_t>(bytes);
+  }
+  void CountSent(TrafficKind kind, size_t bytes) {
+    bytes_sent_[static_cast<int>(kind)] += static_cast<int64_t>(bytes);
   }
   void CountWait(double seconds) { wait_micros_ += static_cast<int64_t>(seconds * 1e6); }
 

@@ -17,6 +17,7 @@
 #include "partition/partitioned_dataset.h"
 #include "proto/flexgraph.grpc.pb.h"
 #include "runtime/grpc_communicator.h"
+#include "runtime/leader.h"
 #include "flexgraph/graph/io/file.h"
 #include "runtime/checkpoint.h"
 #include "runtime/dataset_view.h"
@@ -30,21 +31,10 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       : options_(std::move(options)), train_(std::move(train)) {}
 
   absl::Status Init() {
-    const std::string& path = train_.dataset().path();
-    if (partition::IsPartitionedDataset(path)) {
-      // The parts carry the partition; the coordinator reads only the metadata.
-      FG_ASSIGN_OR_RETURN(const flexgraph::PartitionedDataset meta, partition::ReadPartitionMeta(path));
-      if (meta.part_files_size() != options_.workers) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": a partitioned dataset of ",
-                                                       meta.part_files_size(),
-                                                       " parts needs as many workers, not ",
-                                                       options_.workers));
-      }
-      summary_ = partition::DescribePartitioned(meta);
-      std::fprintf(stderr, "coordinator: %s", summary_.c_str());
-    } else {
-      FG_RETURN_IF_ERROR(PartitionInMemory());
-    }
+    FG_ASSIGN_OR_RETURN(OwnerPlan plan, PlanOwners(train_, options_.workers, options_.partition_method));
+    std::fprintf(stderr, "coordinator: %s", plan.description.c_str());
+    owners_ = std::move(plan.owners);
+    summary_ = std::move(plan.summary);
     peers_.assign(options_.workers, "");
     last_beat_.assign(options_.workers, 0.0);
     finals_.assign(options_.workers, false);
@@ -65,31 +55,6 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     return absl::OkStatus();
   }
 
-  // A dataset every worker loads whole: partition it here and send each worker the owner table.
-  absl::Status PartitionInMemory() {
-    graph::LoadOptions load;
-    load.split = train_.dataset().split();
-    FG_ASSIGN_OR_RETURN(graph::Dataset loaded, graph::LoadDataset(train_.dataset().path(), load));
-    FG_RETURN_IF_ERROR(loaded.graph.ToInt32Indices());
-    FG_ASSIGN_OR_RETURN(graph::Dataset ds, ApplyView(std::move(loaded), train_.dataset()));
-    FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(options_.partition_method));
-    const partition::WorkloadOptions wl = WorkloadOptionsFrom(train_);
-    FG_ASSIGN_OR_RETURN(partition::CostModel cost,
-                        partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
-    FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan,
-                        partition::Partition(ds, cost,
-                                             {.num_parts = options_.workers,
-                                              .method = method,
-                                              .seed = train_.train().seed(),
-                                              .rebalance = {}}));
-    owners_ = plan.owners;
-    summary_ = plan.stats.ToTable();
-    std::fprintf(stderr, "coordinator: %s partition into %d parts, imbalance %.3f, edge cut %lld\n",
-                 partition::MethodName(plan.method), plan.num_parts, plan.stats.imbalance,
-                 static_cast<long long>(plan.stats.edge_cut));
-    return absl::OkStatus();
-  }
-
   ~Impl() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -107,41 +72,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     cv_.wait(lock, [&] { return !failure_.ok() || AllFinal(); });
     if (!failure_.ok()) return failure_;
     FaultPoint("coordinator.finished");
-    const std::string& summary_path = train_.output().summary_json();
-    if (!summary_path.empty()) {
-      // Rank 0's summary plus every worker's traffic and time split.
-      FG_ASSIGN_OR_RETURN(google::protobuf::Struct summary,
-                          StructFromJson(worker_metrics_[0].summary_json(), "summary of worker 0"));
-      auto& fields = *summary.mutable_fields();
-      fields["world_size"] = NumberValue(options_.workers);
-      fields["coordinator_peak_rss_bytes"] = NumberValue(PeakRssBytes());
-      auto* workers = fields["workers"].mutable_list_value();
-      double bytes_total = 0;
-      for (int r = 0; r < options_.workers; ++r) {
-        const auto& m = worker_metrics_[r];
-        const double epochs = std::max(1, m.epochs());
-        bytes_total += m.bytes_features() + m.bytes_partials() + m.bytes_gradients() + m.bytes_allreduce();
-        auto& w = *workers->add_values()->mutable_struct_value()->mutable_fields();
-        w["rank"] = NumberValue(r);
-        // Whole bytes per epoch.
-        w["bytes_features_per_epoch"] = NumberValue(std::floor(m.bytes_features() / epochs));
-        w["bytes_partials_per_epoch"] = NumberValue(std::floor(m.bytes_partials() / epochs));
-        w["bytes_gradients_per_epoch"] = NumberValue(std::floor(m.bytes_gradients() / epochs));
-        w["bytes_allreduce_per_epoch"] = NumberValue(std::floor(m.bytes_allreduce() / epochs));
-        w["peak_rss_bytes"] = NumberValue(m.peak_rss_bytes());
-        w["compute_seconds"] = NumberValue(m.compute_seconds());
-        w["wait_seconds"] = NumberValue(m.wait_seconds());
-        w["overlap"] = NumberValue(m.overlap());
-        auto& v = *w["vectors_per_pass"].mutable_struct_value()->mutable_fields();
-        v["chosen"] = NumberValue(m.vectors_chosen());
-        v["rows_only"] = NumberValue(m.vectors_rows_only());
-        v["partial_only"] = NumberValue(m.vectors_partial_only());
-        v["naive"] = NumberValue(m.vectors_naive());
-      }
-      fields["bytes_total"] = NumberValue(bytes_total);
-      const std::string json = StructToJson(summary);
-      FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically(summary_path, json));
-    }
+    FG_RETURN_IF_ERROR(WriteRunSummary(train_, worker_metrics_, PeakRssBytes()));
     FaultPoint("coordinator.summary_written");
     return absl::OkStatus();
   }

@@ -6,7 +6,6 @@
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
-#include "runtime/collectives.h"
 
 namespace fg::runtime {
 namespace {
@@ -170,7 +169,7 @@ void DistributedExecutor::AllReduceGradients(const std::vector<nn::NamedParamete
     if (g.defined()) std::copy(g.f32(), g.f32() + g.numel(), flat.data() + at);
     at += p.var.value().numel();
   }
-  RecordError(RingAllReduce(*setup_.comm, flat.data(), total, epoch, kStepGradients));
+  RecordError(setup_.comm->AllReduce(flat.data(), total, epoch, kStepGradients));
   at = 0;
   for (const auto& p : params) {
     Tensor& g = p.var.OwnedGrad();
@@ -180,7 +179,7 @@ void DistributedExecutor::AllReduceGradients(const std::vector<nn::NamedParamete
 }
 
 void DistributedExecutor::SumDoubles(std::vector<double>* values, int epoch, int step) {
-  if (distributed()) RecordError(AllReduceDoubles(*setup_.comm, values, epoch, step));
+  if (distributed()) RecordError(setup_.comm->AllReduce(values, epoch, step));
 }
 
 std::string DistributedExecutor::Explain(int i) const {

@@ -74,17 +74,19 @@ absl::StatusOr<uint64_t> Step(Communicator& comm, uint64_t tag,
   const int me = comm.rank(), P = comm.size();
   uint64_t moved = 0;
   for (const auto& v : moving) moved += v.size();
+  std::vector<std::string> outgoing(P);
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
-    std::string msg(reinterpret_cast<const char*>(&moved), sizeof(moved));
+    std::string& msg = outgoing[q];
+    msg.assign(reinterpret_cast<const char*>(&moved), sizeof(moved));
     Append(&msg, moving[q]);
     Append(&msg, ended[q]);
-    comm.Send(q, tag, std::move(msg));
   }
+  FG_ASSIGN_OR_RETURN(const std::vector<std::string> incoming, comm.AllToAllV(std::move(outgoing), tag));
   uint64_t total = moved;
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
-    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, tag));
+    const std::string& msg = incoming[q];
     uint64_t theirs = 0;
     if (msg.size() < sizeof(theirs)) {
       return absl::DataLossError(absl::StrCat("selection message from worker ", q, " is truncated"));
@@ -110,31 +112,29 @@ absl::Status Lookup(Communicator& comm, uint64_t request_tag, uint64_t reply_tag
                     std::vector<std::vector<int32_t>> ask, const char* what, Answer answer,
                     std::unordered_map<int32_t, int64_t>* got) {
   const int me = comm.rank(), P = comm.size();
+  std::vector<std::string> questions(P);
   for (int q = 0; q < P; ++q) {
     std::sort(ask[q].begin(), ask[q].end());
     ask[q].erase(std::unique(ask[q].begin(), ask[q].end()), ask[q].end());
-    if (q == me) continue;
-    std::string msg;
-    Append(&msg, ask[q]);
-    comm.Send(q, request_tag, std::move(msg));
+    if (q != me) Append(&questions[q], ask[q]);
   }
+  FG_ASSIGN_OR_RETURN(questions, comm.AllToAllV(std::move(questions), request_tag));
+  std::vector<std::string> replies(P);
   for (int q = 0; q < P; ++q) {  // replies keep the order: the k-th value answers the k-th id
     if (q == me) continue;
-    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, request_tag));
     size_t pos = 0;
     std::vector<int32_t> wanted;
-    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &wanted));
+    FG_RETURN_IF_ERROR(Take(questions[q], &pos, q, &wanted));
     std::vector<int64_t> values(wanted.size());
     for (size_t k = 0; k < wanted.size(); ++k) {
       FG_ASSIGN_OR_RETURN(values[k], answer(q, wanted[k]));
     }
-    std::string reply;
-    Append(&reply, values);
-    comm.Send(q, reply_tag, std::move(reply));
+    Append(&replies[q], values);
   }
+  FG_ASSIGN_OR_RETURN(replies, comm.AllToAllV(std::move(replies), reply_tag));
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
-    FG_ASSIGN_OR_RETURN(const std::string msg, comm.Recv(q, reply_tag));
+    const std::string& msg = replies[q];
     size_t pos = 0;
     std::vector<int64_t> values;
     FG_RETURN_IF_ERROR(Take(msg, &pos, q, &values));

@@ -162,14 +162,16 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
       peer_slot_child[p] = std::move(children);
     }
   }
-  const uint64_t tag = MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl);
+  std::vector<std::string> outgoing(P);
   for (int p = 0; p < P; ++p) {
-    if (p != me) comm.Send(p, tag, Words(requests[p]));
+    if (p != me) outgoing[p] = Words(requests[p]);
   }
+  FG_ASSIGN_OR_RETURN(std::vector<std::string> incoming,
+                      comm.AllToAllV(std::move(outgoing), MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl)));
   // Serve the peers' requests.
   for (int p = 0; p < P; ++p) {
     if (p == me) continue;
-    FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(p, tag));
+    const std::string& bytes = incoming[p];
     const int64_t* q = reinterpret_cast<const int64_t*>(bytes.data());
     const int64_t words = static_cast<int64_t>(bytes.size() / 8);
     auto bad = [&]() {
@@ -287,11 +289,10 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
                                            int epoch, Tensor* order, Tensor* all_ids) {
   const int me = comm.rank(), P = comm.size();
   const int64_t n = my_ids.numel();
-  const uint64_t tag = MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl);
   const std::string mine(reinterpret_cast<const char*>(my_ids.i64()), n * sizeof(int64_t));
-  for (int q = 0; q < P; ++q) {
-    if (q != me) comm.Send(q, tag, mine);
-  }
+  FG_ASSIGN_OR_RETURN(const std::vector<std::string> incoming,
+                      comm.AllToAllV(std::vector<std::string>(P, mine),
+                                     MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl)));
   LayerExchange ex;
   ex.layer = layer;
   ex.num_owned = ex.num_roots = n;
@@ -303,7 +304,7 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
     PeerExchange& pe = ex.peers[q];
     pe.peer = q;
     if (q == me) continue;
-    FG_ASSIGN_OR_RETURN(const std::string bytes, comm.Recv(q, tag));
+    const std::string& bytes = incoming[q];
     if (bytes.size() % sizeof(int64_t) != 0) {
       return absl::DataLossError(absl::StrCat("malformed row list from worker ", q));
     }

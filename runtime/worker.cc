@@ -17,6 +17,7 @@
 #include "flexgraph/base/timer.h"
 #include "proto/flexgraph.grpc.pb.h"
 #include "runtime/grpc_communicator.h"
+#include "runtime/leader.h"
 
 namespace fg::runtime {
 namespace {
@@ -118,27 +119,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   }();
 
   FaultPoint("worker.trained");
-  flexgraph::MetricsRequest metrics;
-  metrics.set_rank(rank);
-  if (result.ok()) {
-    metrics.set_final(true);
-    if (rank == 0) metrics.set_summary_json(SummaryJson(*result));
-    metrics.set_compute_seconds(result->compute_seconds);
-    metrics.set_wait_seconds(result->wait_seconds);
-    metrics.set_bytes_features(result->bytes_features);
-    metrics.set_peak_rss_bytes(result->peak_rss_bytes);
-    metrics.set_bytes_partials(result->bytes_partials);
-    metrics.set_bytes_gradients(result->bytes_gradients);
-    metrics.set_bytes_allreduce(result->bytes_allreduce);
-    metrics.set_overlap(result->overlap);
-    metrics.set_epochs(result->epochs);
-    metrics.set_vectors_chosen(result->vectors_chosen);
-    metrics.set_vectors_rows_only(result->vectors_rows_only);
-    metrics.set_vectors_partial_only(result->vectors_partial_only);
-    metrics.set_vectors_naive(result->vectors_naive);
-  } else {
-    metrics.set_error(std::string(result.status().message()));
-  }
+  const flexgraph::MetricsRequest metrics = WorkerMetrics(rank, result);
   grpc::Status reported;
   {
     flexgraph::MetricsReply mr;

@@ -84,7 +84,7 @@ TEST(Collectives, AllReduceDoublesAndBarrierAtFortyWorkers) {
       std::vector<double> v = {1.0, static_cast<double>(r), 0.5 * r + call};
       status[r] = AllReduceDoubles(comm, &v, 7, call);
       got[r].push_back(v);
-      if (status[r].ok()) status[r] = Barrier(comm, 7, 100 + call);
+      if (status[r].ok()) status[r] = comm.Barrier(7, 100 + call);
     }
   });
   for (int r = 0; r < kParts; ++r) {
