@@ -47,6 +47,18 @@ if(NOT FLEXGRAPH_CUDA STREQUAL "OFF")
 endif()
 message(STATUS "FlexGraph CUDA backend: ${FLEXGRAPH_HAVE_CUDA}")
 
+# MPI backend (runtime/mpi_communicator.h): AUTO builds it when an MPI C library is found.
+set(FLEXGRAPH_HAVE_MPI OFF)
+if(NOT FLEXGRAPH_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(FLEXGRAPH_HAVE_MPI ON)
+  elseif(FLEXGRAPH_MPI STREQUAL "ON")
+    message(FATAL_ERROR "FLEXGRAPH_MPI=ON but no MPI was found (Debian: libopenmpi-dev)")
+  endif()
+endif()
+message(STATUS "FlexGraph MPI backend: ${FLEXGRAPH_HAVE_MPI}")
+
 # Links static libraries whole (keeps self-registering models and commands, and every symbol a
 # plugin may need).
 function(fg_link_whole target)

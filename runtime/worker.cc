@@ -39,6 +39,57 @@ int RankFromEnvironment() {
   return -1;
 }
 
+absl::StatusOr<std::string> FirstHostOf(const std::string& nodelist) {
+  auto bad = [&] { return absl::InvalidArgumentError(absl::StrCat("malformed Slurm host list '", nodelist, "'")); };
+  // The first entry: up to a comma outside brackets.
+  size_t end = 0;
+  for (int depth = 0; end < nodelist.size() && !(nodelist[end] == ',' && depth == 0); ++end) {
+    if (nodelist[end] == '[') ++depth;
+    if (nodelist[end] == ']' && --depth < 0) return bad();
+  }
+  const std::string entry = nodelist.substr(0, end);
+  const size_t open = entry.find('[');
+  if (entry.empty()) return bad();
+  if (open == std::string::npos) return entry;
+  const size_t close = entry.find(']', open);
+  if (close == std::string::npos) return bad();
+  // The first number of the first range, zero padding kept.
+  const std::string ranges = entry.substr(open + 1, close - open - 1);
+  const size_t stop = ranges.find_first_of("-,");
+  const std::string first = ranges.substr(0, stop);
+  if (first.empty() || first.find_first_not_of("0123456789") != std::string::npos) return bad();
+  return entry.substr(0, open) + first + entry.substr(close + 1);
+}
+
+absl::StatusOr<std::optional<SlurmStep>> SlurmStepFromEnvironment() {
+  const char* procid = std::getenv("SLURM_PROCID");
+  if (procid == nullptr) return std::optional<SlurmStep>();
+  SlurmStep step;
+  auto number = [](const char* name, int* out) -> absl::Status {
+    const char* v = std::getenv(name);
+    if (v == nullptr || !absl::SimpleAtoi(v, out) || *out < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("$", name, " is ", v ? absl::StrCat("'", v, "'") : "unset",
+                                                     ", expected a non-negative integer"));
+    }
+    return absl::OkStatus();
+  };
+  FG_RETURN_IF_ERROR(number("SLURM_PROCID", &step.rank));
+  FG_RETURN_IF_ERROR(number("SLURM_NTASKS", &step.tasks));
+  if (step.rank >= step.tasks) {
+    return absl::InvalidArgumentError(absl::StrCat("$SLURM_PROCID ", step.rank, " is not below $SLURM_NTASKS ", step.tasks));
+  }
+  const char* nodes = std::getenv("SLURM_STEP_NODELIST");
+  const char* which = "SLURM_STEP_NODELIST";
+  if (nodes == nullptr) nodes = std::getenv(which = "SLURM_NODELIST");
+  if (nodes == nullptr) return absl::InvalidArgumentError("$SLURM_PROCID is set but $SLURM_NODELIST is not");
+  auto first = FirstHostOf(nodes);
+  if (!first.ok()) return absl::InvalidArgumentError(absl::StrCat("$", which, ": ", first.status().message()));
+  step.first_node = *first;
+  const char* me = std::getenv("SLURMD_NODENAME");
+  step.this_node = me != nullptr ? me : "";
+  return std::optional<SlurmStep>(step);
+}
+
 absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
                                       const flexgraph::RunConfig& train) {
   FG_ASSIGN_OR_RETURN(auto server, WorkerServer::Start(options.host, 0, options.token));

@@ -4,6 +4,7 @@
 // unreachable coordinator ends the run with an error naming who failed — never a hang.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -26,8 +27,33 @@ struct WorkerOptions {
   bool pipeline = true;
 };
 
+struct MpiWorkerOptions {
+  std::string partition_method = "metis";  // how rank 0 partitions a dataset loaded whole
+  double recv_timeout_seconds = 300;
+  ExchangeMode exchange = ExchangeMode::kAuto;
+  bool pipeline = true;
+};
+
+// A worker of an MPI run (`mpirun -np P flexgraph worker --comm mpi -- train ...`, or srun): the
+// ranks are MPI's, no port is opened, and rank 0 also does the leader's work (runtime/leader.h):
+// it checks that every rank runs its configuration, plans the owners and writes the summary. A
+// failure on any rank is printed and ends every rank (MPI_Abort), never a hang.
+absl::StatusOr<TrainResult> RunMpiWorker(const MpiWorkerOptions& options, const flexgraph::RunConfig& train);
+
 // The rank a scheduler assigned through the environment, or -1.
 int RankFromEnvironment();
+
+// A Slurm job step's layout (srun): this task's rank and the task count (SLURM_PROCID,
+// SLURM_NTASKS), the step's first node (SLURM_STEP_NODELIST or SLURM_NODELIST), where rank 0 runs the
+// coordinator, and this node's name (SLURMD_NODENAME).
+struct SlurmStep {
+  int rank = 0, tasks = 1;
+  std::string first_node, this_node;
+};
+// The step from the environment; nullopt outside Slurm; an error naming the variable when one is malformed.
+absl::StatusOr<std::optional<SlurmStep>> SlurmStepFromEnvironment();
+// The first host of a Slurm host list: "node[07-09,12],gpu1" -> "node07".
+absl::StatusOr<std::string> FirstHostOf(const std::string& nodelist);
 
 // `train` is the run's resolved configuration (runtime/config.h).
 absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,

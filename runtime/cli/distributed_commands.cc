@@ -1,8 +1,11 @@
 // `flexgraph launch`, `flexgraph coordinator` and `flexgraph worker`: distributed training.
 // The train flags follow `--` (an optional leading `train` is accepted).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/fault.h"
@@ -193,10 +196,18 @@ int Coordinator(const std::vector<std::string>& args) {
 }
 
 int Worker(const std::vector<std::string>& args) {
-  FlagSet flags("worker", "Runs one worker of a distributed run (started by 'launch', or by a "
-                          "scheduler: the rank comes from SLURM_PROCID or OMPI_COMM_WORLD_RANK). "
-                          "Train flags follow '--'.");
-  flags.AddString("coordinator", "", "coordinator address host:port");
+  FlagSet flags("worker", "Runs one worker of a distributed run: started by 'launch'; by mpirun or srun "
+                          "with --comm mpi; or by srun with gRPC and no --coordinator (Slurm's task 0 runs the "
+                          "coordinator on the step's first node at --coordinator_port). Train flags follow '--'.");
+  flags.AddString("comm", "grpc",
+                  "grpc (a coordinator and gRPC between workers) or mpi (started by mpirun or srun; rank 0 "
+                  "leads, no port is opened)");
+  flags.AddString("partition", "metis",
+                  "where this worker leads (--comm mpi rank 0, srun task 0): hash, range, metis or balanced "
+                  "for a dataset loaded whole");
+  flags.AddString("coordinator", "", "coordinator address host:port (--comm grpc; under srun: task 0 runs it)");
+  flags.AddString("coordinator_port", "29500", "under srun without --coordinator: the coordinator's port");
+  flags.AddString("heartbeat_timeout", "10", "under srun without --coordinator: the coordinator's heartbeat timeout");
   flags.AddString("token_file", "", "file whose first line is the run token (default: $FG_RUN_TOKEN)");
   flags.AddString("token", "", "refused: a token on the command line is visible to every user (ps)");
   flags.AddString("host", "127.0.0.1", "interface the worker listens on");
@@ -216,6 +227,32 @@ int Worker(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flexgraph worker: %s\n", std::string(train.status().message()).c_str());
     return 2;
   }
+  const std::string comm = flags.Get("comm");
+  if (comm != "grpc" && comm != "mpi") return UsageError(flags, "worker: --comm takes grpc or mpi");
+  runtime::ExchangeMode exchange;
+  if (!runtime::ParseExchangeMode(flags.Get("exchange"), &exchange)) {
+    return UsageError(flags, "worker: --exchange takes auto, rows or partial");
+  }
+  if (comm == "mpi") {
+    if (flags.IsSet("coordinator")) return UsageError(flags, "worker: --comm mpi has no coordinator (rank 0 leads)");
+    if (!partition::ParseMethod(flags.Get("partition")).ok()) {
+      return UsageError(flags, "worker: --partition takes hash, range, metis or balanced");
+    }
+    runtime::MpiWorkerOptions m;
+    m.partition_method = flags.Get("partition");
+    m.exchange = exchange;
+    m.pipeline = flags.GetBool("pipeline");
+    if (auto s = PrepareOutputs(*train); !s.ok()) {
+      std::fprintf(stderr, "flexgraph worker: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+    auto r = runtime::RunMpiWorker(m, *train);
+    if (!r.ok()) {
+      std::fprintf(stderr, "flexgraph worker: %s\n", std::string(r.status().message()).c_str());
+      return 1;
+    }
+    return 0;
+  }
   runtime::WorkerOptions o;
   o.coordinator = flags.Get("coordinator");
   auto token = TokenFrom(flags, "worker");
@@ -234,15 +271,66 @@ int Worker(const std::vector<std::string>& args) {
     return UsageError(flags, "worker: --coordinator_timeout takes a positive number");
   }
   o.coordinator_timeout_seconds = *silent;
-  if (!runtime::ParseExchangeMode(flags.Get("exchange"), &o.exchange)) {
-    return UsageError(flags, "worker: --exchange takes auto, rows or partial");
-  }
+  o.exchange = exchange;
   o.pipeline = flags.GetBool("pipeline");
-  if (o.coordinator.empty()) return UsageError(flags, "worker: --coordinator is required");
+  // Under srun without --coordinator: task 0 runs the coordinator on the step's first node.
+  std::unique_ptr<runtime::Coordinator> coordinator;
+  if (o.coordinator.empty()) {
+    auto slurm = runtime::SlurmStepFromEnvironment();
+    if (!slurm.ok()) return UsageError(flags, absl::StrCat("worker: ", slurm.status().message()));
+    if (!slurm->has_value()) {
+      return UsageError(flags, "worker: --coordinator is required (outside srun, and without --comm mpi)");
+    }
+    const runtime::SlurmStep& step = **slurm;
+    auto port = flags.GetInt("coordinator_port");
+    auto timeout = flags.GetDouble("heartbeat_timeout");
+    if (!port.ok() || *port < 1 || *port > 65535) {
+      return UsageError(flags, "worker: --coordinator_port must lie in [1, 65535]");
+    }
+    if (!timeout.ok() || !(*timeout > 0)) return UsageError(flags, "worker: --heartbeat_timeout must be positive");
+    if (!partition::ParseMethod(flags.Get("partition")).ok()) {
+      return UsageError(flags, "worker: --partition takes hash, range, metis or balanced");
+    }
+    o.coordinator = absl::StrCat(step.first_node, ":", *port);
+    o.rank_hint = step.rank;
+    if (!flags.IsSet("host")) o.host = "0.0.0.0";
+    if (o.advertise_host.empty()) {
+      char name[256] = "";
+      gethostname(name, sizeof(name) - 1);
+      o.advertise_host = step.this_node.empty() ? name : step.this_node;
+    }
+    if (step.rank == 0) {
+      runtime::CoordinatorOptions c;
+      c.workers = step.tasks;
+      c.host = "0.0.0.0";
+      c.port = static_cast<int>(*port);
+      c.token = o.token;
+      c.heartbeat_timeout_seconds = *timeout;
+      c.partition_method = flags.Get("partition");
+      if (auto s = PrepareOutputs(*train); !s.ok()) {
+        std::fprintf(stderr, "flexgraph worker: %s\n", std::string(s.message()).c_str());
+        return 2;
+      }
+      auto started = runtime::Coordinator::Start(c, *train);
+      if (!started.ok()) {
+        std::fprintf(stderr, "flexgraph worker: task 0's coordinator: %s\n",
+                     std::string(started.status().message()).c_str());
+        return 1;
+      }
+      coordinator = std::move(*started);
+      std::fprintf(stderr, "coordinator: listening on port %d for %d Slurm tasks\n", coordinator->port(), step.tasks);
+    }
+  }
   auto r = runtime::RunWorker(o, *train);
   if (!r.ok()) {
     std::fprintf(stderr, "flexgraph worker: %s\n", std::string(r.status().message()).c_str());
     return 1;
+  }
+  if (coordinator != nullptr) {
+    if (absl::Status s = coordinator->Wait(); !s.ok()) {
+      std::fprintf(stderr, "flexgraph worker: task 0's coordinator: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
   }
   return 0;
 }

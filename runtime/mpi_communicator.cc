@@ -1,0 +1,265 @@
+#include "runtime/mpi_communicator.h"
+
+// MPI's C API only (no deprecated C++ bindings, which need another library).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+
+namespace fg::runtime {
+namespace {
+
+constexpr int kMessageTag = 1;  // the one MPI tag of point-to-point messages
+
+absl::Status MpiError(int code, const char* call) {
+  if (code == MPI_SUCCESS) return absl::OkStatus();
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return absl::InternalError(absl::StrCat(call, ": ", std::string(text, len)));
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &p2p_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &coll_);
+    progress_ = std::thread([this] { Progress(); });
+  }
+  ~MpiCommunicator() override { Stop(); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void Send(int peer, uint64_t tag, std::string payload) override {
+    CountSent(tag, payload.size());
+    std::string framed(sizeof(tag), '\0');
+    std::memcpy(framed.data(), &tag, sizeof(tag));
+    framed += payload;
+    if (framed.size() > static_cast<size_t>(INT_MAX)) {
+      Abort(absl::ResourceExhaustedError(absl::StrCat("a message of ", framed.size(), " bytes for worker ", peer,
+                                                      " exceeds MPI's 2 GiB count")));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back({MPI_REQUEST_NULL, std::move(framed)});
+    Outgoing& out = pending_.back();
+    MPI_Isend(out.bytes.data(), static_cast<int>(out.bytes.size()), MPI_BYTE, peer, kMessageTag, p2p_,
+              &out.request);
+  }
+
+  absl::StatusOr<std::string> Recv(int peer, uint64_t tag) override {
+    Stopwatch wait;
+    auto got = mailbox_.Take(peer, tag, timeout());
+    CountWait(wait.Seconds());
+    if (!got.ok() && absl::IsDeadlineExceeded(got.status())) {
+      return absl::DeadlineExceededError(absl::StrCat("no message from worker ", peer, " (", TagString(tag),
+                                                      ") within ", timeout().count() / 1000, " s"));
+    }
+    return got;
+  }
+
+  void Abort(const absl::Status& status) override { mailbox_.Abort(status); }
+
+  absl::Status AllReduce(float* data, int64_t n, int epoch, int step) override {
+    (void)epoch, (void)step;
+    if (size_ == 1 || n == 0) return absl::OkStatus();
+    CountSent(TrafficKind::kAllReduce, static_cast<size_t>(2 * n * sizeof(float) * (size_ - 1) / size_));
+    for (int64_t at = 0; at < n; at += INT_MAX) {
+      const int count = static_cast<int>(std::min<int64_t>(INT_MAX, n - at));
+      FG_RETURN_IF_ERROR(MpiError(
+          MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM, coll_), "MPI_Allreduce"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AllReduce(std::vector<double>* values, int epoch, int step) override {
+    (void)epoch, (void)step;
+    if (size_ == 1 || values->empty()) return absl::OkStatus();
+    CountSent(TrafficKind::kControl, values->size() * sizeof(double));
+    return MpiError(MPI_Allreduce(MPI_IN_PLACE, values->data(), static_cast<int>(values->size()),
+                                  MPI_DOUBLE, MPI_SUM, coll_),
+                    "MPI_Allreduce");
+  }
+
+  absl::Status Broadcast(std::string* payload, int root, int epoch, int step) override {
+    (void)epoch, (void)step;
+    if (root < 0 || root >= size_) {
+      return absl::InvalidArgumentError(absl::StrCat("broadcast from worker ", root, " of ", size_));
+    }
+    uint64_t bytes = payload->size();
+    FG_RETURN_IF_ERROR(MpiError(MPI_Bcast(&bytes, 1, MPI_UINT64_T, root, coll_), "MPI_Bcast"));
+    if (bytes > static_cast<uint64_t>(INT_MAX)) {
+      return absl::ResourceExhaustedError(absl::StrCat("a broadcast of ", bytes, " bytes exceeds MPI's 2 GiB count"));
+    }
+    payload->resize(bytes);
+    if (rank_ == root) CountSent(TrafficKind::kControl, bytes * (size_ - 1));
+    return MpiError(MPI_Bcast(payload->data(), static_cast<int>(bytes), MPI_BYTE, root, coll_), "MPI_Bcast");
+  }
+
+  absl::Status Barrier(int epoch, int step) override {
+    (void)epoch, (void)step;
+    return MpiError(MPI_Barrier(coll_), "MPI_Barrier");
+  }
+
+  absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag) override {
+    if (static_cast<int>(send.size()) != size_) {
+      return absl::InvalidArgumentError(absl::StrCat("all-to-all with ", send.size(), " buffers for ", size_, " workers"));
+    }
+    std::vector<int> send_counts(size_), recv_counts(size_), send_at(size_), recv_at(size_);
+    int64_t send_total = 0;
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      send_counts[q] = static_cast<int>(send[q].size());
+      send_at[q] = static_cast<int>(send_total);
+      send_total += static_cast<int64_t>(send[q].size());
+      if (send_total > INT_MAX) {
+        return absl::ResourceExhaustedError("an all-to-all of more than 2 GiB per worker exceeds MPI's counts");
+      }
+    }
+    CountSent(TagKind(tag), static_cast<size_t>(send_total));
+    FG_RETURN_IF_ERROR(MpiError(
+        MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, coll_), "MPI_Alltoall"));
+    int64_t recv_total = 0;
+    for (int q = 0; q < size_; ++q) {
+      recv_at[q] = static_cast<int>(recv_total);
+      recv_total += recv_counts[q];
+      if (recv_total > INT_MAX) {
+        return absl::ResourceExhaustedError("an all-to-all of more than 2 GiB per worker exceeds MPI's counts");
+      }
+    }
+    std::string out_bytes, in_bytes(recv_total, '\0');
+    out_bytes.reserve(send_total);
+    for (int q = 0; q < size_; ++q) {
+      if (q != rank_) out_bytes += send[q];
+    }
+    FG_RETURN_IF_ERROR(MpiError(MPI_Alltoallv(out_bytes.data(), send_counts.data(), send_at.data(), MPI_BYTE,
+                                              in_bytes.data(), recv_counts.data(), recv_at.data(), MPI_BYTE,
+                                              coll_),
+                                "MPI_Alltoallv"));
+    std::vector<std::string> got(size_);
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) {
+        got[q] = std::move(send[q]);
+      } else {
+        got[q] = in_bytes.substr(recv_at[q], recv_counts[q]);
+      }
+    }
+    return got;
+  }
+
+  // Waits for this rank's sends, then for every rank's (a barrier), then stops receiving.
+  absl::Status Finish() {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (pending_.empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    const absl::Status s = MpiError(MPI_Barrier(coll_), "MPI_Barrier");
+    Stop();
+    MPI_Comm_free(&p2p_);
+    MPI_Comm_free(&coll_);
+    return s;
+  }
+
+ private:
+  struct Outgoing {
+    MPI_Request request;
+    std::string bytes;
+  };
+
+  void Stop() {
+    stop_ = true;
+    if (progress_.joinable()) progress_.join();
+  }
+
+  // Completes sends and receives incoming messages into the mailbox, sleeping briefly when idle
+  // (a blocking probe would spin a core inside MPI).
+  void Progress() {
+    while (!stop_.load()) {
+      bool busy = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = pending_.begin(); it != pending_.end();) {
+          int done = 0;
+          MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+          it = done ? pending_.erase(it) : std::next(it);
+        }
+        int flag = 0;
+        MPI_Message message;
+        MPI_Status status;
+        MPI_Improbe(MPI_ANY_SOURCE, kMessageTag, p2p_, &flag, &message, &status);
+        if (flag) {
+          busy = true;
+          int bytes = 0;
+          MPI_Get_count(&status, MPI_BYTE, &bytes);
+          std::string framed(bytes, '\0');
+          MPI_Mrecv(framed.data(), bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+          uint64_t tag = 0;
+          if (framed.size() < sizeof(tag)) {
+            mailbox_.Abort(absl::DataLossError(absl::StrCat("a truncated message from worker ", status.MPI_SOURCE)));
+            continue;
+          }
+          std::memcpy(&tag, framed.data(), sizeof(tag));
+          (void)mailbox_.Put(status.MPI_SOURCE, tag, framed.substr(sizeof(tag)));
+        }
+      }
+      if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  int rank_ = 0, size_ = 1;
+  MPI_Comm p2p_ = MPI_COMM_NULL, coll_ = MPI_COMM_NULL;
+  Mailbox mailbox_;
+  std::mutex mu_;
+  std::list<Outgoing> pending_;  // guarded by mu_; a list keeps the buffers in place
+  std::atomic<bool> stop_{false};
+  std::thread progress_;
+};
+
+}  // namespace
+
+bool MpiBuilt() { return true; }
+
+absl::StatusOr<std::unique_ptr<Communicator>> MakeMpiCommunicator() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    FG_RETURN_IF_ERROR(MpiError(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread"));
+    if (provided < MPI_THREAD_MULTIPLE) {
+      return absl::FailedPreconditionError(
+          "this MPI library does not support MPI_THREAD_MULTIPLE, which the MPI backend needs");
+    }
+  }
+  return std::unique_ptr<Communicator>(new MpiCommunicator());
+}
+
+absl::Status FinishMpi(std::unique_ptr<Communicator> comm) {
+  absl::Status s = static_cast<MpiCommunicator*>(comm.get())->Finish();
+  comm.reset();
+  MPI_Finalize();
+  return s;
+}
+
+void AbortMpi(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+}  // namespace fg::runtime
