@@ -42,7 +42,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
     grpc::ServerBuilder builder;
     builder.AddListeningPort(absl::StrCat(options_.host, ":", options_.port),
-                             grpc::InsecureServerCredentials(), &port_);
+                             ServerCredentials(options_.tls), &port_);
     builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
     builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
     builder.RegisterService(this);

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
+#include "runtime/grpc_communicator.h"
 
 namespace fg::runtime {
 
@@ -19,6 +20,7 @@ struct CoordinatorOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: ephemeral
   std::string token;
+  Tls tls;
   double heartbeat_timeout_seconds = 10;
   double register_timeout_seconds = 120;
   std::string partition_method = "metis";  // hash, range, metis or balanced

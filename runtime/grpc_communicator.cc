@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "proto/flexgraph.grpc.pb.h"
 
@@ -32,6 +35,51 @@ grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token
                  ctx.peer().c_str(), n == 19 ? " (further rejections are not logged)" : "");
   }
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
+}
+
+absl::StatusOr<Tls> LoadTls(const std::string& cert_file, const std::string& key_file,
+                            const std::string& ca_file) {
+  Tls tls;
+  if (cert_file.empty() && key_file.empty() && ca_file.empty()) return tls;
+  if (cert_file.empty() || key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together (and --tls_ca needs both)");
+  }
+  auto read = [](const char* flag, const std::string& path, const char* marker, std::string* out) -> absl::Status {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read it"));
+    *out = ss.str();
+    if (out->find(marker) == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file (no '", marker, "')"));
+    }
+    return absl::OkStatus();
+  };
+  FG_RETURN_IF_ERROR(read("--tls_cert", cert_file, "-----BEGIN CERTIFICATE-----", &tls.cert));
+  FG_RETURN_IF_ERROR(read("--tls_key", key_file, "PRIVATE KEY-----", &tls.key));
+  if (!ca_file.empty()) FG_RETURN_IF_ERROR(read("--tls_ca", ca_file, "-----BEGIN CERTIFICATE-----", &tls.ca));
+  return tls;
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options(tls.ca.empty()
+                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = tls.ca;
+  options.pem_key_cert_pairs.push_back({tls.key, tls.cert});
+  return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls) {
+  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = tls.ca;  // empty: the system's roots
+  if (!tls.ca.empty()) {            // mutual TLS: present this process's certificate
+    options.pem_private_key = tls.key;
+    options.pem_cert_chain = tls.cert;
+  }
+  return grpc::SslCredentials(options);
 }
 
 // Assembles chunked messages into the mailbox; rejects calls without the token.
@@ -76,13 +124,13 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const std::string& host,
                                                                   int port,
-                                                                  const std::string& token) {
+                                                                  const std::string& token,
+                                                                  const Tls& tls) {
   std::unique_ptr<WorkerServer> s(new WorkerServer());
   s->mailbox_ = std::make_shared<Mailbox>();
   s->service_ = std::make_unique<Service>(token, s->mailbox_);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(),
-                           &s->port_);
+  builder.AddListeningPort(absl::StrCat(host, ":", port), ServerCredentials(tls), &s->port_);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   builder.RegisterService(s->service_.get());
@@ -106,7 +154,7 @@ namespace {
 
 class GrpcCommunicator : public Communicator {
  public:
-  GrpcCommunicator(int rank, std::vector<std::string> peers, std::string token,
+  GrpcCommunicator(int rank, std::vector<std::string> peers, std::string token, const Tls& tls,
                    WorkerServer* server)
       : rank_(rank), peers_(std::move(peers)), token_(std::move(token)), server_(server) {
     grpc::ChannelArguments args;
@@ -117,7 +165,7 @@ class GrpcCommunicator : public Communicator {
     for (size_t p = 0; p < peers_.size(); ++p) {
       if (static_cast<int>(p) == rank_) continue;
       auto channel =
-          grpc::CreateCustomChannel(peers_[p], grpc::InsecureChannelCredentials(), args);
+          grpc::CreateCustomChannel(peers_[p], ChannelCredentials(tls), args);
       senders_[p] = std::make_unique<Sender>();
       senders_[p]->stub = flexgraph::Worker::NewStub(channel);
       senders_[p]->thread = std::thread([this, p] { SendLoop(static_cast<int>(p)); });
@@ -235,9 +283,9 @@ class GrpcCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
-                                                   const std::string& token,
+                                                   const std::string& token, const Tls& tls,
                                                    WorkerServer* server) {
-  return std::make_unique<GrpcCommunicator>(rank, std::move(peers), token, server);
+  return std::make_unique<GrpcCommunicator>(rank, std::move(peers), token, tls, server);
 }
 
 }  // namespace fg::runtime

@@ -14,8 +14,10 @@
 #include "runtime/communicator.h"
 
 namespace grpc {
+class ChannelCredentials;
 class Server;
 class ServerContext;
+class ServerCredentials;
 class Status;
 }
 
@@ -26,6 +28,23 @@ inline constexpr char kTokenMetadata[] = "fg-token";
 // otherwise UNAUTHENTICATED, and the rejection is logged on stderr as "<who>: rejected a call
 // from <peer address>" (the first 20 of a process).
 grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token, const char* who);
+
+// TLS of a run's gRPC channels (PEM contents); no certificate: plaintext. With a CA, mutual TLS:
+// servers require a client certificate the CA signed, and clients verify servers against the CA;
+// without one, servers ask for no client certificate and clients verify servers against the
+// system's roots. Certificates must name the host peers dial (launch: the coordinator's host name,
+// each worker's advertised host; loopback runs: 127.0.0.1).
+struct Tls {
+  std::string cert, key, ca;
+  bool enabled() const { return !cert.empty(); }
+};
+// Reads the PEM files of --tls_cert, --tls_key and --tls_ca (all empty: plaintext); errors name the
+// flag and the file. A certificate needs its key; a CA needs both.
+absl::StatusOr<Tls> LoadTls(const std::string& cert_file, const std::string& key_file,
+                            const std::string& ca_file);
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls);
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls);
+
 inline constexpr size_t kMaxChunkBytes = 4 << 20;
 // gRPC message size limit used by every FlexGraph channel and server.
 inline constexpr int kMaxGrpcMessageBytes = 1 << 30;
@@ -36,7 +55,7 @@ class WorkerServer {
  public:
   // Listens on host:port (port 0: an ephemeral port).
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(const std::string& host, int port,
-                                                             const std::string& token);
+                                                             const std::string& token, const Tls& tls);
   ~WorkerServer();
   int port() const { return port_; }
   Mailbox& mailbox() { return *mailbox_; }
@@ -53,6 +72,7 @@ class WorkerServer {
 
 // Connects to the peers' Worker services; receives through `server`'s mailbox.
 std::unique_ptr<Communicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
-                                                   const std::string& token, WorkerServer* server);
+                                                   const std::string& token, const Tls& tls,
+                                                   WorkerServer* server);
 
 }  // namespace fg::runtime

@@ -226,7 +226,13 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
                                     "--port", "0", "--port_file", port_file,
                                     "--heartbeat_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
                                     "--partition", o.partition,
-                                    "--host", hosts.empty() ? "127.0.0.1" : "0.0.0.0", "--"};
+                                    "--host", hosts.empty() ? "127.0.0.1" : "0.0.0.0"};
+  // TLS files: the same paths on every host.
+  std::vector<std::string> tls;
+  if (!o.tls_cert.empty()) tls = {"--tls_cert", o.tls_cert, "--tls_key", o.tls_key};
+  if (!o.tls_ca.empty()) tls.insert(tls.end(), {"--tls_ca", o.tls_ca});
+  coord.insert(coord.end(), tls.begin(), tls.end());
+  coord.push_back("--");
   coord.insert(coord.end(), train_args.begin(), train_args.end());
   Child c{"coordinator", -1, absl::StrCat(log_dir, "/coordinator", suffix, ".log")};
   c.pid = Spawn(coord, c.log, env);
@@ -275,19 +281,21 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
     std::vector<std::string> w = {exe, "worker", "--coordinator", absl::StrCat(host, ":", port),
                                   "--rank", std::to_string(r), "--exchange", o.exchange,
                                   "--coordinator_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
-                                  o.pipeline ? "--pipeline" : "--nopipeline", "--"};
-    w.insert(w.end(), train_args.begin(), train_args.end());
+                                  o.pipeline ? "--pipeline" : "--nopipeline"};
+    w.insert(w.end(), tls.begin(), tls.end());
     Child wc{absl::StrCat("worker ", r), -1, absl::StrCat(log_dir, "/worker-", r, suffix, ".log")};
+    const std::string& h = hosts.empty() ? "" : hosts[r % hosts.size()];
+    if (!hosts.empty()) w.insert(w.end(), {"--host", "0.0.0.0", "--advertise", h});
+    w.push_back("--");
+    w.insert(w.end(), train_args.begin(), train_args.end());
     if (!hosts.empty()) {
-      const std::string& h = hosts[r % hosts.size()];
-      w[0] = exe;
       std::vector<std::string> quoted;
       for (const std::string& a : w) quoted.push_back("'" + a + "'");
       // The token travels on ssh's standard input, never on a command line (ps shows those).
       const std::string remote =
           absl::StrCat("cd '", std::filesystem::current_path().string(),
                        "' && read -r FG_RUN_TOKEN && export FG_RUN_TOKEN && exec ",
-                       absl::StrJoin(quoted, " "), " --host 0.0.0.0 --advertise ", h);
+                       absl::StrJoin(quoted, " "));
       wc.pid = Spawn({"/usr/bin/ssh", "-o", "BatchMode=yes", h, remote}, wc.log, {}, token + "\n");
     } else {
       wc.pid = Spawn(w, wc.log, env);

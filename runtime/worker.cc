@@ -92,14 +92,14 @@ absl::StatusOr<std::optional<SlurmStep>> SlurmStepFromEnvironment() {
 
 absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
                                       const flexgraph::RunConfig& train) {
-  FG_ASSIGN_OR_RETURN(auto server, WorkerServer::Start(options.host, 0, options.token));
+  FG_ASSIGN_OR_RETURN(auto server, WorkerServer::Start(options.host, 0, options.token, options.tls));
   const std::string advertise =
       absl::StrCat(options.advertise_host.empty() ? options.host : options.advertise_host, ":",
                    server->port());
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   auto stub = flexgraph::Coordinator::NewStub(
-      grpc::CreateCustomChannel(options.coordinator, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(options.coordinator, ChannelCredentials(options.tls), args));
 
   flexgraph::RegisterRequest req;
   req.set_address(advertise);
@@ -114,6 +114,19 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     WithToken(&ctx, options.token, options.register_timeout_seconds);
     ctx.set_wait_for_ready(true);
     grpc::Status s = stub->Register(&ctx, req, &reply);
+    if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // Waiting hides why the coordinator could not be reached (refused, TLS handshake): one call
+      // that does not wait says it.
+      grpc::ClientContext probe_ctx;
+      WithToken(&probe_ctx, options.token, 5);
+      flexgraph::HeartbeatRequest probe;
+      probe.set_rank(-1);
+      flexgraph::HeartbeatReply ignored;
+      if (grpc::Status p = stub->Heartbeat(&probe_ctx, probe, &ignored); p.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        s = grpc::Status(s.error_code(), absl::StrCat(s.error_message(), " (", p.error_message(),
+                                                      options.tls.enabled() ? ")" : "; does the coordinator use TLS?)"));
+      }
+    }
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat("cannot register with the coordinator at ",
                                                  options.coordinator, ": ", s.error_message()));
@@ -124,7 +137,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   std::vector<std::string> peers(reply.peers().begin(), reply.peers().end());
   std::vector<int32_t> owners(reply.owners().begin(), reply.owners().end());
   std::fprintf(stderr, "worker %d of %d at %s\n", rank, reply.world_size(), advertise.c_str());
-  auto comm = MakeGrpcCommunicator(rank, peers, options.token, server.get());
+  auto comm = MakeGrpcCommunicator(rank, peers, options.token, options.tls, server.get());
   comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>(options.recv_timeout_seconds * 1000)));
 
   // Heartbeats; a stop from the coordinator or its silence aborts the communicator.

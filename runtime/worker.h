@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/exchange.h"
+#include "runtime/grpc_communicator.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -16,6 +17,7 @@ namespace fg::runtime {
 struct WorkerOptions {
   std::string coordinator;           // host:port
   std::string token;
+  Tls tls;
   std::string host = "127.0.0.1";    // interface the Worker service listens on
   std::string advertise_host;        // address peers use ("" = host)
   int rank_hint = -1;                // -1: from SLURM_PROCID / OMPI_COMM_WORLD_RANK, else any

@@ -105,6 +105,8 @@ for ((i = 1; i <= runs; ++i)); do
   where=${where#FG_FAULT=}
   printf "soak %3d/%d  %-24s %-40s exit %3d  %-13s  left: processes %d ports %d files %d\n" \
     "$i" "$runs" "$fault" "${where:-at ${delay}s}" "$rc" "$outcome" "$procs" "$ports" "$files"
+  # What the launch said, for every run that did not end identical to the uninterrupted one.
+  [ "$outcome" != identical ] && tail -n 12 "$d/launch.out" | sed 's/^/      | /'
   pkill -9 -f "$d" 2>/dev/null
 done
 echo "soak: $runs runs: $identical identical to the uninterrupted run, $clean failed with a clear error," \

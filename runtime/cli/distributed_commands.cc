@@ -65,6 +65,18 @@ absl::StatusOr<std::string> TokenFrom(const FlagSet& flags, const char* command)
   return token;
 }
 
+void AddTlsFlags(FlagSet* flags) {
+  flags->AddString("tls_cert", "", "PEM certificate of this process: TLS on every gRPC channel");
+  flags->AddString("tls_key", "", "PEM private key of --tls_cert");
+  flags->AddString("tls_ca", "", "PEM CA that signs every process's certificate: mutual TLS");
+}
+
+absl::StatusOr<runtime::Tls> TlsFrom(const FlagSet& flags, const char* command) {
+  auto tls = runtime::LoadTls(flags.Get("tls_cert"), flags.Get("tls_key"), flags.Get("tls_ca"));
+  if (!tls.ok()) return absl::InvalidArgumentError(absl::StrCat(command, ": ", tls.status().message()));
+  return tls;
+}
+
 int Launch(const std::vector<std::string>& args) {
   FlagSet flags("launch", "Starts a distributed run: a coordinator and --workers workers, as local "
                           "processes or over ssh on the hosts of --hosts. Train flags follow '--'.");
@@ -79,6 +91,7 @@ int Launch(const std::vector<std::string>& args) {
   flags.AddString("max_restarts", "3", "restarts allowed with --restart_on_failure");
   flags.AddBool("quiet", false, "do not echo worker 0's log");
   flags.AddBool("pipeline", true, "overlap sends with local aggregation (--nopipeline for benchmarks)");
+  AddTlsFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("launch: ", s.message()));
   if (flags.help_requested()) {
     std::printf("%s\nexample: flexgraph launch --workers 2 -- train --model gcn\n", flags.Usage().c_str());
@@ -104,6 +117,10 @@ int Launch(const std::vector<std::string>& args) {
   if (runtime::ExchangeMode mode; !runtime::ParseExchangeMode(flags.Get("exchange"), &mode)) {
     return UsageError(flags, "launch: --exchange takes auto, rows or partial");
   }
+  if (auto tls = TlsFrom(flags, "launch"); !tls.ok()) return UsageError(flags, std::string(tls.status().message()));
+  o.tls_cert = flags.Get("tls_cert");
+  o.tls_key = flags.Get("tls_key");
+  o.tls_ca = flags.Get("tls_ca");
   // Validate the train flags here, before starting anything.
   auto t = PassthroughTrainConfig(flags);
   if (t.ok()) {
@@ -141,6 +158,7 @@ int Coordinator(const std::vector<std::string>& args) {
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
   flags.AddString("partition", "metis",
                   "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
+  AddTlsFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("coordinator: ", s.message()));
   if (flags.help_requested()) {
     std::printf("%s", flags.Usage().c_str());
@@ -174,6 +192,9 @@ int Coordinator(const std::vector<std::string>& args) {
   auto token = TokenFrom(flags, "coordinator");
   if (!token.ok()) return UsageError(flags, std::string(token.status().message()));
   o.token = *token;
+  auto tls = TlsFrom(flags, "coordinator");
+  if (!tls.ok()) return UsageError(flags, std::string(tls.status().message()));
+  o.tls = *tls;
   auto c = runtime::Coordinator::Start(o, *train);
   if (!c.ok()) {
     std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(c.status().message()).c_str());
@@ -217,6 +238,7 @@ int Worker(const std::vector<std::string>& args) {
   flags.AddString("register_timeout", "300", "seconds to wait for the coordinator and the other workers");
   flags.AddString("coordinator_timeout", "30", "seconds without the coordinator's answer before the run is given up");
   flags.AddBool("pipeline", true, "overlap sends with local aggregation (--nopipeline for benchmarks)");
+  AddTlsFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("worker: ", s.message()));
   if (flags.help_requested()) {
     std::printf("%s", flags.Usage().c_str());
@@ -258,6 +280,9 @@ int Worker(const std::vector<std::string>& args) {
   auto token = TokenFrom(flags, "worker");
   if (!token.ok()) return UsageError(flags, std::string(token.status().message()));
   o.token = *token;
+  auto tls = TlsFrom(flags, "worker");
+  if (!tls.ok()) return UsageError(flags, std::string(tls.status().message()));
+  o.tls = *tls;
   o.host = flags.Get("host");
   o.advertise_host = flags.Get("advertise");
   auto rank = flags.GetInt("rank");
@@ -305,6 +330,7 @@ int Worker(const std::vector<std::string>& args) {
       c.host = "0.0.0.0";
       c.port = static_cast<int>(*port);
       c.token = o.token;
+      c.tls = o.tls;
       c.heartbeat_timeout_seconds = *timeout;
       c.partition_method = flags.Get("partition");
       if (auto s = PrepareOutputs(*train); !s.ok()) {

@@ -391,6 +391,51 @@ TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
       << out;
 }
 
+// A CA and a certificate it signs for 127.0.0.1, and a self-signed certificate no CA vouches for,
+// in `d`; false when openssl is missing.
+bool MakeCertificates(const std::string& d) {
+  const std::string q = " -days 2 -subj /CN=localhost 2>/dev/null";
+  return Shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/ca.key -out " + d + "/ca.pem" + q) == 0 &&
+         Shell("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/node.key -out " + d + "/node.csr" + q) == 0 &&
+         Shell("sh -c 'printf \"subjectAltName=IP:127.0.0.1,DNS:localhost\\n\" > " + d + "/ext.cnf'") == 0 &&
+         Shell("openssl x509 -req -in " + d + "/node.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -out " +
+               d + "/node.pem -days 2 -extfile " + d + "/ext.cnf") == 0 &&
+         Shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/other.key -out " + d + "/other.pem" + q +
+               " -addext subjectAltName=IP:127.0.0.1") == 0;
+}
+
+TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeers) {
+  const std::string d = Dir("fg_launch_tls");
+  if (!MakeCertificates(d)) GTEST_SKIP() << "openssl is needed to make the test certificates";
+  const std::string tls = " --tls_cert " + d + "/node.pem --tls_key " + d + "/node.key --tls_ca " + d + "/ca.pem";
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/plain" + kTrain + " --summary_json " + d +
+                  "/plain.json"), 0);
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/tls" + tls + kTrain + " --summary_json " +
+                  d + "/tls.json", &out), 0) << out;
+  EXPECT_EQ(Losses(Read(d + "/tls.json")), Losses(Read(d + "/plain.json")));
+  EXPECT_EQ(Losses(Read(d + "/tls.json")).size(), 8u);
+  // A coordinator with mutual TLS refuses a plaintext worker and one whose certificate its CA did not sign.
+  std::string port;
+  const pid_t coord = StartCoordinator(d, "right", "--workers 1" + tls, " -- train --dataset " + kCora, &port);
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  const std::string worker = "env FG_RUN_TOKEN=right " + kFlexgraph + " worker --register_timeout 3 --coordinator 127.0.0.1:" + port;
+  EXPECT_EQ(Shell(worker + kTrain, &out), 1);
+  EXPECT_NE(out.find("does the coordinator use TLS?"), std::string::npos) << out;
+  EXPECT_EQ(Shell(worker + " --tls_cert " + d + "/other.pem --tls_key " + d + "/other.key --tls_ca " + d + "/other.pem" +
+                  kTrain, &out), 1);
+  EXPECT_NE(out.find("certificate verify failed"), std::string::npos) << out;
+  kill(coord, SIGTERM);
+  waitpid(coord, nullptr, 0);
+  // Flags are checked before anything starts, naming the flag and the file.
+  EXPECT_EQ(Shell(kFlexgraph + " launch --tls_cert " + d + "/node.pem" + kTrain, &out), 2);
+  EXPECT_NE(out.find("--tls_cert and --tls_key go together"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch --tls_cert " + d + "/node.pem --tls_key " + d + "/ext.cnf" + kTrain, &out), 2);
+  EXPECT_NE(out.find("--tls_key " + d + "/ext.cnf: not a PEM file"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " launch --tls_cert " + d + "/none.pem --tls_key " + d + "/node.key" + kTrain, &out), 2);
+  EXPECT_NE(out.find("--tls_cert " + d + "/none.pem: cannot read it"), std::string::npos) << out;
+}
+
 TEST(Launch, UsageErrors) {
   std::string out;
   EXPECT_EQ(Shell(kFlexgraph + " launch --workers 0 -- train", &out), 2);
