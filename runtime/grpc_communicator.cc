@@ -96,7 +96,11 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
     while (reader->Read(&chunk)) {
       const auto key = std::make_pair(chunk.src(), chunk.tag());
       std::string& buf = partial[key];
-      buf.append(chunk.payload());
+      if (buf.empty()) {
+        buf = std::move(*chunk.mutable_payload());
+      } else {
+        buf.append(chunk.payload());
+      }
       if (chunk.index() + 1 == chunk.count()) {
         // A duplicate (source, tag) has failed this worker; the sender fails with it too.
         absl::Status put = mailbox_->Put(chunk.src(), chunk.tag(), std::move(buf));
@@ -133,6 +137,9 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const std::str
   builder.AddListeningPort(absl::StrCat(host, ":", port), ServerCredentials(tls), &s->port_);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  // Bulk transfers: let a stream run ahead of the reader by a few chunks, in large frames.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 4 * static_cast<int>(kMaxChunkBytes));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (1 << 24) - 1);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
@@ -160,6 +167,8 @@ class GrpcCommunicator : public Communicator {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
     args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 4 * static_cast<int>(kMaxChunkBytes));
+    args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (1 << 24) - 1);
     if (const char* rate = std::getenv("FG_LINK_BYTES_PER_SECOND")) link_bytes_per_second_ = std::atof(rate);
     senders_.resize(peers_.size());
     for (size_t p = 0; p < peers_.size(); ++p) {
@@ -222,24 +231,34 @@ class GrpcCommunicator : public Communicator {
     std::thread thread;
   };
 
-  // Drains the queue for `peer`: all queued messages go out on one Push call.
+  // Drains the queue for `peer` onto one Push stream that lives as long as the communicator (a
+  // call per message would pay a call's setup every time). A failed write fails the communicator.
   void SendLoop(int peer) {
     Sender& s = *senders_[peer];
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientWriter<flexgraph::Chunk>> writer;
+    flexgraph::PushReply reply;
+    bool failed = false;
     while (true) {
       std::deque<std::pair<uint64_t, std::string>> batch;
+      bool closing;
       {
         std::unique_lock<std::mutex> lock(s.mu);
         s.cv.wait(lock, [&] { return s.closing || !s.queue.empty(); });
-        if (s.queue.empty() && s.closing) return;
         batch.swap(s.queue);
+        closing = s.closing;
       }
-      grpc::ClientContext context;
-      context.AddMetadata(kTokenMetadata, token_);
-      context.set_deadline(std::chrono::system_clock::now() + timeout());
-      flexgraph::PushReply reply;
-      auto writer = s.stub->Push(&context, &reply);
+      if (failed) {  // the stream broke: drop what is queued until the communicator closes
+        if (closing) return;
+        continue;
+      }
       bool ok = true;
       for (auto& [tag, payload] : batch) {
+        if (!writer) {
+          context = std::make_unique<grpc::ClientContext>();
+          context->AddMetadata(kTokenMetadata, token_);
+          writer = s.stub->Push(context.get(), &reply);
+        }
         const size_t n = payload.size();
         const int count = static_cast<int>(std::max<size_t>(1, (n + kMaxChunkBytes - 1) / kMaxChunkBytes));
         for (int i = 0; i < count && ok; ++i) {
@@ -248,26 +267,32 @@ class GrpcCommunicator : public Communicator {
           chunk.set_tag(tag);
           chunk.set_index(i);
           chunk.set_count(count);
-          const size_t lo = static_cast<size_t>(i) * kMaxChunkBytes;
-          chunk.set_payload(payload.substr(lo, std::min(kMaxChunkBytes, n - std::min(n, lo))));
+          if (count == 1) {
+            chunk.set_payload(std::move(payload));
+          } else {
+            const size_t lo = static_cast<size_t>(i) * kMaxChunkBytes;
+            chunk.set_payload(payload.data() + lo, std::min(kMaxChunkBytes, n - lo));
+          }
           ok = writer->Write(chunk);
         }
         if (!ok) break;
+        if (link_bytes_per_second_ > 0) {  // benchmark shaping: emulate a slower link
+          std::this_thread::sleep_for(std::chrono::duration<double>(n / link_bytes_per_second_));
+        }
       }
-      writer->WritesDone();
-      grpc::Status status = writer->Finish();
-      if (link_bytes_per_second_ > 0) {  // benchmark shaping: emulate a slower link
-        size_t bytes = 0;
-        for (const auto& m : batch) bytes += m.second.size();
-        std::this_thread::sleep_for(std::chrono::duration<double>(bytes / link_bytes_per_second_));
+      if (ok && !closing) continue;
+      grpc::Status status = grpc::Status::OK;
+      if (writer) {
+        if (ok) writer->WritesDone();
+        status = writer->Finish();
+        writer.reset();
       }
-      if (!status.ok()) {
-        Abort(absl::UnavailableError(absl::StrCat("cannot send to worker ", peer, " at ",
-                                                  peers_[peer], ": ", status.error_message())));
-        std::lock_guard<std::mutex> lock(s.mu);
-        s.queue.clear();
-        if (s.closing) return;
+      if (!ok || !status.ok()) {
+        failed = true;
+        Abort(absl::UnavailableError(absl::StrCat("cannot send to worker ", peer, " at ", peers_[peer], ": ",
+                                                  status.ok() ? "the stream broke" : status.error_message())));
       }
+      if (closing) return;
     }
   }
 

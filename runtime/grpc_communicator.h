@@ -45,7 +45,7 @@ absl::StatusOr<Tls> LoadTls(const std::string& cert_file, const std::string& key
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls);
 
-inline constexpr size_t kMaxChunkBytes = 4 << 20;
+inline constexpr size_t kMaxChunkBytes = 64 << 20;
 // gRPC message size limit used by every FlexGraph channel and server.
 inline constexpr int kMaxGrpcMessageBytes = 1 << 30;
 

@@ -6,7 +6,9 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <algorithm>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -54,16 +56,22 @@ class MpiCommunicator final : public Communicator {
                                                       " exceeds MPI's 2 GiB count")));
       return;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back({MPI_REQUEST_NULL, std::move(framed)});
-    Outgoing& out = pending_.back();
-    MPI_Isend(out.bytes.data(), static_cast<int>(out.bytes.size()), MPI_BYTE, peer, kMessageTag, p2p_,
-              &out.request);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.push_back({MPI_REQUEST_NULL, std::move(framed)});
+      Outgoing& out = pending_.back();
+      MPI_Isend(out.bytes.data(), static_cast<int>(out.bytes.size()), MPI_BYTE, peer, kMessageTag, p2p_,
+                &out.request);
+    }
+    wake_.notify_one();
   }
 
   absl::StatusOr<std::string> Recv(int peer, uint64_t tag) override {
     Stopwatch wait;
+    ++receiving_;
+    wake_.notify_one();
     auto got = mailbox_.Take(peer, tag, timeout());
+    --receiving_;
     CountWait(wait.Seconds());
     if (!got.ok() && absl::IsDeadlineExceeded(got.status())) {
       return absl::DeadlineExceededError(absl::StrCat("no message from worker ", peer, " (", TagString(tag),
@@ -119,45 +127,38 @@ class MpiCommunicator final : public Communicator {
     if (static_cast<int>(send.size()) != size_) {
       return absl::InvalidArgumentError(absl::StrCat("all-to-all with ", send.size(), " buffers for ", size_, " workers"));
     }
-    std::vector<int> send_counts(size_), recv_counts(size_), send_at(size_), recv_at(size_);
+    std::vector<int> send_counts(size_), recv_counts(size_);
     int64_t send_total = 0;
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
-      send_counts[q] = static_cast<int>(send[q].size());
-      send_at[q] = static_cast<int>(send_total);
-      send_total += static_cast<int64_t>(send[q].size());
-      if (send_total > INT_MAX) {
-        return absl::ResourceExhaustedError("an all-to-all of more than 2 GiB per worker exceeds MPI's counts");
+      if (send[q].size() > static_cast<size_t>(INT_MAX)) {
+        return absl::ResourceExhaustedError(absl::StrCat("an all-to-all message of ", send[q].size(),
+                                                         " bytes for worker ", q, " exceeds MPI's 2 GiB count"));
       }
+      send_counts[q] = static_cast<int>(send[q].size());
+      send_total += static_cast<int64_t>(send[q].size());
     }
     CountSent(TagKind(tag), static_cast<size_t>(send_total));
     FG_RETURN_IF_ERROR(MpiError(
         MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, coll_), "MPI_Alltoall"));
-    int64_t recv_total = 0;
-    for (int q = 0; q < size_; ++q) {
-      recv_at[q] = static_cast<int>(recv_total);
-      recv_total += recv_counts[q];
-      if (recv_total > INT_MAX) {
-        return absl::ResourceExhaustedError("an all-to-all of more than 2 GiB per worker exceeds MPI's counts");
-      }
-    }
-    std::string out_bytes, in_bytes(recv_total, '\0');
-    out_bytes.reserve(send_total);
-    for (int q = 0; q < size_; ++q) {
-      if (q != rank_) out_bytes += send[q];
-    }
-    FG_RETURN_IF_ERROR(MpiError(MPI_Alltoallv(out_bytes.data(), send_counts.data(), send_at.data(), MPI_BYTE,
-                                              in_bytes.data(), recv_counts.data(), recv_at.data(), MPI_BYTE,
-                                              coll_),
-                                "MPI_Alltoallv"));
+    // Pairwise, straight between the callers' buffers (MPI_Alltoallv would need them contiguous).
     std::vector<std::string> got(size_);
+    std::vector<MPI_Request> requests;
+    requests.reserve(2 * size_);
     for (int q = 0; q < size_; ++q) {
-      if (q == rank_) {
-        got[q] = std::move(send[q]);
-      } else {
-        got[q] = in_bytes.substr(recv_at[q], recv_counts[q]);
-      }
+      if (q == rank_ || recv_counts[q] == 0) continue;
+      got[q].resize(recv_counts[q]);
+      requests.emplace_back();
+      MPI_Irecv(got[q].data(), recv_counts[q], MPI_BYTE, q, kMessageTag, coll_, &requests.back());
     }
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_ || send_counts[q] == 0) continue;
+      requests.emplace_back();
+      MPI_Isend(send[q].data(), send_counts[q], MPI_BYTE, q, kMessageTag, coll_, &requests.back());
+    }
+    FG_RETURN_IF_ERROR(MpiError(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+                                "MPI_Waitall"));
+    got[rank_] = std::move(send[rank_]);
     return got;
   }
 
@@ -185,16 +186,20 @@ class MpiCommunicator final : public Communicator {
 
   void Stop() {
     stop_ = true;
+    wake_.notify_all();
     if (progress_.joinable()) progress_.join();
   }
 
-  // Completes sends and receives incoming messages into the mailbox, sleeping briefly when idle
-  // (a blocking probe would spin a core inside MPI).
+  // Completes sends and receives incoming messages into the mailbox (a blocking probe would spin a
+  // core inside MPI). Polls every 20 us while a Recv waits or a send is outstanding; otherwise
+  // backs off to 1 ms, leaving the cores to computation and native collectives.
   void Progress() {
+    std::chrono::microseconds idle{20};
     while (!stop_.load()) {
-      bool busy = false;
+      bool busy = false, urgent = receiving_.load() > 0;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::unique_lock<std::mutex> lock(mu_);
+        urgent = urgent || !pending_.empty();
         for (auto it = pending_.begin(); it != pending_.end();) {
           int done = 0;
           MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
@@ -219,7 +224,10 @@ class MpiCommunicator final : public Communicator {
           (void)mailbox_.Put(status.MPI_SOURCE, tag, framed.substr(sizeof(tag)));
         }
       }
-      if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (busy) continue;
+      idle = urgent ? std::chrono::microseconds(20) : std::min(2 * idle, std::chrono::microseconds(1000));
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, idle);
     }
   }
 
@@ -228,6 +236,8 @@ class MpiCommunicator final : public Communicator {
   Mailbox mailbox_;
   std::mutex mu_;
   std::list<Outgoing> pending_;  // guarded by mu_; a list keeps the buffers in place
+  std::condition_variable wake_;  // Send and Recv wake the progress thread
+  std::atomic<int> receiving_{0};
   std::atomic<bool> stop_{false};
   std::thread progress_;
 };

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/ceilings.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -35,19 +36,6 @@ using namespace fg;
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// STREAM triad a = b + s c over 3 x 256 MiB on all threads: bytes moved per second (best of 5).
-double TriadBytesPerSecond() {
-  const int64_t n = int64_t{64} << 20;
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    Stopwatch w;
-    ParallelFor(0, n, [&](int64_t i) { a[i] = b[i] + 3.0f * c[i]; });
-    best = std::max(best, 3.0 * 4.0 * n / w.Seconds());
-  }
-  return a[n / 2] == 7.0f ? best : 0;
 }
 
 int Fail(const std::string& message) {
@@ -120,7 +108,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(trainer.vertices().size()),
               static_cast<long long>(trainer.dataset().graph.TotalEdges()),
               static_cast<long long>(items.numel()), load.Seconds(), NumThreads());
-  const double triad = TriadBytesPerSecond();
+  const double triad = bench::TriadBytesPerSecond();
   std::printf("STREAM triad: %.1f GB/s; %s sampler, %s, batches of %d\n", triad / 1e9,
               flags["sampler"].c_str(),
               options.kind == sampling::SamplerKind::kNodeWise ? ("fanouts " + flags["fanouts"]).c_str()

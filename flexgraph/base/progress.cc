@@ -1,5 +1,6 @@
 #include "flexgraph/base/progress.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -82,6 +83,11 @@ int64_t AvailableMemoryBytes() {
     avail = std::min(avail, std::max<int64_t>(0, limit - used));
   }
   return avail;
+}
+
+void ReuseFreedMemory() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 }  // namespace fg

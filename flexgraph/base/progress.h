@@ -36,4 +36,10 @@ int64_t PeakRssBytes();
 // Memory this process may still use: MemAvailable, capped by the cgroup limit when there is one.
 int64_t AvailableMemoryBytes();
 
+// Keeps freed memory in the heap for reuse instead of handing each large block back to the system
+// (glibc: no mmap and no trimming below 1 GiB), so buffers of the same sizes every step cost no
+// fresh page faults. Distributed workers call it: message buffers are reused, not added, so the
+// peak RSS holds, but RSS no longer drops below it.
+void ReuseFreedMemory();
+
 }  // namespace fg

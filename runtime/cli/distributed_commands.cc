@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/fault.h"
+#include "flexgraph/base/progress.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
@@ -249,6 +250,7 @@ int Worker(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flexgraph worker: %s\n", std::string(train.status().message()).c_str());
     return 2;
   }
+  ReuseFreedMemory();
   const std::string comm = flags.Get("comm");
   if (comm != "grpc" && comm != "mpi") return UsageError(flags, "worker: --comm takes grpc or mpi");
   runtime::ExchangeMode exchange;
