@@ -46,6 +46,16 @@ if(NOT FLEXGRAPH_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "FlexGraph CUDA backend: ${FLEXGRAPH_HAVE_CUDA}")
+# NCCL (runtime/nccl_communicator.h): with the CUDA backend, where the toolkit ships nccl.h. The
+# library is loaded at run time (dlopen), so binaries start where it is missing.
+set(FLEXGRAPH_HAVE_NCCL OFF)
+if(FLEXGRAPH_HAVE_CUDA)
+  find_path(FLEXGRAPH_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(FLEXGRAPH_NCCL_INCLUDE)
+    set(FLEXGRAPH_HAVE_NCCL ON)
+  endif()
+endif()
+message(STATUS "FlexGraph NCCL backend: ${FLEXGRAPH_HAVE_NCCL}")
 
 # MPI backend (runtime/mpi_communicator.h): AUTO builds it when an MPI C library is found.
 set(FLEXGRAPH_HAVE_MPI OFF)

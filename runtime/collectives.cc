@@ -136,5 +136,8 @@ absl::Status Communicator::Barrier(int epoch, int step) { return BarrierOverMess
 absl::StatusOr<std::vector<std::string>> Communicator::AllToAllV(std::vector<std::string> send, uint64_t tag) {
   return AllToAllVOverMessages(*this, std::move(send), tag);
 }
+absl::Status Communicator::AllReduceOnDevice(float*, int64_t, void*) {
+  return absl::UnimplementedError("this communicator has no device collectives (the NCCL backend has)");
+}
 
 }  // namespace fg::runtime

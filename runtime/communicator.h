@@ -110,6 +110,13 @@ class Communicator {
   // send[rank()]). `tag` names the call as for Send.
   virtual absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag);
 
+  // Device collectives (the NCCL backend, nccl_communicator.h): sums n floats held in this
+  // worker's GPU memory in place, enqueued on `stream` (a cudaStream_t; complete when the stream
+  // reaches it, no host synchronisation). Other backends fail with Unimplemented: callers stage
+  // device buffers through host memory and use AllReduce.
+  virtual bool HasDeviceCollectives() const { return false; }
+  virtual absl::Status AllReduceOnDevice(float* device_data, int64_t n, void* stream);
+
   // Bytes sent per traffic kind, and seconds spent blocked in Recv.
   int64_t bytes_sent(TrafficKind k) const { return bytes_sent_[static_cast<int>(k)].load(); }
   double wait_seconds() const { return wait_micros_.load() * 1e-6; }

@@ -46,7 +46,7 @@ step "GPU" "$out/env.log" nvidia-smi --query-gpu=name,driver_version,memory.tota
 step "libraries resolve" "$out/env.log" bash -c "ldd $bin/* | tee /dev/stderr | (! grep 'not found')"
 step "version" "$out/env.log" "$bin/flexgraph" version
 
-for t in cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test; do
+for t in cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test runtime_nccl_test; do
   step "$t" "$out/tests.log" "$bin/$t" --gtest_brief=1
 done
 # A GPU test that skipped ran nothing: count the skips.
