@@ -16,6 +16,7 @@
 #include "partition/partitioned_dataset.h"
 #include "runtime/checkpoint.h"
 #include "runtime/dataset_view.h"
+#include "runtime/hdg_export.h"
 #include "runtime/distributed_selection.h"
 #include "runtime/node_classification.h"
 #include "runtime/saved_model.h"
@@ -372,17 +373,9 @@ std::string Trainer::Explain() const {
 }
 
 absl::Status Trainer::ExportHdgs(const std::string& dir) const {
-  if (distributed()) {
-    return absl::UnimplementedError("export_hdg: single-process runs only (HDGs index local tables)");
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("export_hdg: cannot create ", dir, ": ", ec.message()));
-  // Single process: the vertex table is every vertex in id order, so table rows are vertex ids.
-  for (int i = 0; i < static_cast<int>(layer_graphs_.size()); ++i) {
-    FG_RETURN_IF_ERROR(hdg::WriteNpy(*layer_graphs_[i].hdg, absl::StrCat(dir, "/layer", i, ".")));
-  }
-  return absl::OkStatus();
+  std::vector<const hdg::Hdg*> layers;
+  for (const auto& lg : layer_graphs_) layers.push_back(lg.hdg.get());
+  return runtime::ExportHdgs(distributed() ? exec_.setup().comm : nullptr, layers, table_.ids, table_.keys, dir);
 }
 
 int64_t Trainer::HdgBytes() const {

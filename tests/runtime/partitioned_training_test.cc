@@ -10,11 +10,13 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nau/model.h"
+#include "flexgraph/graph/io/file.h"
 #include "partition/partitioned_dataset.h"
 #include "runtime/trainer.h"
 
@@ -154,7 +156,24 @@ void AddSelection(const hdg::Hdg& h, const std::vector<int64_t>* source, Selecti
 
 // A selection that crosses the parts runs across the workers: every layer's HDG (in source ids) and
 // the losses are the single-process ones.
+// Every file of directory `a` is in `b` with the same bytes, and `b` has no others.
+void ExpectSameFiles(const std::string& a, const std::string& b) {
+  std::set<std::string> in_a, in_b;
+  for (const auto& f : std::filesystem::directory_iterator(a)) in_a.insert(f.path().filename().string());
+  for (const auto& f : std::filesystem::directory_iterator(b)) in_b.insert(f.path().filename().string());
+  EXPECT_EQ(in_a, in_b);
+  EXPECT_FALSE(in_a.empty());
+  for (const std::string& name : in_a) {
+    auto x = graph::io::ReadFileToString(a + "/" + name), y = graph::io::ReadFileToString(b + "/" + name);
+    ASSERT_TRUE(x.ok() && y.ok()) << name;
+    EXPECT_TRUE(*x == *y) << name << " differs";
+  }
+}
+
 void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list) {
+  const std::string exported = ::testing::TempDir() + "/fg_export_hdg_" + std::to_string(getpid());
+  std::filesystem::remove_all(exported);
+  o.mutable_output()->set_export_hdg(exported + "/single");
   auto single = Trainer::Create(o);
   ASSERT_TRUE(single.ok()) << single.status();
   const int layers = (*single)->model().num_layers();
@@ -167,6 +186,7 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
     const std::vector<int64_t> source = SourceIds(dir, parts);
     flexgraph::RunConfig po = o;
     po.mutable_dataset()->set_path(dir);
+    po.mutable_output()->set_export_hdg(exported + "/p" + std::to_string(parts));
     std::vector<std::unique_ptr<Trainer>> trainers;
     const auto results = RunWorkers(po, parts, &trainers);
     std::vector<Selection> got(layers);
@@ -180,8 +200,11 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
       EXPECT_EQ(results[r]->test_accuracy, base->test_accuracy) << "P=" << parts;
     }
     for (int i = 0; i < layers; ++i) EXPECT_EQ(got[i], want[i]) << "P=" << parts << " layer " << i;
+    // --export_hdg writes the same files for any worker count.
+    ExpectSameFiles(exported + "/single", exported + "/p" + std::to_string(parts));
     std::filesystem::remove_all(dir);
   }
+  std::filesystem::remove_all(exported);
 }
 
 TEST(PartitionedTraining, PinSageWalksAcrossWorkersSelectTheSingleProcessHdg) {

@@ -1,0 +1,192 @@
+#include "runtime/hdg_export.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <tuple>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/graph/io/npy.h"
+
+namespace fg::runtime {
+namespace {
+
+// One HDG as plain arrays: what a worker sends and what is written.
+struct Forest {
+  std::vector<int64_t> roots;
+  // Per level 1..L (index k - 1).
+  std::vector<std::vector<int64_t>> indptr;
+  std::vector<std::vector<int32_t>> indices;
+  std::vector<std::vector<float>> weights;
+  std::vector<uint8_t> weighted;
+  int levels() const { return static_cast<int>(indptr.size()); }
+};
+
+Forest FromHdg(const hdg::Hdg& h) {
+  Forest f;
+  for (int64_t r = 0; r < h.num_roots(); ++r) f.roots.push_back(h.roots().i32()[r]);
+  for (int k = 1; k <= h.num_levels(); ++k) {
+    const Csr& c = h.level(k).csr();
+    f.indptr.emplace_back(c.row_ptr(), c.row_ptr() + c.num_rows + 1);
+    f.indices.emplace_back(c.col(), c.col() + c.nnz());
+    const Tensor& w = h.level(k).weights;
+    f.weighted.push_back(w.defined());
+    f.weights.emplace_back();
+    if (w.defined()) f.weights.back().assign(w.f32(), w.f32() + w.numel());
+  }
+  return f;
+}
+
+template <typename T>
+void Put(std::string* out, const std::vector<T>& v) {
+  const uint64_t n = v.size();
+  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out->append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+}
+
+template <typename T>
+absl::Status Get(const std::string& in, size_t* pos, std::vector<T>* v, int worker) {
+  uint64_t n = 0;
+  if (in.size() - *pos < sizeof(n)) return absl::DataLossError(absl::StrCat("export_hdg: truncated from worker ", worker));
+  std::memcpy(&n, in.data() + *pos, sizeof(n));
+  *pos += sizeof(n);
+  if ((in.size() - *pos) / sizeof(T) < n) {
+    return absl::DataLossError(absl::StrCat("export_hdg: truncated from worker ", worker));
+  }
+  v->resize(n);
+  std::memcpy(v->data(), in.data() + *pos, n * sizeof(T));
+  *pos += n * sizeof(T);
+  return absl::OkStatus();
+}
+
+std::string Encode(const std::vector<Forest>& layers, const Tensor& ids, const Tensor& keys) {
+  std::string out;
+  Put(&out, std::vector<int64_t>(ids.i64(), ids.i64() + ids.numel()));
+  Put(&out, std::vector<int64_t>(keys.i64(), keys.i64() + keys.numel()));
+  Put(&out, std::vector<int64_t>{static_cast<int64_t>(layers.size())});
+  for (const Forest& f : layers) {
+    Put(&out, f.roots);
+    Put(&out, f.weighted);
+    for (int k = 0; k < f.levels(); ++k) {
+      Put(&out, f.indptr[k]);
+      Put(&out, f.indices[k]);
+      Put(&out, f.weights[k]);
+    }
+  }
+  return out;
+}
+
+absl::Status Decode(const std::string& in, int worker, std::unordered_map<int64_t, int64_t>* source,
+                    std::vector<Forest>* layers) {
+  size_t pos = 0;
+  std::vector<int64_t> ids, keys, count;
+  FG_RETURN_IF_ERROR(Get(in, &pos, &ids, worker));
+  FG_RETURN_IF_ERROR(Get(in, &pos, &keys, worker));
+  FG_RETURN_IF_ERROR(Get(in, &pos, &count, worker));
+  if (ids.size() != keys.size() || count.size() != 1) {
+    return absl::DataLossError(absl::StrCat("export_hdg: malformed from worker ", worker));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) (*source)[ids[i]] = keys[i];
+  layers->resize(count[0]);
+  for (Forest& f : *layers) {
+    FG_RETURN_IF_ERROR(Get(in, &pos, &f.roots, worker));
+    FG_RETURN_IF_ERROR(Get(in, &pos, &f.weighted, worker));
+    f.indptr.resize(f.weighted.size());
+    f.indices.resize(f.weighted.size());
+    f.weights.resize(f.weighted.size());
+    for (int k = 0; k < f.levels(); ++k) {
+      FG_RETURN_IF_ERROR(Get(in, &pos, &f.indptr[k], worker));
+      FG_RETURN_IF_ERROR(Get(in, &pos, &f.indices[k], worker));
+      FG_RETURN_IF_ERROR(Get(in, &pos, &f.weights[k], worker));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t SourceOf(const std::unordered_map<int64_t, int64_t>& source, int64_t v) {
+  const auto it = source.find(v);
+  FG_CHECK(it != source.end()) << "export_hdg: vertex " << v << " is in no worker's table";
+  return it->second;
+}
+
+// Appends row `row` of level k (1-based) of `src` to `out` with its subtree; returns its new row.
+int64_t Append(const Forest& src, int k, int64_t row, const std::unordered_map<int64_t, int64_t>& source,
+               Forest* out) {
+  const int i = k - 1;
+  const int64_t mine = static_cast<int64_t>(out->indptr[i].size()) - 1;
+  std::vector<int32_t> children;
+  for (int64_t e = src.indptr[i][row]; e < src.indptr[i][row + 1]; ++e) {
+    const int32_t c = src.indices[i][e];
+    children.push_back(k == 1 ? static_cast<int32_t>(SourceOf(source, c)) : static_cast<int32_t>(Append(src, k - 1, c, source, out)));
+    if (src.weighted[i]) out->weights[i].push_back(src.weights[i][e]);
+  }
+  out->indices[i].insert(out->indices[i].end(), children.begin(), children.end());
+  out->indptr[i].push_back(static_cast<int64_t>(out->indices[i].size()));
+  return mine;
+}
+
+absl::Status Write(const std::vector<std::vector<Forest>>& parts, const std::unordered_map<int64_t, int64_t>& source,
+                   const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("export_hdg: cannot create ", dir, ": ", ec.message()));
+  for (size_t layer = 0; layer < parts[0].size(); ++layer) {
+    const Forest& first = parts[0][layer];
+    Forest out;
+    out.weighted = first.weighted;
+    out.indptr.assign(first.levels(), std::vector<int64_t>{0});
+    out.indices.resize(first.levels());
+    out.weights.resize(first.levels());
+    // Every worker's roots, by source id.
+    std::vector<std::tuple<int64_t, size_t, int64_t>> roots;
+    for (size_t w = 0; w < parts.size(); ++w) {
+      const Forest& f = parts[w][layer];
+      if (f.levels() != first.levels()) {
+        return absl::DataLossError(absl::StrCat("export_hdg: layer ", layer, " has ", f.levels(), " levels on worker ",
+                                                w, ", ", first.levels(), " on worker 0"));
+      }
+      for (size_t r = 0; r < f.roots.size(); ++r) roots.emplace_back(SourceOf(source, f.roots[r]), w, r);
+    }
+    std::sort(roots.begin(), roots.end());
+    for (const auto& [id, w, r] : roots) {
+      out.roots.push_back(id);
+      Append(parts[w][layer], first.levels(), static_cast<int64_t>(r), source, &out);
+    }
+    const std::string prefix = absl::StrCat(dir, "/layer", layer, ".");
+    FG_RETURN_IF_ERROR(graph::io::WriteNpy(prefix + "roots.npy", Tensor::FromVector(out.roots)));
+    for (int k = 1; k <= out.levels(); ++k) {
+      const std::string level = absl::StrCat(prefix, "level", k, ".");
+      FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "indptr.npy", Tensor::FromVector(out.indptr[k - 1])));
+      FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "indices.npy", Tensor::FromVector(out.indices[k - 1])));
+      if (out.weighted[k - 1]) {
+        FG_RETURN_IF_ERROR(graph::io::WriteNpy(level + "weights.npy", Tensor::FromVector(out.weights[k - 1])));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ExportHdgs(Communicator* comm, const std::vector<const hdg::Hdg*>& layers, const Tensor& table_ids,
+                        const Tensor& table_keys, const std::string& dir) {
+  std::vector<Forest> mine;
+  for (const hdg::Hdg* h : layers) mine.push_back(FromHdg(*h));
+  const int workers = comm ? comm->size() : 1, me = comm ? comm->rank() : 0;
+  std::vector<std::string> received(1, Encode(mine, table_ids, table_keys));
+  if (workers > 1) {
+    std::vector<std::string> send(workers);
+    send[0] = std::move(received[0]);
+    FG_ASSIGN_OR_RETURN(received, comm->AllToAllV(std::move(send), MakeTag(0, 0, 0, TrafficKind::kControl, 11)));
+    if (me != 0) return absl::OkStatus();
+  }
+  std::unordered_map<int64_t, int64_t> source;
+  std::vector<std::vector<Forest>> parts(workers);
+  for (int w = 0; w < workers; ++w) FG_RETURN_IF_ERROR(Decode(received[w], w, &source, &parts[w]));
+  return Write(parts, source, dir);
+}
+
+}  // namespace fg::runtime
