@@ -33,17 +33,22 @@ absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch
   auto lo = [&](int c) { return n * c / p; };
   auto len = [&](int c) { return lo(c + 1) - lo(c); };
   const int right = (r + 1) % p, left = (r + p - 1) % p;
-  std::vector<float> incoming;
   // Rounds 0 .. p-2: reduce-scatter; afterwards chunk (r + 1) % p holds the full sum.
   for (int s = 0; s < p - 1; ++s) {
     const int send_c = (r - s + p) % p, recv_c = (r - s - 1 + 2 * p) % p;
     const uint64_t tag = call.Tag(s);
     comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
     FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
-    incoming.resize(len(recv_c));
-    FG_RETURN_IF_ERROR(BytesToFloats(bytes, incoming.data(), incoming.size(), left));
+    if (bytes.size() != static_cast<size_t>(len(recv_c)) * sizeof(float)) {
+      return BytesToFloats(bytes, nullptr, len(recv_c), left);  // the size error, naming the peer
+    }
     float* dst = data + lo(recv_c);
-    for (int64_t i = 0; i < len(recv_c); ++i) dst[i] += incoming[i];
+    const char* src = bytes.data();
+    for (int64_t i = 0; i < len(recv_c); ++i) {  // straight from the message: no staging copy
+      float x;
+      std::memcpy(&x, src + i * sizeof(float), sizeof(float));
+      dst[i] += x;
+    }
   }
   // Rounds p-1 .. 2p-3: all-gather of the summed chunks.
   for (int s = 0; s < p - 1; ++s) {

@@ -48,8 +48,9 @@ absl::StatusOr<std::vector<int32_t>> ShareOwners(Communicator& comm, const flexg
     auto plan = PlanOwners(train, comm.size(), method);
     if (plan.ok()) {
       std::fprintf(stderr, "rank 0: %s", plan->description.c_str());
-      message = "o";
-      message.append(reinterpret_cast<const char*>(plan->owners.data()), plan->owners.size() * sizeof(int32_t));
+      message.resize(1 + plan->owners.size() * sizeof(int32_t));
+      message[0] = 'o';
+      std::memcpy(message.data() + 1, plan->owners.data(), plan->owners.size() * sizeof(int32_t));
     } else {
       message = absl::StrCat("e", plan.status().message());
     }

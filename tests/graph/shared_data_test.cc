@@ -26,7 +26,9 @@ TEST(SharedDataTest, Cora) {
   for (int64_t v = 0; v < a.num_rows; ++v) {
     for (int64_t e = a.row_ptr()[v]; e < a.row_ptr()[v + 1]; ++e) {
       ASSERT_NE(a.col()[e], v);
-      if (e > a.row_ptr()[v]) ASSERT_LT(a.col()[e - 1], a.col()[e]);
+      if (e > a.row_ptr()[v]) {
+        ASSERT_LT(a.col()[e - 1], a.col()[e]);
+      }
       const int32_t u = a.col()[e];
       ASSERT_TRUE(std::binary_search(a.col() + a.row_ptr()[u], a.col() + a.row_ptr()[u + 1],
                                      static_cast<int32_t>(v)));

@@ -105,7 +105,7 @@ TEST(LayerWiseSampler, DrawsColumnsInProportionToTheirSquaredWeights) {
   nbrs[1] = {{3, 1.0f}, {4, 1.0f}, {5, 3.0f}};
   const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/true);
   const int64_t draws = 20000;
-  auto bulk = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise, .layer_size = 1, .seed = 3}, 0, 0,
+  auto bulk = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = 1, .seed = 3}, 0, 0,
                          Repeat({0, 1}, draws));
   ASSERT_TRUE(bulk.ok()) << bulk.status();
   std::vector<double> observed(4, 0);
@@ -123,7 +123,9 @@ TEST(LayerWiseSampler, DrawsColumnsInProportionToTheirSquaredWeights) {
         EXPECT_EQ(v, u);
         sum += w;
       }
-      if (!kept.empty()) EXPECT_NEAR(sum, full, 1e-5) << "rows keep their full weight";
+      if (!kept.empty()) {
+        EXPECT_NEAR(sum, full, 1e-5) << "rows keep their full weight";
+      }
     }
   }
   const std::vector<double> p = {1 / 16.0, 5 / 16.0, 1 / 16.0, 9 / 16.0};
@@ -145,7 +147,9 @@ void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBa
       EXPECT_EQ(lx.csr().offsets.ToVector<int64_t>(), ly.csr().offsets.ToVector<int64_t>());
       EXPECT_EQ(lx.csr().indices.ToVector<int32_t>(), ly.csr().indices.ToVector<int32_t>());
       ASSERT_EQ(lx.weights.defined(), ly.weights.defined());
-      if (lx.weights.defined()) EXPECT_EQ(lx.weights.ToVector<float>(), ly.weights.ToVector<float>());
+      if (lx.weights.defined()) {
+        EXPECT_EQ(lx.weights.ToVector<float>(), ly.weights.ToVector<float>());
+      }
     }
   }
 }
@@ -158,7 +162,7 @@ TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
   const std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 48, 5, 2);
   for (const SamplerOptions& o :
        {SamplerOptions{.fanouts = {5, 3}, .seed = 9},
-        SamplerOptions{.kind = SamplerKind::kLayerWise, .layer_size = 40, .seed = 9}}) {
+        SamplerOptions{.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = 40, .seed = 9}}) {
     SCOPED_TRACE(SamplerKindName(o.kind));
     const int threads = NumThreads();
     auto bulk = SampleBulk({&a, &a}, o, 2, 0, batches);
@@ -256,7 +260,7 @@ TEST(BulkSampling, ErrorsNameTheVertexOrTheOption) {
   auto outside = SampleBulk({&a}, {.fanouts = {2}}, 0, 0, Repeat({9}, 1));
   ASSERT_FALSE(outside.ok());
   EXPECT_NE(outside.status().message().find("vertex 9"), std::string::npos) << outside.status();
-  auto no_size = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise}, 0, 0, Repeat({0}, 1));
+  auto no_size = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise, .fanouts = {}}, 0, 0, Repeat({0}, 1));
   ASSERT_FALSE(no_size.ok());
   EXPECT_NE(no_size.status().message().find("layer_size"), std::string::npos);
 }

@@ -37,7 +37,6 @@ class Magnn : public nau::Model {
           "metapath-based neighbours are found on the whole graph: train on the unpartitioned "
           "dataset (flexgraph launch shares it with every worker)");
     }
-    const graph::HeteroGraph& g = spec.dataset->graph;
     if (spec.layers < 1) {
       return absl::InvalidArgumentError(absl::StrCat("layers must be positive, got ", spec.layers));
     }
