@@ -60,8 +60,9 @@ message(STATUS "FlexGraph NCCL backend: ${FLEXGRAPH_HAVE_NCCL}")
 # MPI backend (runtime/mpi_communicator.h): AUTO builds it when an MPI C library is found.
 set(FLEXGRAPH_HAVE_MPI OFF)
 if(NOT FLEXGRAPH_MPI STREQUAL "OFF")
-  find_package(MPI COMPONENTS C QUIET)
-  if(MPI_C_FOUND)
+  set(MPI_CXX_SKIP_MPICXX ON)  # MPI's C API from C++; not the deprecated C++ bindings
+  find_package(MPI COMPONENTS CXX QUIET)
+  if(MPI_CXX_FOUND)
     set(FLEXGRAPH_HAVE_MPI ON)
   elseif(FLEXGRAPH_MPI STREQUAL "ON")
     message(FATAL_ERROR "FLEXGRAPH_MPI=ON but no MPI was found (Debian: libopenmpi-dev)")
