@@ -1,21 +1,23 @@
 // The partitioner balances what training computes: for every registered model, each layer's HDG
 // in BuildWorkload equals, level by level (roots, offsets, children, weights), the HDG that
-// runtime::Trainer builds on the same dataset, model, options and seed (read back from
-// Trainer::ExportHdgs), and on hand-drawn graphs the HDG built directly from the layer's
+// runtime::Trainer builds on the same dataset, model, options and seed (both written by
+// runtime::ExportHdgs and compared file by file), and on hand-drawn graphs the HDG built directly from the layer's
 // NeighborSelection UDF.
 #include <unistd.h>
 
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
-#include "flexgraph/graph/io/npy.h"
+#include "flexgraph/graph/io/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hdg/builder.h"
 #include "nau/model.h"
 #include "partition/workload.h"
 #include "tests/partition/resolved.h"
+#include "runtime/hdg_export.h"
 #include "runtime/trainer.h"
 #include "tests/udf_examples/tiny_imdb.h"
 
@@ -24,34 +26,18 @@ namespace {
 
 const std::string kData = FG_SHARED_DATA_DIR;
 
-// `h` level by level against the arrays hdg::WriteNpy wrote under `prefix`.
-void ExpectSameHdg(const hdg::Hdg& h, const std::string& prefix) {
-  auto roots = graph::io::ReadNpy(prefix + "roots.npy");
-  ASSERT_TRUE(roots.ok()) << roots.status();
-  ASSERT_EQ(roots->numel(), h.num_roots()) << prefix;
-  for (int64_t r = 0; r < h.num_roots(); ++r) {
-    ASSERT_EQ(roots->i64()[r], h.roots().i32()[r]) << prefix << " root " << r;
-  }
-  EXPECT_FALSE(std::filesystem::exists(prefix + "level" + std::to_string(h.num_levels() + 1) +
-                                       ".indptr.npy"))
-      << prefix << ": the trainer's HDG has more levels";
-  for (int k = 1; k <= h.num_levels(); ++k) {
-    const std::string level = prefix + "level" + std::to_string(k) + ".";
-    const Csr& c = h.level(k).csr();
-    auto indptr = graph::io::ReadNpy(level + "indptr.npy");
-    auto indices = graph::io::ReadNpy(level + "indices.npy");
-    ASSERT_TRUE(indptr.ok() && indices.ok()) << level;
-    ASSERT_EQ(indptr->numel(), c.num_rows + 1) << level;
-    ASSERT_EQ(indices->numel(), c.nnz()) << level;
-    EXPECT_TRUE(std::equal(c.row_ptr(), c.row_ptr() + c.num_rows + 1, indptr->i64())) << level;
-    EXPECT_TRUE(std::equal(c.col(), c.col() + c.nnz(), indices->i32())) << level;
-    const Tensor& w = h.level(k).weights;
-    ASSERT_EQ(w.defined(), std::filesystem::exists(level + "weights.npy")) << level;
-    if (!w.defined()) continue;
-    auto weights = graph::io::ReadNpy(level + "weights.npy");
-    ASSERT_TRUE(weights.ok()) << weights.status();
-    ASSERT_EQ(weights->numel(), w.numel()) << level;
-    EXPECT_TRUE(std::equal(w.f32(), w.f32() + w.numel(), weights->f32())) << level;
+// The files of `want` (what Trainer::ExportHdgs wrote) and `got` are the same, byte for byte.
+void ExpectSameFiles(const std::string& want, const std::string& got) {
+  std::vector<std::string> names;
+  for (const auto& f : std::filesystem::directory_iterator(want)) names.push_back(f.path().filename().string());
+  size_t count = 0;
+  for (const auto& f : std::filesystem::directory_iterator(got)) ++count;
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(count, names.size()) << got << " has other files than " << want;
+  for (const std::string& name : names) {
+    auto a = graph::io::ReadFileToString(want + "/" + name), b = graph::io::ReadFileToString(got + "/" + name);
+    ASSERT_TRUE(a.ok() && b.ok()) << name;
+    EXPECT_TRUE(*a == *b) << name << " differs";
   }
 }
 
@@ -86,6 +72,7 @@ TEST_P(WorkloadMatchesTrainerTest, EveryLayerHasTheTrainersHdg) {
   auto w = BuildWorkload(*ds, runtime::WorkloadOptionsFrom((*trainer)->config()));
   ASSERT_TRUE(w.ok()) << w.status();
   ASSERT_EQ(static_cast<int>(w->layers.size()), (*trainer)->model().num_layers());
+  std::vector<const hdg::Hdg*> layers;
   for (size_t i = 0; i < w->layers.size(); ++i) {
     const LayerWorkload& lw = w->layers[i];
     SCOPED_TRACE(c.model + " layer " + std::to_string(i));
@@ -93,8 +80,19 @@ TEST_P(WorkloadMatchesTrainerTest, EveryLayerHasTheTrainersHdg) {
     ASSERT_EQ(lw.roots.size(), static_cast<size_t>(lw.hdg->num_roots()));
     EXPECT_TRUE(std::equal(lw.roots.begin(), lw.roots.end(), lw.hdg->roots().i32()));
     EXPECT_EQ(lw.entries_per_level.front(), lw.hdg->level(1).csr().nnz());
-    ExpectSameHdg(*lw.hdg, dir + "/layer" + std::to_string(i) + ".");
+    layers.push_back(lw.hdg.get());
   }
+  // The workload's HDGs written the trainer's way (one process: every vertex is its own key).
+  std::vector<int64_t> every(layers[0]->num_vertices());
+  for (size_t v = 0; v < every.size(); ++v) every[v] = static_cast<int64_t>(v);
+  const Tensor ids = Tensor::FromVector(every);
+  ASSERT_TRUE(runtime::ExportHdgs(nullptr, layers, ids, ids, dir + "/workload").ok());
+  std::filesystem::remove_all(dir + "/trainer");
+  std::filesystem::create_directories(dir + "/trainer");
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.is_regular_file()) std::filesystem::rename(f.path(), dir + "/trainer/" + f.path().filename().string());
+  }
+  ExpectSameFiles(dir + "/trainer", dir + "/workload");
   std::filesystem::remove_all(dir);
 }
 
