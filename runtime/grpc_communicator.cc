@@ -137,8 +137,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const std::str
   builder.AddListeningPort(absl::StrCat(host, ":", port), ServerCredentials(tls), &s->port_);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
-  // Bulk transfers: let a stream run ahead of the reader by a few chunks, in large frames.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 4 * static_cast<int>(kMaxChunkBytes));
+  // Bulk transfers in large frames.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (1 << 24) - 1);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
@@ -167,7 +166,6 @@ class GrpcCommunicator : public Communicator {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
     args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
-    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 4 * static_cast<int>(kMaxChunkBytes));
     args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (1 << 24) - 1);
     if (const char* rate = std::getenv("FG_LINK_BYTES_PER_SECOND")) link_bytes_per_second_ = std::atof(rate);
     senders_.resize(peers_.size());

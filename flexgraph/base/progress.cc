@@ -86,7 +86,7 @@ int64_t AvailableMemoryBytes() {
 }
 
 void ReuseFreedMemory() {
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
