@@ -44,7 +44,7 @@ template <typename T>
 void Put(std::string* out, const std::vector<T>& v) {
   const uint64_t n = v.size();
   out->append(reinterpret_cast<const char*>(&n), sizeof(n));
-  out->append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+  if (n > 0) out->append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
 }
 
 template <typename T>
@@ -57,7 +57,7 @@ absl::Status Get(const std::string& in, size_t* pos, std::vector<T>* v, int work
     return absl::DataLossError(absl::StrCat("export_hdg: truncated from worker ", worker));
   }
   v->resize(n);
-  std::memcpy(v->data(), in.data() + *pos, n * sizeof(T));
+  if (n > 0) std::memcpy(v->data(), in.data() + *pos, n * sizeof(T));
   *pos += n * sizeof(T);
   return absl::OkStatus();
 }
