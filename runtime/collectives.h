@@ -1,7 +1,7 @@
 // Collectives over point-to-point messages, the default implementations of Communicator's
 // collectives (a backend with native ones overrides those; callers use the Communicator methods):
-// a ring all-reduce over one flattened float buffer
-// (gradients), a small all-reduce of doubles (metrics), and a barrier. Every worker must call the
+// a ring all-reduce over one flattened float buffer (gradients), a small all-reduce of doubles
+// (metrics), a barrier, a broadcast and an all-to-all. Every worker must call the
 // same collectives in the same order with the same `epoch` (< 2^22) and `step` (< 2^10). The
 // collective, `epoch` and `step` name one call; its messages differ only in their round number,
 // which has a tag field of its own (layout in communicator.h). Reuse a name only once every

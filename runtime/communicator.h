@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 namespace fg::runtime {
 
@@ -145,5 +147,30 @@ std::vector<std::unique_ptr<Communicator>> MakeInProcessGroup(int size);
 // Float buffers as message payloads (raw little-endian bytes).
 std::string FloatsToBytes(const float* data, size_t n);
 absl::Status BytesToFloats(const std::string& bytes, float* out, size_t n, int peer);
+
+// Length-prefixed vectors of a trivially copyable T, several to a message: AppendVector writes
+// one, TakeVector reads the one at *pos; a truncated message is a DataLoss error naming `what`
+// and the peer.
+template <typename T>
+void AppendVector(std::string* out, const std::vector<T>& v) {
+  const uint64_t n = v.size();
+  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  if (n > 0) out->append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+}
+template <typename T>
+absl::Status TakeVector(const std::string& in, size_t* pos, const char* what, int peer, std::vector<T>* v) {
+  const auto truncated = [&] {
+    return absl::DataLossError(absl::StrCat(what, " message from worker ", peer, " is truncated"));
+  };
+  uint64_t n = 0;
+  if (in.size() - *pos < sizeof(n)) return truncated();
+  std::memcpy(&n, in.data() + *pos, sizeof(n));
+  *pos += sizeof(n);
+  if (n > (in.size() - *pos) / sizeof(T)) return truncated();
+  v->resize(n);
+  if (n > 0) std::memcpy(v->data(), in.data() + *pos, n * sizeof(T));
+  *pos += n * sizeof(T);
+  return absl::OkStatus();
+}
 
 }  // namespace fg::runtime

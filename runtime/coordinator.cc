@@ -14,13 +14,9 @@
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
-#include "partition/partitioned_dataset.h"
 #include "proto/flexgraph.grpc.pb.h"
 #include "runtime/grpc_communicator.h"
 #include "runtime/leader.h"
-#include "flexgraph/graph/io/file.h"
-#include "runtime/checkpoint.h"
-#include "runtime/dataset_view.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {

@@ -37,31 +37,6 @@ struct RootVisit {
   int64_t vertex;
 };
 
-template <typename T>
-void Append(std::string* out, const std::vector<T>& v) {
-  const uint64_t n = v.size();
-  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
-  if (n > 0) out->append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
-}
-
-// Reads a vector written by Append at *pos; errors name the peer.
-template <typename T>
-absl::Status Take(const std::string& in, size_t* pos, int peer, std::vector<T>* v) {
-  uint64_t n = 0;
-  if (in.size() - *pos < sizeof(n)) {
-    return absl::DataLossError(absl::StrCat("selection message from worker ", peer, " is truncated"));
-  }
-  std::memcpy(&n, in.data() + *pos, sizeof(n));
-  *pos += sizeof(n);
-  if (n > (in.size() - *pos) / sizeof(T)) {
-    return absl::DataLossError(absl::StrCat("selection message from worker ", peer, " is truncated"));
-  }
-  v->resize(n);
-  if (n > 0) std::memcpy(v->data(), in.data() + *pos, n * sizeof(T));
-  *pos += n * sizeof(T);
-  return absl::OkStatus();
-}
-
 // One bulk-synchronous step: sends every peer, in one message, the items moving to it and the
 // finished ones it collects, receives the peers' and hands each item to `on_moving` or `on_ended`
 // with its sender. Returns how many items moved over all workers: the same on every worker, so
@@ -79,8 +54,8 @@ absl::StatusOr<uint64_t> Step(Communicator& comm, uint64_t tag,
     if (q == me) continue;
     std::string& msg = outgoing[q];
     msg.assign(reinterpret_cast<const char*>(&moved), sizeof(moved));
-    Append(&msg, moving[q]);
-    Append(&msg, ended[q]);
+    AppendVector(&msg, moving[q]);
+    AppendVector(&msg, ended[q]);
   }
   FG_ASSIGN_OR_RETURN(const std::vector<std::string> incoming, comm.AllToAllV(std::move(outgoing), tag));
   uint64_t total = moved;
@@ -96,8 +71,8 @@ absl::StatusOr<uint64_t> Step(Communicator& comm, uint64_t tag,
     size_t pos = sizeof(theirs);
     std::vector<M> in_moving;
     std::vector<E> in_ended;
-    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &in_moving));
-    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &in_ended));
+    FG_RETURN_IF_ERROR(TakeVector(msg, &pos, "selection", q, &in_moving));
+    FG_RETURN_IF_ERROR(TakeVector(msg, &pos, "selection", q, &in_ended));
     for (const M& m : in_moving) FG_RETURN_IF_ERROR(on_moving(q, m));
     for (const E& e : in_ended) FG_RETURN_IF_ERROR(on_ended(q, e));
   }
@@ -116,7 +91,7 @@ absl::Status Lookup(Communicator& comm, uint64_t request_tag, uint64_t reply_tag
   for (int q = 0; q < P; ++q) {
     std::sort(ask[q].begin(), ask[q].end());
     ask[q].erase(std::unique(ask[q].begin(), ask[q].end()), ask[q].end());
-    if (q != me) Append(&questions[q], ask[q]);
+    if (q != me) AppendVector(&questions[q], ask[q]);
   }
   FG_ASSIGN_OR_RETURN(questions, comm.AllToAllV(std::move(questions), request_tag));
   std::vector<std::string> replies(P);
@@ -124,12 +99,12 @@ absl::Status Lookup(Communicator& comm, uint64_t request_tag, uint64_t reply_tag
     if (q == me) continue;
     size_t pos = 0;
     std::vector<int32_t> wanted;
-    FG_RETURN_IF_ERROR(Take(questions[q], &pos, q, &wanted));
+    FG_RETURN_IF_ERROR(TakeVector(questions[q], &pos, "selection", q, &wanted));
     std::vector<int64_t> values(wanted.size());
     for (size_t k = 0; k < wanted.size(); ++k) {
       FG_ASSIGN_OR_RETURN(values[k], answer(q, wanted[k]));
     }
-    Append(&replies[q], values);
+    AppendVector(&replies[q], values);
   }
   FG_ASSIGN_OR_RETURN(replies, comm.AllToAllV(std::move(replies), reply_tag));
   for (int q = 0; q < P; ++q) {
@@ -137,7 +112,7 @@ absl::Status Lookup(Communicator& comm, uint64_t request_tag, uint64_t reply_tag
     const std::string& msg = replies[q];
     size_t pos = 0;
     std::vector<int64_t> values;
-    FG_RETURN_IF_ERROR(Take(msg, &pos, q, &values));
+    FG_RETURN_IF_ERROR(TakeVector(msg, &pos, "selection", q, &values));
     if (values.size() != ask[q].size()) {
       return absl::DataLossError(absl::StrCat("worker ", q, " answered ", values.size(), " of ",
                                               ask[q].size(), " ", what));

@@ -40,40 +40,18 @@ Forest FromHdg(const hdg::Hdg& h) {
   return f;
 }
 
-template <typename T>
-void Put(std::string* out, const std::vector<T>& v) {
-  const uint64_t n = v.size();
-  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
-  if (n > 0) out->append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
-}
-
-template <typename T>
-absl::Status Get(const std::string& in, size_t* pos, std::vector<T>* v, int worker) {
-  uint64_t n = 0;
-  if (in.size() - *pos < sizeof(n)) return absl::DataLossError(absl::StrCat("export_hdg: truncated from worker ", worker));
-  std::memcpy(&n, in.data() + *pos, sizeof(n));
-  *pos += sizeof(n);
-  if ((in.size() - *pos) / sizeof(T) < n) {
-    return absl::DataLossError(absl::StrCat("export_hdg: truncated from worker ", worker));
-  }
-  v->resize(n);
-  if (n > 0) std::memcpy(v->data(), in.data() + *pos, n * sizeof(T));
-  *pos += n * sizeof(T);
-  return absl::OkStatus();
-}
-
 std::string Encode(const std::vector<Forest>& layers, const Tensor& ids, const Tensor& keys) {
   std::string out;
-  Put(&out, std::vector<int64_t>(ids.i64(), ids.i64() + ids.numel()));
-  Put(&out, std::vector<int64_t>(keys.i64(), keys.i64() + keys.numel()));
-  Put(&out, std::vector<int64_t>{static_cast<int64_t>(layers.size())});
+  AppendVector(&out, std::vector<int64_t>(ids.i64(), ids.i64() + ids.numel()));
+  AppendVector(&out, std::vector<int64_t>(keys.i64(), keys.i64() + keys.numel()));
+  AppendVector(&out, std::vector<int64_t>{static_cast<int64_t>(layers.size())});
   for (const Forest& f : layers) {
-    Put(&out, f.roots);
-    Put(&out, f.weighted);
+    AppendVector(&out, f.roots);
+    AppendVector(&out, f.weighted);
     for (int k = 0; k < f.levels(); ++k) {
-      Put(&out, f.indptr[k]);
-      Put(&out, f.indices[k]);
-      Put(&out, f.weights[k]);
+      AppendVector(&out, f.indptr[k]);
+      AppendVector(&out, f.indices[k]);
+      AppendVector(&out, f.weights[k]);
     }
   }
   return out;
@@ -83,24 +61,24 @@ absl::Status Decode(const std::string& in, int worker, std::unordered_map<int64_
                     std::vector<Forest>* layers) {
   size_t pos = 0;
   std::vector<int64_t> ids, keys, count;
-  FG_RETURN_IF_ERROR(Get(in, &pos, &ids, worker));
-  FG_RETURN_IF_ERROR(Get(in, &pos, &keys, worker));
-  FG_RETURN_IF_ERROR(Get(in, &pos, &count, worker));
+  FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &ids));
+  FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &keys));
+  FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &count));
   if (ids.size() != keys.size() || count.size() != 1) {
     return absl::DataLossError(absl::StrCat("export_hdg: malformed from worker ", worker));
   }
   for (size_t i = 0; i < ids.size(); ++i) (*source)[ids[i]] = keys[i];
   layers->resize(count[0]);
   for (Forest& f : *layers) {
-    FG_RETURN_IF_ERROR(Get(in, &pos, &f.roots, worker));
-    FG_RETURN_IF_ERROR(Get(in, &pos, &f.weighted, worker));
+    FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.roots));
+    FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.weighted));
     f.indptr.resize(f.weighted.size());
     f.indices.resize(f.weighted.size());
     f.weights.resize(f.weighted.size());
     for (int k = 0; k < f.levels(); ++k) {
-      FG_RETURN_IF_ERROR(Get(in, &pos, &f.indptr[k], worker));
-      FG_RETURN_IF_ERROR(Get(in, &pos, &f.indices[k], worker));
-      FG_RETURN_IF_ERROR(Get(in, &pos, &f.weights[k], worker));
+      FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.indptr[k]));
+      FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.indices[k]));
+      FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.weights[k]));
     }
   }
   return absl::OkStatus();

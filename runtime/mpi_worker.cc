@@ -80,6 +80,24 @@ absl::StatusOr<TrainResult> Train(Communicator& comm, const MpiWorkerOptions& op
   }
 }
 
+// Every rank's metrics go to rank 0, which writes the run summary. Collective.
+absl::StatusOr<TrainResult> Report(Communicator& comm, const flexgraph::RunConfig& train, TrainResult result) {
+  FaultPoint("worker.trained");
+  std::vector<std::string> send(comm.size());
+  send[0] = WorkerMetrics(comm.rank(), result).SerializeAsString();
+  FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
+                      comm.AllToAllV(std::move(send), MakeTag(0, 0, 0, TrafficKind::kControl, kMetrics)));
+  if (comm.rank() != 0) return result;
+  std::vector<flexgraph::MetricsRequest> metrics(got.size());
+  for (size_t r = 0; r < got.size(); ++r) {
+    if (!metrics[r].ParseFromString(got[r])) return absl::DataLossError(absl::StrCat("unreadable metrics from rank ", r));
+  }
+  FaultPoint("coordinator.finished");
+  FG_RETURN_IF_ERROR(WriteRunSummary(train, metrics, PeakRssBytes()));
+  FaultPoint("coordinator.summary_written");
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<TrainResult> RunMpiWorker(const MpiWorkerOptions& options, const flexgraph::RunConfig& train) {
@@ -89,28 +107,12 @@ absl::StatusOr<TrainResult> RunMpiWorker(const MpiWorkerOptions& options, const 
   comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>(options.recv_timeout_seconds * 1000)));
   std::fprintf(stderr, "worker %d of %d (MPI)\n", rank, comm->size());
   absl::StatusOr<TrainResult> result = Train(*comm, options, train);
+  if (result.ok()) result = Report(*comm, train, *std::move(result));
   if (!result.ok()) {
     // The other ranks may wait in a collective: end them all, naming this rank's failure.
     std::fprintf(stderr, "flexgraph worker: rank %d: %s\n", rank, std::string(result.status().message()).c_str());
     std::fflush(stderr);
     AbortMpi(1);
-  }
-  FaultPoint("worker.trained");
-  // Every rank's metrics go to rank 0, which writes the run summary.
-  std::vector<std::string> send(comm->size());
-  send[0] = WorkerMetrics(rank, result).SerializeAsString();
-  FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
-                      comm->AllToAllV(std::move(send), MakeTag(0, 0, 0, TrafficKind::kControl, kMetrics)));
-  if (rank == 0) {
-    std::vector<flexgraph::MetricsRequest> metrics(got.size());
-    for (size_t r = 0; r < got.size(); ++r) {
-      if (!metrics[r].ParseFromString(got[r])) {
-        return absl::DataLossError(absl::StrCat("unreadable metrics from rank ", r));
-      }
-    }
-    FaultPoint("coordinator.finished");
-    FG_RETURN_IF_ERROR(WriteRunSummary(train, metrics, PeakRssBytes()));
-    FaultPoint("coordinator.summary_written");
   }
   FaultPoint("worker.reported");
   FG_RETURN_IF_ERROR(FinishMpi(std::move(comm)));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/fault.h"
 #include "flexgraph/base/progress.h"
+#include "flexgraph/base/status.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
@@ -76,6 +77,13 @@ absl::StatusOr<runtime::Tls> TlsFrom(const FlagSet& flags, const char* command) 
   auto tls = runtime::LoadTls(flags.Get("tls_cert"), flags.Get("tls_key"), flags.Get("tls_ca"));
   if (!tls.ok()) return absl::InvalidArgumentError(absl::StrCat(command, ": ", tls.status().message()));
   return tls;
+}
+
+// A coordinator's or worker's run token and TLS files.
+absl::Status CredentialsFrom(const FlagSet& flags, const char* command, std::string* token, runtime::Tls* tls) {
+  FG_ASSIGN_OR_RETURN(*token, TokenFrom(flags, command));
+  FG_ASSIGN_OR_RETURN(*tls, TlsFrom(flags, command));
+  return absl::OkStatus();
 }
 
 int Launch(const std::vector<std::string>& args) {
@@ -190,12 +198,9 @@ int Coordinator(const std::vector<std::string>& args) {
   o.host = flags.Get("host");
   o.heartbeat_timeout_seconds = *timeout;
   o.partition_method = flags.Get("partition");
-  auto token = TokenFrom(flags, "coordinator");
-  if (!token.ok()) return UsageError(flags, std::string(token.status().message()));
-  o.token = *token;
-  auto tls = TlsFrom(flags, "coordinator");
-  if (!tls.ok()) return UsageError(flags, std::string(tls.status().message()));
-  o.tls = *tls;
+  if (auto s = CredentialsFrom(flags, "coordinator", &o.token, &o.tls); !s.ok()) {
+    return UsageError(flags, std::string(s.message()));
+  }
   auto c = runtime::Coordinator::Start(o, *train);
   if (!c.ok()) {
     std::fprintf(stderr, "flexgraph coordinator: %s\n", std::string(c.status().message()).c_str());
@@ -279,12 +284,9 @@ int Worker(const std::vector<std::string>& args) {
   }
   runtime::WorkerOptions o;
   o.coordinator = flags.Get("coordinator");
-  auto token = TokenFrom(flags, "worker");
-  if (!token.ok()) return UsageError(flags, std::string(token.status().message()));
-  o.token = *token;
-  auto tls = TlsFrom(flags, "worker");
-  if (!tls.ok()) return UsageError(flags, std::string(tls.status().message()));
-  o.tls = *tls;
+  if (auto s = CredentialsFrom(flags, "worker", &o.token, &o.tls); !s.ok()) {
+    return UsageError(flags, std::string(s.message()));
+  }
   o.host = flags.Get("host");
   o.advertise_host = flags.Get("advertise");
   auto rank = flags.GetInt("rank");
