@@ -49,10 +49,7 @@ TypedInput::TypedInput(const ModelSpec& spec, int64_t width, Featureless feature
     if (!p.has_features && spec.dataset->part) {
       // A part takes its own vertices' rows, by source-dataset id: every vertex gets the row (and
       // initial value) it has in the unpartitioned run.
-      const Tensor& ids = spec.dataset->part->original_ids.at(type);
-      std::vector<int32_t> rows(ids.numel());
-      for (int64_t k = 0; k < ids.numel(); ++k) rows[k] = static_cast<int32_t>(ids.i64()[k]);
-      p.rows = Tensor::FromVector(rows);
+      p.rows = spec.dataset->part->SourceRows(type);
     }
     projections_.push_back(std::move(p));
   }

@@ -106,6 +106,22 @@ graph::Dataset MakePart(const graph::Dataset& ds, const Renumbering& r, int p, i
       info.train_total[type] = s.train.defined() ? s.train.numel() : 0;
     }
   }
+  for (const auto& [key, split] : ds.edge_splits) {  // pairs of owned sources, source ids
+    if (!ds.PredictsLinks()) break;
+    const int s = g.TypeIndex(g.FindRelation(key)->src_type);
+    const int64_t lo = r.bounds[s][p], hi = r.bounds[s][p + 1];
+    auto owned = [&](const Tensor& pairs) {
+      std::vector<int64_t> mine;
+      for (int64_t k = 0; pairs.defined() && k < pairs.dim(0); ++k) {
+        const int64_t v = r.new_of[s][pairs.i64()[2 * k]];
+        if (v >= lo && v < hi) mine.insert(mine.end(), pairs.i64() + 2 * k, pairs.i64() + 2 * k + 2);
+      }
+      Tensor out = Tensor::FromVector(mine);
+      return out.Reshape({static_cast<int64_t>(mine.size() / 2), 2});
+    };
+    part.edge_splits[key] = {owned(split.train), owned(split.valid), owned(split.test)};
+    info.train_pairs_total[key] = split.train.defined() ? split.train.dim(0) : 0;
+  }
   *in_edges = *cut_in_edges = 0;
   // Rows of `full` for the new ids [lo, hi) of its row type, columns renumbered, in source order.
   auto owned_rows = [&](const Csr& full, int row_type, int col_type, int64_t lo, int64_t hi,
@@ -164,13 +180,22 @@ absl::Status Invalid(const std::string& where, const std::string& what) {
 
 }  // namespace
 
-absl::Status WritePartitionedDataset(const graph::Dataset& ds, const PartitionPlan& plan,
+absl::Status WritePartitionedDataset(const graph::Dataset& dataset, const PartitionPlan& plan,
                                      const std::string& source, const std::string& dir) {
-  FG_RETURN_IF_ERROR(CheckPlanMatches(plan, ds));
-  if (!ds.edge_splits.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        source, ": has link-prediction splits, which partitioned datasets do not carry yet"));
+  FG_RETURN_IF_ERROR(CheckPlanMatches(plan, dataset));
+  // Link prediction: the parts carry the split and only its training edges (what a run on the
+  // source dataset trains on); node classification ignores edge splits.
+  graph::Dataset links;
+  if (dataset.PredictsLinks()) {
+    if (dataset.edge_splits.size() != 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          source, ": has ", dataset.edge_splits.size(),
+          " link-prediction splits; a partitioned dataset carries one (keep one split)"));
+    }
+    links = dataset;
+    FG_RETURN_IF_ERROR(graph::KeepTrainingEdges(&links, links.edge_splits.begin()->first));
   }
+  const graph::Dataset& ds = dataset.PredictsLinks() ? links : dataset;
   for (const graph::Relation& r : ds.graph.relations) {
     if (r.edge_feat.defined()) {
       return absl::UnimplementedError(absl::StrCat(

@@ -25,8 +25,10 @@ inline constexpr int kPartitionFormatVersion = 1;
 
 // Renumbers `ds` by `plan` (within each node type: by owner, then by id) and writes DIR, which
 // must not exist or be empty; the metadata is written last, so an interrupted write is never taken
-// for a partitioned dataset. `source` names the dataset in the metadata. Refuses edge features and
-// link-prediction splits, which parts do not carry.
+// for a partitioned dataset. `source` names the dataset in the metadata. A dataset that predicts
+// links (one edge split, no labels) keeps its relation's training edges only, and each part the
+// split's pairs whose source it owns (graph::PartInfo). Refuses edge features, which parts do not
+// carry.
 absl::Status WritePartitionedDataset(const graph::Dataset& ds, const PartitionPlan& plan,
                                      const std::string& source, const std::string& dir);
 

@@ -144,10 +144,11 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
   return layer.Update(ctx, self, agg);
 }
 
-absl::Status DistributedExecutor::PlanAllRows(const Tensor& root_ids, int epoch) {
+absl::Status DistributedExecutor::PlanAllRows(const Rows& roots, int epoch) {
   // Tagged as the layer after the model's last.
-  FG_ASSIGN_OR_RETURN(all_rows_, BuildAllRows(*setup_.comm, root_ids, static_cast<int>(layers_.size()),
-                                              epoch, &all_rows_order_, &all_ids_));
+  FG_ASSIGN_OR_RETURN(all_rows_, BuildAllRows(*setup_.comm, roots.ids, roots.keys,
+                                              static_cast<int>(layers_.size()), epoch,
+                                              &all_rows_order_, &all_ids_, &all_keys_));
   return absl::OkStatus();
 }
 

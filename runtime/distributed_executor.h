@@ -68,10 +68,11 @@ class DistributedExecutor {
   // Every worker's output rows, for tasks that pair rows of different workers
   // (Task::NeedsAllRows). PlanAllRows exchanges the output roots' ids once (collective);
   // AllRows returns [every root, d] in ascending global id order, differentiably (gradients
-  // return to the rows' owners). all_ids(): those roots.
-  absl::Status PlanAllRows(const Tensor& root_ids, int epoch);
+  // return to the rows' owners). all_ids(): those roots; all_keys(): their keys.
+  absl::Status PlanAllRows(const Rows& roots, int epoch);
   ag::Var AllRows(const ag::Var& mine);
   const Tensor& all_ids() const { return all_ids_; }
+  const Tensor& all_keys() const { return all_keys_; }
 
   // Sums the parameters' gradients across workers (after backward).
   void AllReduceGradients(const std::vector<nn::NamedParameter>& params, int epoch);
@@ -111,7 +112,7 @@ class DistributedExecutor {
   std::vector<LayerPlan> layers_;
   ConstantRemote constant_remote_;
   LayerExchange all_rows_;
-  Tensor all_rows_order_, all_ids_;
+  Tensor all_rows_order_, all_ids_, all_keys_;
 };
 
 }  // namespace fg::runtime

@@ -84,11 +84,13 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
                                                  ExchangeMode mode);
 
 // The exchange that gives every worker every other worker's rows (`my_ids`: this worker's sorted
-// global ids): each peer sends all its rows, ghosts hold them in rank order. `order` receives, for
-// the union of all ids in ascending order, each one's row in the [mine | ghosts] table, and
-// `all_ids` that union. `layer` must be one no model layer uses (its tags). Collective.
-absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids, int layer,
-                                           int epoch, Tensor* order, Tensor* all_ids);
+// global ids, `my_keys` their keys, as DistributedExecutor::Rows): each peer sends all its rows,
+// ghosts hold them in rank order. `order` receives, for the union of all ids in ascending order,
+// each one's row in the [mine | ghosts] table, `all_ids` that union and `all_keys` their keys.
+// `layer` must be one no model layer uses (its tags). Collective.
+absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids,
+                                           const Tensor& my_keys, int layer, int epoch,
+                                           Tensor* order, Tensor* all_ids, Tensor* all_keys);
 
 // Where the exchange ops of one pass record the first communication error (checked by the caller
 // after forward and backward, since autograd closures cannot return a Status).

@@ -285,11 +285,13 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
   return ex;
 }
 
-absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids, int layer,
-                                           int epoch, Tensor* order, Tensor* all_ids) {
+absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids,
+                                           const Tensor& my_keys, int layer, int epoch,
+                                           Tensor* order, Tensor* all_ids, Tensor* all_keys) {
   const int me = comm.rank(), P = comm.size();
   const int64_t n = my_ids.numel();
-  const std::string mine(reinterpret_cast<const char*>(my_ids.i64()), n * sizeof(int64_t));
+  std::string mine(reinterpret_cast<const char*>(my_ids.i64()), n * sizeof(int64_t));
+  mine.append(reinterpret_cast<const char*>(my_keys.i64()), n * sizeof(int64_t));
   FG_ASSIGN_OR_RETURN(const std::vector<std::string> incoming,
                       comm.AllToAllV(std::vector<std::string>(P, mine),
                                      MakeTag(epoch, layer, kPhaseSetup, TrafficKind::kControl)));
@@ -297,7 +299,7 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
   ex.layer = layer;
   ex.num_owned = ex.num_roots = n;
   ex.peers.resize(P);
-  std::vector<int64_t> ghosts;
+  std::vector<int64_t> ghosts, ghost_keys;
   Tensor every_row = Tensor::Empty({n}, DType::kInt32);
   for (int64_t k = 0; k < n; ++k) every_row.i32()[k] = static_cast<int32_t>(k);
   for (int q = 0; q < P; ++q) {
@@ -305,17 +307,19 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
     pe.peer = q;
     if (q == me) continue;
     const std::string& bytes = incoming[q];
-    if (bytes.size() % sizeof(int64_t) != 0) {
+    if (bytes.size() % (2 * sizeof(int64_t)) != 0) {
       return absl::DataLossError(absl::StrCat("malformed row list from worker ", q));
     }
-    const int64_t count = static_cast<int64_t>(bytes.size() / sizeof(int64_t));
+    const int64_t count = static_cast<int64_t>(bytes.size() / (2 * sizeof(int64_t)));
     pe.send_rows = every_row;
     pe.recv_slots = Tensor::Empty({count}, DType::kInt32);
     for (int64_t k = 0; k < count; ++k) {
-      int64_t id;
+      int64_t id, key;
       std::memcpy(&id, bytes.data() + k * sizeof(int64_t), sizeof(id));
+      std::memcpy(&key, bytes.data() + (count + k) * sizeof(int64_t), sizeof(key));
       pe.recv_slots.i32()[k] = static_cast<int32_t>(ghosts.size());
       ghosts.push_back(id);
+      ghost_keys.push_back(key);
     }
     ex.rows_sent += n;
     ex.recv_chosen += count;
@@ -331,11 +335,15 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
       return absl::InvalidArgumentError(absl::StrCat("vertex ", rows[k].first, " is a row of two workers"));
     }
   }
-  *order = Tensor::Empty({static_cast<int64_t>(rows.size())}, DType::kInt32);
-  *all_ids = Tensor::Empty({static_cast<int64_t>(rows.size())}, DType::kInt64);
-  for (size_t k = 0; k < rows.size(); ++k) {
-    order->i32()[k] = rows[k].second;
+  const int64_t total = static_cast<int64_t>(rows.size());
+  *order = Tensor::Empty({total}, DType::kInt32);
+  *all_ids = Tensor::Empty({total}, DType::kInt64);
+  *all_keys = Tensor::Empty({total}, DType::kInt64);
+  for (int64_t k = 0; k < total; ++k) {
+    const int32_t row = rows[k].second;
+    order->i32()[k] = row;
     all_ids->i64()[k] = rows[k].first;
+    all_keys->i64()[k] = row < n ? my_keys.i64()[row] : ghost_keys[row - n];
   }
   return ex;
 }

@@ -11,7 +11,6 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
-#include "flexgraph/graph/builder.h"
 #include "flexgraph/nn/metrics.h"
 
 namespace fg::runtime {
@@ -155,41 +154,41 @@ absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
 
   const graph::EdgeSplit& es = split->second;
   const std::string where = absl::StrCat("split of ", key);
+  t->partitioned_ = dataset->part.has_value();
   FG_RETURN_IF_ERROR(AppendPairs(es.train, where + " (train)", t->num_src_, t->num_dst_,
                                  &t->train_src_, &t->train_dst_));
   FG_RETURN_IF_ERROR(AppendPairs(es.valid, where + " (valid)", t->num_src_, t->num_dst_,
                                  &t->valid_.src, &t->valid_.dst));
   FG_RETURN_IF_ERROR(AppendPairs(es.test, where + " (test)", t->num_src_, t->num_dst_,
                                  &t->test_.src, &t->test_.dst));
-  if (t->train_src_.empty() || t->test_.src.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": needs training and test pairs (has ", t->train_src_.size(), " and ",
-                     t->test_.src.size(), ")"));
-  }
   // Interactions known in training, and in any split or the stored graph (for true negatives).
   std::vector<int32_t> graph_src, graph_dst;
-  for (int64_t s = 0; s < rel.by_src.num_rows; ++s) {
-    for (int64_t e = rel.by_src.row_ptr()[s]; e < rel.by_src.row_ptr()[s + 1]; ++e) {
-      graph_src.push_back(static_cast<int32_t>(s));
-      graph_dst.push_back(rel.by_src.col()[e]);
+  if (t->partitioned_) {
+    // A part holds the pairs of the sources it owns; its relation holds the training edges.
+    auto total = dataset->part->train_pairs_total.find(key);
+    t->global_train_ = total == dataset->part->train_pairs_total.end() ? 0 : total->second;
+    if (t->global_train_ < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": no training pairs in any part of ", name));
     }
+  } else {
+    t->global_train_ = t->num_train();
+    if (t->train_src_.empty() || t->test_.src.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": needs training and test pairs (has ", t->train_src_.size(),
+                       " and ", t->test_.src.size(), ")"));
+    }
+    for (int64_t s = 0; s < rel.by_src.num_rows; ++s) {
+      for (int64_t e = rel.by_src.row_ptr()[s]; e < rel.by_src.row_ptr()[s + 1]; ++e) {
+        graph_src.push_back(static_cast<int32_t>(s));
+        graph_dst.push_back(rel.by_src.col()[e]);
+      }
+    }
+    // Message passing sees the training links only.
+    FG_RETURN_IF_ERROR(graph::KeepTrainingEdges(dataset, key));
   }
   t->train_seen_ = SortedLists(t->num_src_, {&t->train_src_}, {&t->train_dst_});
   t->all_seen_ = SortedLists(t->num_src_, {&t->train_src_, &t->valid_.src, &t->test_.src, &graph_src},
                              {&t->train_dst_, &t->valid_.dst, &t->test_.dst, &graph_dst});
-
-  // Message passing sees the training links only.
-  std::vector<int64_t> src64(t->train_src_.begin(), t->train_src_.end());
-  std::vector<int64_t> dst64(t->train_dst_.begin(), t->train_dst_.end());
-  graph::CsrBuildOptions build;
-  build.deduplicate = true;
-  build.add_reverse_edges = rel.symmetric;
-  FG_ASSIGN_OR_RETURN(graph::Relation rebuilt,
-                      graph::BuildRelation(rel.src_type, rel.name, rel.dst_type, t->num_src_,
-                                           t->num_dst_, src64.data(), dst64.data(),
-                                           static_cast<int64_t>(src64.size()), nullptr, Tensor(),
-                                           build));
-  rel = std::move(rebuilt);
 
   // Fixed evaluation negatives.
   int split_id = 0;
@@ -198,7 +197,8 @@ absl::StatusOr<std::unique_ptr<LinkPredictionTask>> LinkPredictionTask::Create(
     const int q = t->eval_negatives_;
     set->neg.assign(n * q, 0);
     ParallelFor(0, n, [&](int64_t i) {
-      RandomStream rng(t->seed_, MixKey(kEvalNegatives, split_id, static_cast<uint64_t>(i)));
+      RandomStream rng(t->seed_, MixKey(kEvalNegatives, split_id, static_cast<uint64_t>(set->src[i]),
+                                        static_cast<uint64_t>(set->dst[i])));
       for (int j = 0; j < q; ++j) set->neg[i * q + j] = t->SampleNegative(t->all_seen_[set->src[i]], rng);
     });
     ++split_id;
@@ -242,17 +242,19 @@ absl::Status LinkPredictionTask::SetOutputRows(const Tensor& roots) {
 }
 
 void LinkPredictionTask::TrainNegatives(int64_t i, int epoch, int32_t* dst) const {
-  RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)));
+  RandomStream rng(seed_, MixKey(kTrainNegatives, static_cast<uint64_t>(epoch),
+                                 static_cast<uint64_t>(train_src_[i]), static_cast<uint64_t>(train_dst_[i])));
   for (int j = 0; j < negatives_; ++j) dst[j] = SampleNegative(train_seen_[train_src_[i]], rng);
 }
 
 ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
-  // This worker's training pairs: every share_size_-th one.
+  // This worker's training pairs: those of a part's sources, else every share_size_-th one.
   const int64_t total = num_train();
-  const int64_t n = total / share_size_ + (share_rank_ < total % share_size_ ? 1 : 0);
+  const int64_t n =
+      partitioned_ ? total : total / share_size_ + (share_rank_ < total % share_size_ ? 1 : 0);
   if (n == 0) return ag::Scale(ag::Sum(embeddings), 0.0f);  // still runs the exchanges
   std::vector<int64_t> pairs(n);
-  for (int64_t k = 0; k < n; ++k) pairs[k] = k * share_size_ + share_rank_;
+  for (int64_t k = 0; k < n; ++k) pairs[k] = partitioned_ ? k : k * share_size_ + share_rank_;
   auto src_row = [&](int32_t s) { return src_row_[s]; };
   auto dst_row = [&](int32_t t) { return dst_row_[t]; };
   const int64_t rows = embeddings.rows();
@@ -265,7 +267,7 @@ ag::Var LinkPredictionTask::Loss(const ag::Var& embeddings, int epoch) const {
     positives_ = PairMatrix(rows, src, dst, &positive_entry_);
   }
   return PairLoss(embeddings, pairs, src_row, dst_row, epoch,
-                  static_cast<float>(n) / static_cast<float>(total), positives_, positive_entry_);
+                  static_cast<float>(n) / static_cast<float>(global_train_), positives_, positive_entry_);
 }
 
 Tensor LinkPredictionTask::BatchRoots(const Tensor& items, int epoch) const {
@@ -313,7 +315,7 @@ ag::Var LinkPredictionTask::PairLoss(const ag::Var& embeddings, const std::vecto
     positives = PairMatrix(rows, src, dst, &built_entry);
   }
   const std::vector<int64_t>& pos_entry = built_entry.empty() ? positive_entry : built_entry;
-  // Negative j of positive k is entry k * q + j; its draws are keyed by the global pair index.
+  // Negative j of positive k is entry k * q + j; its draws are keyed by the pair (source ids).
   std::vector<int32_t> neg_src(n * q), neg_dst(n * q);
   ParallelFor(0, n, [&](int64_t k) {
     const int64_t i = pairs[k];
@@ -408,16 +410,37 @@ LinkPredictionTask::Recommendations LinkPredictionTask::Recommend(const Tensor& 
   return r;
 }
 
-EpochMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings, const WorkerSum&) {
+std::vector<float> LinkPredictionTask::AllWorkers(const std::vector<float>& mine,
+                                                  const WorkerSum& sum) const {
+  if (!partitioned_) return mine;
+  std::vector<double> counts(share_size_, 0.0);
+  counts[share_rank_] = static_cast<double>(mine.size());
+  sum(&counts);
+  int64_t offset = 0, total = 0;
+  for (int w = 0; w < share_size_; ++w) {
+    if (w < share_rank_) offset += static_cast<int64_t>(counts[w]);
+    total += static_cast<int64_t>(counts[w]);
+  }
+  std::vector<double> all(total, 0.0);  // the sum of zeros and one value is that value
+  for (size_t k = 0; k < mine.size(); ++k) all[offset + k] = mine[k];
+  sum(&all);
+  return std::vector<float>(all.begin(), all.end());
+}
+
+EpochMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings, const WorkerSum& sum) {
   const int q = eval_negatives_;
-  auto auc = [&](const EvalSet& set, std::vector<float>* pos) {
+  // ROC-AUC of every worker's positives against their first negatives; `pos`: this worker's.
+  auto auc = [&](const EvalSet& set, std::vector<float>* pos, int64_t* pairs) {
     *pos = Scores(embeddings, set.src, set.dst);
     std::vector<int32_t> first(set.src.size());
     for (size_t i = 0; i < first.size(); ++i) first[i] = set.neg[i * q];
-    std::vector<float> neg = Scores(embeddings, set.src, first);
-    std::vector<float> scores = *pos;
-    scores.insert(scores.end(), neg.begin(), neg.end());
-    std::vector<int> labels(pos->size(), 1);
+    const std::vector<float> all_pos = AllWorkers(*pos, sum);
+    const std::vector<float> all_neg = AllWorkers(Scores(embeddings, set.src, first), sum);
+    *pairs = static_cast<int64_t>(all_pos.size());
+    if (all_pos.empty()) return 0.0;
+    std::vector<float> scores = all_pos;
+    scores.insert(scores.end(), all_neg.begin(), all_neg.end());
+    std::vector<int> labels(all_pos.size(), 1);
     labels.resize(scores.size(), 0);
     return nn::RocAuc(scores, labels);
   };
@@ -431,25 +454,26 @@ EpochMetrics LinkPredictionTask::Evaluate(const Tensor& embeddings, const Worker
                {"test_hits_at_10", lm.test_hits_at_10}};
     return e;
   };
-  if (!valid_.src.empty()) {
-    m.valid_auc = auc(valid_, &pos);
-    // Test metrics are only reported at the best validation epoch: recompute them when the
-    // validation AUC improves, otherwise repeat those of the best epoch so far.
-    if (m.valid_auc <= best_.valid_auc && best_.valid_auc > 0) {
-      m.test_auc = best_.test_auc;
-      m.test_hits_at_10 = best_.test_hits_at_10;
-      return report(m);
-    }
+  int64_t pairs = 0;
+  m.valid_auc = auc(valid_, &pos, &pairs);
+  // Test metrics are only reported at the best validation epoch: recompute them when the
+  // validation AUC improves, otherwise repeat those of the best epoch so far.
+  if (pairs > 0 && m.valid_auc <= best_.valid_auc && best_.valid_auc > 0) {
+    m.test_auc = best_.test_auc;
+    m.test_hits_at_10 = best_.test_hits_at_10;
+    return report(m);
   }
-  m.test_auc = auc(test_, &pos);
-  // hits@10: each test positive against all of its negatives.
+  m.test_auc = auc(test_, &pos, &pairs);
+  // hits@10: each test positive against all of its negatives, summed over the workers.
   const int64_t n = static_cast<int64_t>(test_.src.size());
   std::vector<int32_t> rep_src(n * q);
   for (int64_t i = 0; i < n; ++i) std::fill_n(rep_src.begin() + i * q, q, test_.src[i]);
   const std::vector<float> neg = Scores(embeddings, rep_src, test_.neg);
   std::vector<std::vector<float>> per_query(n);
   for (int64_t i = 0; i < n; ++i) per_query[i].assign(neg.begin() + i * q, neg.begin() + (i + 1) * q);
-  m.test_hits_at_10 = nn::HitsAtK(pos, per_query, 10);
+  std::vector<double> hits = {n > 0 ? std::round(nn::HitsAtK(pos, per_query, 10) * n) : 0.0};
+  if (partitioned_) sum(&hits);
+  m.test_hits_at_10 = pairs > 0 ? hits[0] / pairs : 0.0;
   best_ = m;
   return report(m);
 }

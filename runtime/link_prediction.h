@@ -6,7 +6,8 @@
 //     pairs, so validation and test links are never walked or aggregated over.
 //   - Training: every epoch each training positive gets `negatives` destination vertices the source
 //     never interacted with in training, drawn from a counter-based stream keyed by (seed, epoch,
-//     pair), so the draws never depend on threads; loss "bce" (binary cross-entropy on the scores)
+//     source, destination) in the source dataset's ids, so the draws depend neither on threads
+//     nor on how the graph is partitioned; loss "bce" (binary cross-entropy on the scores)
 //     or "margin" (mean max(0, margin - s_pos + s_neg), as in PinSage).
 //   - Evaluation: each validation/test positive gets a fixed set of `eval_negatives` destinations
 //     the source never interacted with in any split (drawn once). ROC-AUC compares every positive
@@ -41,7 +42,9 @@ class LinkPredictionTask : public Task {
   enum class LossKind { kBce, kMargin };
 
   // Picks the relation, checks its split, removes the relation's non-training edges from
-  // dataset->graph and draws the evaluation negatives. `dataset` must outlive the task.
+  // dataset->graph (graph::KeepTrainingEdges; a part holds only those already) and draws the
+  // evaluation negatives. Local ids are type-local ids of the source dataset. `dataset` must
+  // outlive the task.
   static absl::StatusOr<std::unique_ptr<LinkPredictionTask>> Create(
       graph::Dataset* dataset, const flexgraph::RunConfig& config);
   // The options the task reads (models that predict links accept them).
@@ -58,7 +61,8 @@ class LinkPredictionTask : public Task {
   // Every endpoint of the relation must have a row; the error names the first one missing.
   absl::Status SetOutputRows(const Tensor& roots) override;
   // In a distributed run every worker scores pairs of any rows: it sees all of them, and takes
-  // the training pairs i with i % size == rank.
+  // the training pairs i with i % size == rank; on a partitioned dataset, those of its part
+  // (the sources it owns), whose evaluation pairs it also scores.
   bool NeedsAllRows() const override { return true; }
   void SetShare(int rank, int size) override {
     share_rank_ = rank;
@@ -67,8 +71,8 @@ class LinkPredictionTask : public Task {
   // This worker's share of the training loss of `embeddings` [rows, d] at `epoch` (fresh
   // negatives each epoch, drawn per pair: the same on any number of workers).
   ag::Var Loss(const ag::Var& embeddings, int epoch) const override;
-  // valid = validation AUC; extra: valid_auc, test_auc, test_hits_at_10. Every worker sees every
-  // row and computes the same metrics (`sum` is not used).
+  // valid = validation AUC; extra: valid_auc, test_auc, test_hits_at_10. Every worker computes
+  // the same metrics (on a partitioned dataset through `sum`: collective).
   EpochMetrics Evaluate(const Tensor& embeddings, const WorkerSum& sum) override;
   // Mini-batches of training pairs; a batch's roots are their endpoints and their negatives'.
   int64_t NumTrainingItems() const override { return num_train(); }
@@ -108,6 +112,9 @@ class LinkPredictionTask : public Task {
                    const std::function<int32_t(int32_t)>& src_row,
                    const std::function<int32_t(int32_t)>& dst_row, int epoch, float scale,
                    SparseMatrixPtr positives, const std::vector<int64_t>& positive_entry) const;
+  // Every worker's `mine`, in rank order, on a partitioned dataset (collective through `sum`);
+  // `mine` otherwise.
+  std::vector<float> AllWorkers(const std::vector<float>& mine, const WorkerSum& sum) const;
   // Scores of (src, dst) local-id pairs from the embeddings (plain tensors).
   std::vector<float> Scores(const Tensor& emb, const std::vector<int32_t>& src,
                             const std::vector<int32_t>& dst) const;
@@ -120,6 +127,8 @@ class LinkPredictionTask : public Task {
   float margin_ = 0.1f;
   int negatives_ = 1, eval_negatives_ = 100;
   int share_rank_ = 0, share_size_ = 1;
+  bool partitioned_ = false;  // a part of a partitioned dataset: pairs of its own sources
+  int64_t global_train_ = 0;  // training pairs over all workers
   std::vector<int32_t> train_src_, train_dst_;
   // Sorted destinations of each source: seen in training, and seen in any split.
   std::vector<std::vector<int32_t>> train_seen_, all_seen_;

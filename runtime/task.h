@@ -32,7 +32,8 @@ struct EpochMetrics {
   std::map<std::string, double> extra;  // task-specific, reported at the top of the summary
 };
 
-// Sums a vector of doubles across the workers of a run (identity in a single process).
+// Sums a vector of doubles across the workers of a run (identity in a single process); every
+// worker makes the same calls, in the same order.
 using WorkerSum = std::function<void(std::vector<double>*)>;
 
 class Task {
@@ -49,7 +50,8 @@ class Task {
   virtual absl::Status SetOutputRows(const Tensor& roots) = 0;
   // A loss over pairs of rows that different workers own (link prediction) needs every worker's
   // output rows: the trainer then gathers them (differentiably), SetOutputRows receives all
-  // workers' roots, and the task computes the share `rank` of `size` of the loss.
+  // workers' roots as ids of the source dataset (which a partitioned dataset renumbers), and the
+  // task computes the share `rank` of `size` of the loss.
   virtual bool NeedsAllRows() const { return false; }
   virtual void SetShare(int rank, int size) {}
   // This worker's share of the training loss at `epoch` (shares sum to the global loss).

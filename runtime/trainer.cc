@@ -80,9 +80,9 @@ absl::Status Trainer::Init() {
     if (!config_.output().quiet()) std::fprintf(stderr, "%s\n", minibatch_->Describe().c_str());
   }
   if (all_rows()) {  // the task pairs rows of different workers: it sees all of them
-    FG_RETURN_IF_ERROR(exec_.PlanAllRows(layer_roots_.back().ids, 0));
+    FG_RETURN_IF_ERROR(exec_.PlanAllRows(layer_roots_.back(), 0));
     task_->SetShare(exec_.rank(), exec_.setup().comm->size());
-    return task_->SetOutputRows(exec_.all_ids());
+    return task_->SetOutputRows(exec_.all_keys());
   }
   return task_->SetOutputRows(layer_roots_.back().ids);
 }

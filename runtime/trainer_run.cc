@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "flexgraph/base/fault.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
@@ -21,7 +22,8 @@ namespace fg::runtime {
 namespace {
 
 // Tag steps of the scalar reductions of one epoch (the gradients use 2).
-constexpr int kStepLoss = 1, kStepMetrics = 3, kStepEvalLoss = 5;
+// Collective steps; one evaluation's sums take consecutive steps from kStepMetrics.
+constexpr int kStepLoss = 1, kStepEvalLoss = 5, kStepMetrics = 64;
 
 }  // namespace
 
@@ -111,7 +113,11 @@ EpochMetrics Trainer::Evaluate(int epoch) {
   ScopedTimer timer(&stats_.evaluation);
   ag::NoGradGuard guard;
   Tensor output = TaskRows(Forward(epoch, false)).value();
-  return task_->Evaluate(output, [&](std::vector<double>* v) { exec_.SumDoubles(v, epoch, kStepMetrics); });
+  int step = kStepMetrics;
+  return task_->Evaluate(output, [&](std::vector<double>* v) {
+    FG_CHECK(step <= kMaxTagStep) << "evaluation needs too many sums";
+    exec_.SumDoubles(v, epoch, step++);
+  });
 }
 
 absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids, bool nbr) {

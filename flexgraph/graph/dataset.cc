@@ -12,6 +12,7 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/graph/builder.h"
 #include "flexgraph/graph/gen/spec.h"
 #include "flexgraph/graph/io/cache.h"
 #include "flexgraph/graph/io/edge_list.h"
@@ -98,6 +99,13 @@ int PartInfo::Owner(int type, int64_t id) const {
   return static_cast<int>(std::upper_bound(b.begin(), b.end(), id) - b.begin()) - 1;
 }
 
+Tensor PartInfo::SourceRows(const std::string& type) const {
+  const Tensor& ids = original_ids.at(type);
+  Tensor rows = Tensor::Empty({ids.numel()}, DType::kInt32);
+  for (int64_t k = 0; k < ids.numel(); ++k) rows.i32()[k] = static_cast<int32_t>(ids.i64()[k]);
+  return rows;
+}
+
 std::string Dataset::LabeledType() const {
   if (labels.size() == 1) return labels.begin()->first;
   if (labels.count("node") != 0) return "node";
@@ -107,6 +115,37 @@ std::string Dataset::LabeledType() const {
     if (const Relation* r = graph.FindRelation(edge_splits.begin()->first)) return r->dst_type;
   }
   return "node";
+}
+
+absl::Status KeepTrainingEdges(Dataset* dataset, const std::string& key) {
+  HeteroGraph& g = dataset->graph;
+  const Relation* found = g.FindRelation(key);
+  auto split = dataset->edge_splits.find(key);
+  if (found == nullptr || found->Key() != key || split == dataset->edge_splits.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("relation ", key, ": no such relation with an edge split"));
+  }
+  const Tensor& train = split->second.train;
+  const int64_t m = train.defined() ? train.dim(0) : 0;
+  if (m > 0 && (train.rank() != 2 || train.dim(1) != 2 || train.dtype() != DType::kInt64)) {
+    return absl::InvalidArgumentError(absl::StrCat("split of ", key, " (train): expected int64 (src, dst) pairs"));
+  }
+  Relation* rel = &g.relations[found - g.relations.data()];
+  std::vector<int64_t> src(m), dst(m);
+  for (int64_t k = 0; k < m; ++k) {
+    src[k] = train.i64()[2 * k];
+    dst[k] = train.i64()[2 * k + 1];
+  }
+  CsrBuildOptions build;
+  build.deduplicate = true;
+  build.add_reverse_edges = rel->symmetric;
+  FG_ASSIGN_OR_RETURN(Relation rebuilt,
+                      BuildRelation(rel->src_type, rel->name, rel->dst_type, g.NumNodes(rel->src_type),
+                                    g.NumNodes(rel->dst_type), src.data(), dst.data(), m, nullptr,
+                                    Tensor(), build));
+  const bool int32 = !rel->by_dst.has_int64_indices();
+  *rel = std::move(rebuilt);
+  if (int32) FG_RETURN_IF_ERROR(g.ToInt32Indices());
+  return absl::OkStatus();
 }
 
 size_t Dataset::Bytes() const {

@@ -43,11 +43,18 @@ struct PartInfo {
   Tensor halo_ids, halo_in_degrees;
   // Edges of each relation over the whole graph (filled from the partitioned dataset's metadata).
   std::vector<int64_t> relation_edges;
+  // Link prediction: the edge split's training pairs over all parts (relation key -> count). A
+  // part's edge split holds the pairs whose source it owns, in the source dataset's ids (the task
+  // keys its negative draws on them), and its relation only the training edges.
+  std::map<std::string, int64_t> train_pairs_total;
 
   int num_parts() const { return bounds.empty() ? 0 : static_cast<int>(bounds[0].size()) - 1; }
   int64_t begin(int type) const { return bounds[type][index]; }
   int64_t end(int type) const { return bounds[type][index + 1]; }
   int Owner(int type, int64_t id) const;  // the part owning type-local `id`
+  // int32 source-dataset ids of the owned vertices of `type`: the rows a table over all of the
+  // type's vertices (a learned embedding) gives them, the same in every partitioning.
+  Tensor SourceRows(const std::string& type) const;
 };
 
 struct Dataset {
@@ -68,8 +75,15 @@ struct Dataset {
   // The node type that carries labels: the only labeled type, else "node" when labeled, else the
   // only type with a split, else the destination type of the only edge split.
   std::string LabeledType() const;
+  // What the dataset supervises: links when it has edge splits and no node labels.
+  bool PredictsLinks() const { return labels.empty() && !edge_splits.empty(); }
   size_t Bytes() const;
 };
+
+// Link prediction's message-passing graph: relation `key` rebuilt from its edge split's training
+// pairs (deduplicated; a symmetric relation gets both directions, edge features are dropped), so
+// that held-out links are never walked or aggregated over. Errors name the relation.
+absl::Status KeepTrainingEdges(Dataset* dataset, const std::string& key);
 
 // Row normalisation (Kipf & Welling) for non-negative features such as bag-of-words: divides each
 // row of every non-negative feature matrix by its sum (rows summing to 0 stay). Returns the node

@@ -1,6 +1,7 @@
 // Op tests: hand-computed tiny cases, finite-difference gradients, and parallel kernels against
 // serial references on random matrices with empty rows and skewed degrees.
 #include <cstring>
+#include <tuple>
 #include <gtest/gtest.h>
 
 #include "flexgraph/autograd/functions.h"
@@ -413,6 +414,26 @@ TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {
         for (int64_t j = 0; j < width; ++j) {
           ASSERT_EQ(got.f32()[k * width + j], x.f32()[idx[k] * width + j]);
         }
+      }
+    }
+  }
+  SetNumThreads(2);
+}
+
+TEST(ParallelKernels, MatmulIsBitwiseTheSameForAnyThreadCount) {
+  // Tall, wide and ragged products, both layouts: thread blocks never move a row within
+  // OpenBLAS's micro-tiles.
+  for (auto [m, k, n] : {std::tuple{1000, 37, 19}, std::tuple{70, 300, 999}, std::tuple{129, 64, 65}}) {
+    for (bool ta : {false, true}) {
+      Tensor a = RandomTensor(ta ? Shape{k, m} : Shape{m, k}, 83);
+      Tensor b = RandomTensor({k, n}, 84);
+      SetNumThreads(1);
+      const Tensor want = ops::Matmul(a, b, ta, false);
+      for (int threads : {2, 3, 5}) {
+        SetNumThreads(threads);
+        const Tensor got = ops::Matmul(a, b, ta, false);
+        ASSERT_EQ(std::memcmp(got.f32(), want.f32(), want.nbytes()), 0)
+            << m << "x" << k << "x" << n << " trans_a " << ta << " threads " << threads;
       }
     }
   }

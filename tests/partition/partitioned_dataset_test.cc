@@ -1,7 +1,7 @@
 // Partitioned datasets (partition/partitioned_dataset.h): every part, mapped back through its
 // source ids, holds exactly the source dataset's rows, split members and in-edges (in the source
-// order), for a homogeneous and a heterogeneous dataset; damaged or mismatched files are refused
-// with errors naming them.
+// order), for a homogeneous and a heterogeneous dataset, and a link-prediction dataset's parts its
+// training graph and split; damaged or mismatched files are refused with errors naming them.
 #include <unistd.h>
 
 #include <algorithm>
@@ -167,6 +167,41 @@ TEST(PartitionedDataset, ImdbPartsKeepEveryNodeTypeAndRelation) {
   const std::string dir = FreshDir("imdb");
   ASSERT_TRUE(WritePartitionedDataset(ds, StripedPlan(ds, 2), kData + "/imdb", dir).ok());
   ExpectPartsMatchSource(ds, dir, 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PartitionedDataset, LastFmPartsKeepTheTrainingEdgesAndTheSplitOfTheirSources) {
+  // Link prediction: the parts hold the training graph (what a run on the source trains on) and
+  // each the split pairs of the sources it owns, in source ids; together exactly the split.
+  const graph::Dataset ds = Load("lastfm");
+  const std::string key = "user___listens___artist";
+  graph::Dataset training = ds;
+  ASSERT_TRUE(graph::KeepTrainingEdges(&training, key).ok());
+  ASSERT_LT(training.graph.FindRelation(key)->by_dst.nnz(), ds.graph.FindRelation(key)->by_dst.nnz());
+  const std::string dir = FreshDir("lastfm");
+  ASSERT_TRUE(WritePartitionedDataset(ds, StripedPlan(ds, 3), kData + "/lastfm", dir).ok());
+  ExpectPartsMatchSource(training, dir, 3);
+  const graph::EdgeSplit& want = ds.edge_splits.at(key);
+  const int user = ds.graph.TypeIndex("user");
+  for (auto member : {&graph::EdgeSplit::train, &graph::EdgeSplit::valid, &graph::EdgeSplit::test}) {
+    std::multiset<std::pair<int64_t, int64_t>> expected, got;
+    const Tensor& all = want.*member;
+    for (int64_t k = 0; k < all.dim(0); ++k) expected.insert({all.i64()[2 * k], all.i64()[2 * k + 1]});
+    for (int p = 0; p < 3; ++p) {
+      auto part = LoadPart(dir, p);
+      ASSERT_TRUE(part.ok()) << part.status();
+      const Tensor& mine = part->edge_splits.at(key).*member;
+      const Tensor& owned = part->part->original_ids.at("user");
+      const std::set<int64_t> sources(owned.i64(), owned.i64() + owned.numel());
+      EXPECT_EQ(part->part->train_pairs_total.at(key), want.train.dim(0));
+      EXPECT_EQ(owned.numel(), part->part->end(user) - part->part->begin(user));
+      for (int64_t k = 0; k < mine.dim(0); ++k) {
+        EXPECT_EQ(sources.count(mine.i64()[2 * k]), 1u) << "part " << p << " pair " << k;
+        got.insert({mine.i64()[2 * k], mine.i64()[2 * k + 1]});
+      }
+    }
+    EXPECT_EQ(got, expected);
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -3,7 +3,7 @@
 // 1e-4 relative at every epoch, same test accuracy) for GCN, GraphSAGE and GIN, with the parts
 // written by every partitioning method for P = 2, 3, 4. PinSage's random walks and MAGNN's
 // metapath instances, and R-GCN's per-relation neighbours, run across the workers and select the
-// single-process HDGs. A selection that declares nothing, and a worker count other than the part
+// single-process HDGs; PinSage's link prediction trains on the parts' own pairs. A selection that declares nothing, and a worker count other than the part
 // count, are refused with clear errors.
 #include <unistd.h>
 
@@ -236,6 +236,36 @@ TEST(PartitionedTraining, RgcnRelationsAcrossWorkersAreTheSingleProcessOnes) {
   o.mutable_model()->set_hidden(16);
   o.mutable_train()->set_epochs(3);
   ExpectSelectionsMatch(o, {2, 3});
+}
+
+TEST(PartitionedTraining, PinSageLinkPredictionOnPartsMatchesTheSingleProcessRun) {
+  // Each part trains on the pairs of its own sources (negatives keyed by source ids) and scores
+  // their evaluation pairs; the metrics combine across the workers.
+  const flexgraph::RunConfig o = Options("pinsage", std::string(FG_SHARED_DATA_DIR) + "/lastfm");
+  auto single = Trainer::Create(o);
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto base = (*single)->Run();
+  ASSERT_TRUE(base.ok()) << base.status();
+  ASSERT_GT(base->extra.at("test_auc"), 0.5);
+  for (const auto& [method, parts] : {std::pair{partition::Method::kMetis, 2},
+                                      std::pair{partition::Method::kHash, 3}}) {
+    const std::string dir = WriteParts(o, parts, method);
+    flexgraph::RunConfig po = o;
+    po.mutable_dataset()->set_path(dir);
+    const auto results = RunWorkers(po, parts);
+    for (int r = 0; r < parts; ++r) {
+      ASSERT_TRUE(results[r].ok()) << "P=" << parts << ": " << results[r].status();
+      ASSERT_EQ(results[r]->losses.size(), base->losses.size());
+      for (size_t e = 0; e < base->losses.size(); ++e) {
+        EXPECT_NEAR(results[r]->losses[e], base->losses[e], 1e-4 * std::fabs(base->losses[e]))
+            << "P=" << parts << " epoch " << e + 1;
+      }
+      for (const char* key : {"valid_auc", "test_auc", "test_hits_at_10"}) {
+        EXPECT_NEAR(results[r]->extra.at(key), base->extra.at(key), 1e-4) << key << " P=" << parts;
+      }
+    }
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // A layer that reads its neighbours' in-edges without declaring how (nau/layer.h).

@@ -190,7 +190,8 @@ absl::Status PinSage::Build(const nau::ModelSpec& spec) {
       for (int64_t i = 0; i < n; ++i) rows[i] = static_cast<int32_t>(input_rows_ + i);
       input_rows_ += n;
       type_rows_.push_back(Tensor::FromVector(rows));
-      embedding_rows_.push_back(part ? RowRange(first, first + n) : Tensor());
+      // A part's rows of a learned table: its vertices' source-dataset ids (as in every run).
+      embedding_rows_.push_back(part ? part->SourceRows(name) : Tensor());
       if (f > 0) {
         projections_.push_back(std::make_unique<nn::Linear>(f, emb_dim, /*bias=*/true,
                                                             nn::Init::kGlorot, spec.seed, 1000 + t));

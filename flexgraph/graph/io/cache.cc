@@ -117,6 +117,9 @@ std::vector<Section> Sections(const Dataset& ds) {
     for (const auto& [type, n] : ds.part->train_total) {
       absl::StrAppend(&meta, "train_total\t", type, "\t", n, "\n");
     }
+    for (const auto& [key, n] : ds.part->train_pairs_total) {
+      absl::StrAppend(&meta, "train_pairs_total\t", key, "\t", n, "\n");
+    }
   }
   std::vector<Section> s;
   s.push_back({"meta", Tensor(), meta});
@@ -319,7 +322,7 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
   if (!have_meta) return Corrupt(name, "no meta section");
   Dataset ds;
   std::vector<std::pair<std::string, int64_t>> classes;
-  std::vector<std::pair<std::string, int64_t>> train_total;
+  std::vector<std::pair<std::string, int64_t>> train_total, train_pairs_total;
   std::map<int64_t, std::vector<int64_t>> bounds;
   int64_t part_index = -1, num_parts = 0;
   for (absl::string_view line : absl::StrSplit(meta, '\n', absl::SkipEmpty())) {
@@ -355,6 +358,8 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       }
     } else if (f[0] == "train_total" && f.size() == 3 && absl::SimpleAtoi(f[2], &v) && v >= 0) {
       train_total.push_back({f[1], v});
+    } else if (f[0] == "train_pairs_total" && f.size() == 3 && absl::SimpleAtoi(f[2], &v) && v >= 0) {
+      train_pairs_total.push_back({f[1], v});
     } else {
       return Corrupt(name, absl::StrCat("bad meta line '", line.substr(0, 80), "'"));
     }
@@ -412,7 +417,8 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
     }
     if (bounds.size() != g.node_types.size()) return Corrupt(name, "bounds of unknown node types");
     for (const auto& [type, n] : train_total) part.train_total[type] = n;
-  } else if (!bounds.empty() || !train_total.empty()) {
+    for (const auto& [key, n] : train_pairs_total) part.train_pairs_total[key] = n;
+  } else if (!bounds.empty() || !train_total.empty() || !train_pairs_total.empty()) {
     return Corrupt(name, "part bounds without a part line");
   }
   const PartInfo* part = ds.part ? &*ds.part : nullptr;
@@ -432,22 +438,23 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
       } else {
         FG_RETURN_IF_ERROR(csr(p + ".dst", rows(d), g.num_nodes[s], &r.by_dst));
       }
-      continue;
-    }
-    FG_RETURN_IF_ERROR(csr(p + ".src", g.num_nodes[s], g.num_nodes[d], &r.by_src));
-    if (r.symmetric) {
-      r.by_dst = r.by_src;
     } else {
-      FG_RETURN_IF_ERROR(csr(p + ".dst", g.num_nodes[d], g.num_nodes[s], &r.by_dst));
-      if (r.by_dst.nnz() != r.by_src.nnz()) {
-        return Corrupt(name, absl::StrCat(r.Key(), ": by_src and by_dst differ in size"));
+      FG_RETURN_IF_ERROR(csr(p + ".src", g.num_nodes[s], g.num_nodes[d], &r.by_src));
+      if (r.symmetric) {
+        r.by_dst = r.by_src;
+      } else {
+        FG_RETURN_IF_ERROR(csr(p + ".dst", g.num_nodes[d], g.num_nodes[s], &r.by_dst));
+        if (r.by_dst.nnz() != r.by_src.nnz()) {
+          return Corrupt(name, absl::StrCat(r.Key(), ": by_src and by_dst differ in size"));
+        }
+      }
+      r.edge_feat = take(p + ".efeat");
+      if (r.edge_feat.defined() &&
+          (r.edge_feat.dtype() != DType::kFloat32 || r.edge_feat.rows() != r.by_src.nnz())) {
+        return Corrupt(name, absl::StrCat("section '", p, ".efeat' has the wrong shape"));
       }
     }
-    r.edge_feat = take(p + ".efeat");
-    if (r.edge_feat.defined() &&
-        (r.edge_feat.dtype() != DType::kFloat32 || r.edge_feat.rows() != r.by_src.nnz())) {
-      return Corrupt(name, absl::StrCat("section '", p, ".efeat' has the wrong shape"));
-    }
+    // Edge split pairs: the source dataset's ids in a part (PartInfo), so any id of the types.
     if (arrays.count(p + ".train") != 0) {
       EdgeSplit& es = ds.edge_splits[r.Key()];
       const int64_t ns = g.num_nodes[s], nd = g.num_nodes[d];

@@ -15,6 +15,8 @@
 namespace fg::ops::cpu {
 namespace {
 constexpr int64_t kGrain = 1 << 14;
+// C is computed in at most kMaxGemmBlocks blocks of whole kGemmUnit rows (or columns).
+constexpr int64_t kGemmUnit = 64, kMaxGemmBlocks = 64;
 
 template <typename F>
 void Elementwise(int64_t n, F&& f) {
@@ -42,13 +44,17 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
       for (int64_t j = 0; j < m * n; ++j) ci[j] = beta == 0.0f ? 0.0f : beta * ci[j];
       continue;
     }
-    // FlexGraph's threads each compute a block of C with single-threaded OpenBLAS (whose own
+    // FlexGraph's threads each compute blocks of C with single-threaded OpenBLAS (whose own
     // threads would otherwise spin between calls, taking cores from the OpenMP loops): blocks of
-    // rows, or of columns when C is short and wide.
+    // rows, or of columns when C is short and wide. The blocks depend on the shape only, never on
+    // the thread count: OpenBLAS's sums depend on a call's shape (small-matrix kernels, tiles),
+    // so the same calls give the same bits on any machine.
     const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
     const bool by_rows = m >= n;
     const int64_t extent = by_rows ? m : n;
-    const int blocks = static_cast<int>(std::min<int64_t>(NumThreads(), extent / 32));
+    const int64_t units = (extent + kGemmUnit - 1) / kGemmUnit;
+    const int64_t blocks = std::min(units, kMaxGemmBlocks);
+    auto start = [&](int64_t b) { return std::min(extent, b * units / blocks * kGemmUnit); };
     auto gemm = [&](int64_t lo, int64_t hi) {
       const float* ab = by_rows ? (trans_a ? ai + lo : ai + lo * k) : ai;
       const float* bb = by_rows ? bi : (trans_b ? bi + lo * k : bi + lo);
@@ -57,10 +63,10 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
                   trans_b ? CblasTrans : CblasNoTrans, by_rows ? hi - lo : m, by_rows ? n : hi - lo,
                   k, alpha, ab, lda, bb, ldb, beta, cb, n);
     };
-    if (blocks <= 1) {
-      gemm(0, extent);
+    if (NumThreads() == 1) {
+      for (int64_t b = 0; b < blocks; ++b) gemm(start(b), start(b + 1));
     } else {
-      ParallelBlocks(extent, blocks, [&](int, int64_t lo, int64_t hi) { gemm(lo, hi); });
+      ParallelFor(0, blocks, [&](int64_t b) { gemm(start(b), start(b + 1)); });
     }
   }
 }
