@@ -38,7 +38,7 @@ ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m
   }
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m, d](const Tensor&) {
+  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d](const Tensor&) {
     Tensor g = Tensor::Zeros({m.rows(), d});
     for (const PeerExchange& pe : e->peers) {
       if (!pe.send_rows.defined() || pe.send_rows.numel() == 0) continue;
@@ -65,7 +65,7 @@ ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Va
   }
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m, d](const Tensor&) {
+  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d](const Tensor&) {
     Tensor g = Tensor::Zeros({m.rows(), d});
     for (const PeerExchange& pe : e->peers) {
       if (!pe.send_partial) continue;
@@ -104,7 +104,7 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
   }
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token, width](const Tensor& g) {
+  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width](const Tensor& g) {
     for (const PeerExchange& pe : e->peers) {
       if (!pe.recv_slots.defined() || pe.recv_slots.numel() == 0) continue;
       const int64_t first = pe.recv_slots.i32()[0];
@@ -140,7 +140,7 @@ ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag:
   }
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token](const Tensor& g) {
+  return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token)](const Tensor& g) {
     for (const PeerExchange& pe : e->peers) {
       if (!pe.recv_targets.defined()) continue;
       Tensor rows = ops::GatherRows(g, pe.recv_targets);
@@ -187,7 +187,7 @@ ag::Var AllReduceSum(ExchangeContext& ctx, const ag::Var& x) {
     RecordError(ctx, s);
   }
   ExchangeContext* c = &ctx;
-  return ag::MakeResult(y, "AllReduceSum", {x}, [c, x, call](const Tensor& g) {
+  return ag::MakeResult(y, "AllReduceSum", {x}, [c, x = ag::GradRef(x), call](const Tensor& g) {
     Tensor gx = g.Clone();
     if (c->comm != nullptr && c->comm->size() > 1) {
       auto s = SumAcrossWorkers(*c->comm, gx.f32(), gx.numel(),
@@ -206,7 +206,7 @@ ag::Var ConcatRows(const ag::Var& a, const ag::Var& b) {
   Tensor y = Tensor::Empty({a.rows() + b.rows(), d});
   std::memcpy(y.f32(), a.value().f32(), a.value().nbytes());
   if (b.rows() > 0) std::memcpy(y.f32() + a.rows() * d, b.value().f32(), b.value().nbytes());
-  return ag::MakeResult(y, "ConcatRows", {a, b}, [a, b, d](const Tensor& g) {
+  return ag::MakeResult(y, "ConcatRows", {a, b}, [a = ag::GradRef(a), b = ag::GradRef(b), d](const Tensor& g) {
     Tensor ga = Tensor::Empty({a.rows(), d});
     std::memcpy(ga.f32(), g.f32(), ga.nbytes());
     ag::AccumulateGrad(a, ga, "ConcatRows");
