@@ -37,5 +37,11 @@ absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int
 absl::StatusOr<std::vector<std::string>> AllToAllVOverMessages(Communicator& comm,
                                                               std::vector<std::string> send,
                                                               uint64_t tag);
+// StartAllToAllV (communicator.h) as one Send per peer with bytes for it and one Recv per peer
+// with bytes to receive (at Finish).
+std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm, std::string send,
+                                                                           const std::vector<int64_t>& send_bytes,
+                                                                           std::vector<int64_t> recv_bytes,
+                                                                           uint64_t tag);
 
 }  // namespace fg::runtime

@@ -72,6 +72,7 @@ void DistributedExecutor::BeginPass(nau::LayerContext* ctx, int epoch, bool trai
   xctx_.epoch = epoch;
   xctx_.phase = training ? 0 : 1;
   xctx_.reductions = 0;
+  xctx_.pending.clear();  // left by a pass that failed
   ctx->sum_across_workers = nullptr;
   if (distributed()) {
     ctx->sum_across_workers = [this](const ag::Var& x) { return AllReduceSum(xctx_, x); };

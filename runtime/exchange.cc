@@ -26,128 +26,169 @@ void RecordError(ExchangeContext& ctx, const absl::Status& s) {
   }
 }
 
+// Starts the all-to-all `tag`: parts[q] ([k, d] floats, or undefined) for each peer q, expecting
+// recv_rows[q] rows of width d from it.
+void Start(ExchangeContext& ctx, uint64_t tag, const std::vector<Tensor>& parts,
+           const std::vector<int64_t>& recv_rows, int64_t d) {
+  const int P = ctx.comm->size();
+  std::vector<int64_t> send_bytes(P, 0), recv_bytes(P, 0);
+  int64_t total = 0;
+  for (int q = 0; q < P; ++q) {
+    send_bytes[q] = parts[q].defined() ? parts[q].nbytes() : 0;
+    recv_bytes[q] = recv_rows[q] * d * static_cast<int64_t>(sizeof(float));
+    total += send_bytes[q];
+  }
+  std::string send(total, '\0');
+  for (int q = 0, at = 0; q < P; at += send_bytes[q], ++q) {
+    if (send_bytes[q] > 0) std::memcpy(send.data() + at, parts[q].raw(), send_bytes[q]);
+  }
+  ctx.pending[tag] = ctx.comm->StartAllToAllV(std::move(send), std::move(send_bytes), std::move(recv_bytes), tag);
+}
+
+// What the peers sent for `tag`, in rank order (empty after an error, which is recorded).
+std::string Finish(ExchangeContext& ctx, uint64_t tag) {
+  auto it = ctx.pending.find(tag);
+  FG_CHECK(it != ctx.pending.end()) << "exchange " << TagString(tag) << " finished before it started";
+  auto got = it->second->Finish();
+  ctx.pending.erase(it);
+  if (!got.ok()) {
+    RecordError(ctx, got.status());
+    return std::string();
+  }
+  return *std::move(got);
+}
+
+// Calls f(q, rows, data) for each peer q with rows[q] > 0 rows of width d in `bytes` (rank order).
+template <typename F>
+void ForEachPart(const std::string& bytes, const std::vector<int64_t>& rows, int64_t d, F&& f) {
+  if (bytes.empty()) return;  // an error was recorded
+  const float* at = reinterpret_cast<const float*>(bytes.data());
+  for (int q = 0; q < static_cast<int>(rows.size()); ++q) {
+    if (rows[q] == 0) continue;
+    f(q, at);
+    at += rows[q] * d;
+  }
+}
+
+int64_t Count(const Tensor& t) { return t.defined() ? t.numel() : 0; }
+
+// Per peer: rows sent (send_rows), ghost rows received (recv_slots), partial rows sent
+// (send_partial's rows) and partial rows received (recv_targets).
+std::vector<int64_t> PerPeer(const LayerExchange& ex, int P, int64_t (*count)(const PeerExchange&)) {
+  std::vector<int64_t> n(P, 0);
+  for (const PeerExchange& pe : ex.peers) n[pe.peer] = count(pe);
+  return n;
+}
+int64_t SentRows(const PeerExchange& pe) { return Count(pe.send_rows); }
+int64_t GhostRows(const PeerExchange& pe) { return Count(pe.recv_slots); }
+int64_t SentPartials(const PeerExchange& pe) { return pe.send_partial ? pe.send_partial->csr().num_rows : 0; }
+int64_t ReceivedPartials(const PeerExchange& pe) { return Count(pe.recv_targets); }
+
 }  // namespace
 
 ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
+  const int P = ctx.comm->size();
+  std::vector<Tensor> parts(P);
   for (const PeerExchange& pe : ex.peers) {
-    if (!pe.send_rows.defined() || pe.send_rows.numel() == 0) continue;
-    Tensor rows = ops::GatherRows(m.value(), pe.send_rows);
-    ctx.comm->Send(pe.peer, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures),
-                   FloatsToBytes(rows.f32(), rows.numel()));
+    if (SentRows(pe) > 0) parts[pe.peer] = ops::GatherRows(m.value(), pe.send_rows);
   }
+  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures), parts,
+        PerPeer(ex, P, GhostRows), d);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d](const Tensor&) {
+  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
+    const std::vector<int64_t> rows = PerPeer(*e, P, SentRows);
+    const std::string bytes =
+        Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients));
     Tensor g = Tensor::Zeros({m.rows(), d});
-    for (const PeerExchange& pe : e->peers) {
-      if (!pe.send_rows.defined() || pe.send_rows.numel() == 0) continue;
-      auto bytes = c->comm->Recv(pe.peer, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows),
-                                                  TrafficKind::kGradients));
-      if (!bytes.ok()) return RecordError(*c, bytes.status());
-      Tensor rg = Tensor::Empty({pe.send_rows.numel(), d});
-      auto s = BytesToFloats(*bytes, rg.f32(), rg.numel(), pe.peer);
-      if (!s.ok()) return RecordError(*c, s);
-      ops::AddInPlace(&g, ops::ScatterAddRows(rg, pe.send_rows, m.rows()));
-    }
+    ForEachPart(bytes, rows, d, [&](int q, const float* data) {
+      const Tensor& idx = e->peers[q].send_rows;
+      Tensor rg = Tensor::Empty({idx.numel(), d});
+      std::memcpy(rg.f32(), data, rg.nbytes());
+      ops::AddInPlace(&g, ops::ScatterAddRows(rg, idx, m.rows()));
+    });
     ag::AccumulateGrad(m, g, "PostRows");
   });
 }
 
 ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
+  const int P = ctx.comm->size();
+  std::vector<Tensor> parts(P);
   for (const PeerExchange& pe : ex.peers) {
-    if (!pe.send_partial) continue;
-    Tensor part = ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum);
-    ctx.comm->Send(pe.peer,
-                   MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials),
-                   FloatsToBytes(part.f32(), part.numel()));
+    if (SentPartials(pe) > 0) parts[pe.peer] = ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum);
   }
+  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials), parts,
+        PerPeer(ex, P, ReceivedPartials), d);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d](const Tensor&) {
+  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
+    const std::vector<int64_t> rows = PerPeer(*e, P, SentPartials);
+    const std::string bytes =
+        Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients));
     Tensor g = Tensor::Zeros({m.rows(), d});
-    for (const PeerExchange& pe : e->peers) {
-      if (!pe.send_partial) continue;
-      auto bytes = c->comm->Recv(pe.peer, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials),
-                                                  TrafficKind::kGradients));
-      if (!bytes.ok()) return RecordError(*c, bytes.status());
-      Tensor pg = Tensor::Empty({pe.send_partial->csr().num_rows, d});
-      auto s = BytesToFloats(*bytes, pg.f32(), pg.numel(), pe.peer);
-      if (!s.ok()) return RecordError(*c, s);
+    ForEachPart(bytes, rows, d, [&](int q, const float* data) {
+      const PeerExchange& pe = e->peers[q];
+      Tensor pg = Tensor::Empty({rows[q], d});
+      std::memcpy(pg.f32(), data, pg.nbytes());
       ops::AddInPlace(&g, ops::Spmm(pe.send_partial->transpose(), pg, ops::SpmmReduce::kSum));
-    }
+    });
     ag::AccumulateGrad(m, g, "PostPartials");
   });
 }
 
 ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
                     int64_t width) {
-  const int64_t n_ghost = ex.ghost_ids.numel();
-  Tensor ghosts = Tensor::Zeros({n_ghost, width});
-  for (const PeerExchange& pe : ex.peers) {
-    if (!pe.recv_slots.defined() || pe.recv_slots.numel() == 0) continue;
-    auto bytes = ctx.comm->Recv(pe.peer, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows),
-                                                 TrafficKind::kFeatures));
-    if (!bytes.ok()) {
-      RecordError(ctx, bytes.status());
-      break;
-    }
+  const int P = ctx.comm->size();
+  const std::vector<int64_t> rows = PerPeer(ex, P, GhostRows);
+  Tensor ghosts = Tensor::Zeros({ex.ghost_ids.numel(), width});
+  const std::string bytes =
+      Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures));
+  ForEachPart(bytes, rows, width, [&](int q, const float* data) {
     // Slots of one peer are contiguous and in order.
-    const int64_t first = pe.recv_slots.i32()[0];
-    auto s = BytesToFloats(*bytes, ghosts.f32() + first * width, pe.recv_slots.numel() * width,
-                           pe.peer);
-    if (!s.ok()) {
-      RecordError(ctx, s);
-      break;
-    }
-  }
+    std::memcpy(ghosts.f32() + ex.peers[q].recv_slots.i32()[0] * width, data, rows[q] * width * sizeof(float));
+  });
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width](const Tensor& g) {
+  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width, P](const Tensor& g) {
+    std::vector<Tensor> parts(P);
     for (const PeerExchange& pe : e->peers) {
-      if (!pe.recv_slots.defined() || pe.recv_slots.numel() == 0) continue;
+      if (GhostRows(pe) == 0) continue;
       const int64_t first = pe.recv_slots.i32()[0];
-      c->comm->Send(pe.peer, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients),
-                    FloatsToBytes(g.f32() + first * width, pe.recv_slots.numel() * width));
+      parts[pe.peer] = Tensor::Empty({pe.recv_slots.numel(), width});
+      std::memcpy(parts[pe.peer].f32(), g.f32() + first * width, parts[pe.peer].nbytes());
     }
+    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients), parts,
+          PerPeer(*e, P, SentRows), width);
     ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceiveRows");
   });
 }
 
 ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
                         int64_t width) {
+  const int P = ctx.comm->size();
+  const std::vector<int64_t> rows = PerPeer(ex, P, ReceivedPartials);
   Tensor sum = Tensor::Zeros({ex.num_roots, width});
-  for (const PeerExchange& pe : ex.peers) {
-    if (!pe.recv_targets.defined()) continue;
-    auto bytes = ctx.comm->Recv(pe.peer, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials),
-                                                 TrafficKind::kPartials));
-    if (!bytes.ok()) {
-      RecordError(ctx, bytes.status());
-      break;
-    }
-    Tensor part = Tensor::Empty({pe.recv_targets.numel(), width});
-    auto s = BytesToFloats(*bytes, part.f32(), part.numel(), pe.peer);
-    if (!s.ok()) {
-      RecordError(ctx, s);
-      break;
-    }
-    for (int64_t k = 0; k < part.rows(); ++k) {
-      float* dst = sum.f32() + static_cast<int64_t>(pe.recv_targets.i32()[k]) * width;
-      const float* src = part.f32() + k * width;
+  const std::string bytes =
+      Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials));
+  ForEachPart(bytes, rows, width, [&](int q, const float* part) {
+    const Tensor& targets = ex.peers[q].recv_targets;
+    for (int64_t k = 0; k < rows[q]; ++k) {
+      float* dst = sum.f32() + static_cast<int64_t>(targets.i32()[k]) * width;
+      const float* src = part + k * width;
       for (int64_t j = 0; j < width; ++j) dst[j] += src[j];
     }
-  }
+  });
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token)](const Tensor& g) {
+  return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token), P](const Tensor& g) {
+    std::vector<Tensor> parts(P);
     for (const PeerExchange& pe : e->peers) {
-      if (!pe.recv_targets.defined()) continue;
-      Tensor rows = ops::GatherRows(g, pe.recv_targets);
-      c->comm->Send(pe.peer,
-                    MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients),
-                    FloatsToBytes(rows.f32(), rows.numel()));
+      if (ReceivedPartials(pe) > 0) parts[pe.peer] = ops::GatherRows(g, pe.recv_targets);
     }
+    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients), parts,
+          PerPeer(*e, P, SentPartials), g.row_width());
     ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceivePartials");
   });
 }

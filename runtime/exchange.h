@@ -9,6 +9,7 @@
 // direction. Thread-compatible; all workers must build and run exchanges in the same order.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -102,10 +103,14 @@ struct ExchangeContext {
   double compute_in_flight = 0;  // seconds of local work between posting sends and receiving
   bool pipeline = true;          // false: receive before the local aggregation (for benchmarks)
   int reductions = 0;            // AllReduceSum calls in the current pass (tags)
+  // The all-to-alls started and not yet finished, by tag: a Post op (forward) or a Receive op's
+  // backward starts one, the matching Receive op or Post op's backward finishes it.
+  std::map<uint64_t, std::unique_ptr<Communicator::PendingAllToAllV>> pending;
 };
 
-// Sends rows / partials of `m` (my owned messages [num_owned, d]) to the peers. Returns a token
-// that the matching Receive op takes, so the backward exchange runs in the mirrored order.
+// Starts sending rows / partials of `m` (my owned messages [num_owned, d]) to the peers, one
+// planned all-to-all (Communicator::StartAllToAllV) that the matching Receive op finishes. Returns
+// a token that the Receive op takes, so the backward exchange runs in the mirrored order.
 ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m);
 ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m);
 // Ghost rows [ghosts, d] / partial sums scattered onto my roots [num_roots, d].
