@@ -39,6 +39,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     MPI_Comm_dup(MPI_COMM_WORLD, &p2p_);
     MPI_Comm_dup(MPI_COMM_WORLD, &coll_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &xchg_);
     progress_ = std::thread([this] { Progress(); });
   }
   ~MpiCommunicator() override { Stop(); }
@@ -162,6 +163,39 @@ class MpiCommunicator final : public Communicator {
     return got;
   }
 
+  // MPI_Ialltoallv on a communicator of its own (the exchange's calls start in the same order on
+  // every rank); Finish tests it until done, the run aborts or the timeout passes.
+  std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::string send, std::vector<int64_t> send_bytes,
+                                                   std::vector<int64_t> recv_bytes, uint64_t tag) override {
+    auto pending = std::make_unique<Pending>(this, tag);
+    pending->send = std::move(send);
+    std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
+    int64_t send_total = 0, recv_total = 0;
+    for (int q = 0; q < size_; ++q) {
+      send_displs[q] = static_cast<int>(std::min<int64_t>(send_total, INT_MAX));
+      recv_displs[q] = static_cast<int>(std::min<int64_t>(recv_total, INT_MAX));
+      send_counts[q] = static_cast<int>(std::min<int64_t>(send_bytes[q], INT_MAX));
+      recv_counts[q] = static_cast<int>(std::min<int64_t>(recv_bytes[q], INT_MAX));
+      send_total += send_bytes[q];
+      recv_total += recv_bytes[q];
+    }
+    if (send_total > INT_MAX || recv_total > INT_MAX) {
+      pending->status = absl::ResourceExhaustedError(absl::StrCat(
+          "an exchange of ", std::max(send_total, recv_total), " bytes (", TagString(tag),
+          ") exceeds MPI's 2 GiB count: use more workers or the gRPC backend"));
+      Abort(pending->status);
+      return pending;
+    }
+    CountSent(tag, static_cast<size_t>(send_total));
+    pending->recv.resize(recv_total);
+    pending->status = MpiError(MPI_Ialltoallv(pending->send.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                                              pending->recv.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE,
+                                              xchg_, &pending->request),
+                               "MPI_Ialltoallv");
+    wake_.notify_one();
+    return pending;
+  }
+
   // Waits for this rank's sends, then for every rank's (a barrier), then stops receiving.
   absl::Status Finish() {
     for (;;) {
@@ -175,6 +209,7 @@ class MpiCommunicator final : public Communicator {
     Stop();
     MPI_Comm_free(&p2p_);
     MPI_Comm_free(&coll_);
+    MPI_Comm_free(&xchg_);
     return s;
   }
 
@@ -182,6 +217,39 @@ class MpiCommunicator final : public Communicator {
   struct Outgoing {
     MPI_Request request;
     std::string bytes;
+  };
+  struct Pending final : PendingAllToAllV {
+    Pending(MpiCommunicator* c, uint64_t t) : comm(c), tag(t) {}
+    // An unfinished request is left to MPI (a collective's request cannot be freed); it only
+    // happens when the run fails.
+    absl::StatusOr<std::string> Finish() override {
+      FG_RETURN_IF_ERROR(status);
+      Stopwatch wait;
+      ++comm->receiving_;
+      comm->wake_.notify_one();
+      for (int spins = 0;; ++spins) {
+        int done = 0;
+        status = MpiError(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (!status.ok() || done) break;
+        status = comm->mailbox_.status();
+        if (!status.ok()) break;
+        if (wait.Seconds() > comm->timeout().count() / 1000.0) {
+          status = absl::DeadlineExceededError(absl::StrCat("exchange ", TagString(tag), " not complete within ",
+                                                            comm->timeout().count() / 1000, " s"));
+          break;
+        }
+        if (spins > 100) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      --comm->receiving_;
+      comm->CountWait(wait.Seconds());
+      FG_RETURN_IF_ERROR(status);
+      return std::move(recv);
+    }
+    MpiCommunicator* comm;
+    uint64_t tag;
+    absl::Status status;
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::string send, recv;
   };
 
   void Stop() {
@@ -232,7 +300,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   int rank_ = 0, size_ = 1;
-  MPI_Comm p2p_ = MPI_COMM_NULL, coll_ = MPI_COMM_NULL;
+  MPI_Comm p2p_ = MPI_COMM_NULL, coll_ = MPI_COMM_NULL, xchg_ = MPI_COMM_NULL;
   Mailbox mailbox_;
   std::mutex mu_;
   std::list<Outgoing> pending_;  // guarded by mu_; a list keeps the buffers in place

@@ -1,7 +1,8 @@
 // Collectives over the in-process communicator: the ring all-reduce and the small all-reduce give
 // every worker the exact sums at any worker count (P = 40 included, past the old tag field's
 // limit), back to back; tags keep every field apart and reject values that do not fit; a mailbox
-// refuses a second message with the same (source, tag) instead of overwriting the first.
+// refuses a second message with the same (source, tag) instead of overwriting the first; planned
+// split-phase all-to-alls overlap and name a peer that sends other than planned.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -190,6 +191,54 @@ TEST(Communicator, ADuplicateSendFailsTheWholeGroup) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(r.status().message().find("worker 0"), std::string::npos) << r.status();
   EXPECT_EQ(bystander.status(), r.status());
+}
+
+TEST(Communicator, PlannedAllToAllsOverlapAndCheckTheirSizes) {
+  // Worker r sends q + 1 copies of byte 'a' + r to each worker q != r (none to one peer); two calls
+  // are in flight at once and finish in the other order.
+  const int P = 4;
+  std::vector<std::string> first(P), second(P);
+  std::vector<absl::Status> status(P);
+  auto plan = [&](int from, int to) -> int64_t { return from == to || (from + to) % 5 == 0 ? 0 : to + 1; };
+  RunGroup(P, [&](Communicator& comm) {
+    const int r = comm.rank();
+    std::vector<int64_t> send_bytes(P), recv_bytes(P);
+    std::string send;
+    for (int q = 0; q < P; ++q) {
+      send_bytes[q] = plan(r, q);
+      recv_bytes[q] = plan(q, r);
+      send += std::string(send_bytes[q], static_cast<char>('a' + r));
+    }
+    auto a = comm.StartAllToAllV(send, send_bytes, recv_bytes, MakeTag(0, 0, 0, TrafficKind::kFeatures));
+    auto b = comm.StartAllToAllV(send, send_bytes, recv_bytes, MakeTag(0, 1, 0, TrafficKind::kFeatures));
+    auto got_b = b->Finish();
+    auto got_a = a->Finish();
+    status[r] = got_a.ok() ? got_b.status() : got_a.status();
+    if (status[r].ok()) {
+      first[r] = *got_a;
+      second[r] = *got_b;
+    }
+  });
+  for (int r = 0; r < P; ++r) {
+    ASSERT_TRUE(status[r].ok()) << "worker " << r << ": " << status[r];
+    std::string want;
+    for (int q = 0; q < P; ++q) want += std::string(plan(q, r), static_cast<char>('a' + q));
+    EXPECT_EQ(first[r], want) << "worker " << r;
+    EXPECT_EQ(second[r], want) << "worker " << r;
+  }
+  // A peer that sends other than the planned size is named.
+  absl::StatusOr<std::string> wrong;
+  RunGroup(2, [&](Communicator& comm) {
+    const uint64_t tag = MakeTag(1, 0, 0, TrafficKind::kPartials);
+    if (comm.rank() == 0) {
+      comm.StartAllToAllV("xyz", {0, 3}, {0, 0}, tag)->Finish().IgnoreError();
+    } else {
+      wrong = comm.StartAllToAllV("", {0, 0}, {2, 0}, tag)->Finish();
+    }
+  });
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("worker 0 sent 3 bytes where 2 were planned"), std::string::npos)
+      << wrong.status();
 }
 
 TEST(Communicator, AbortWakesWaitersWithTheReason) {
