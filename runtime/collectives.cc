@@ -133,19 +133,15 @@ class MessagePendingAllToAllV final : public Communicator::PendingAllToAllV {
  public:
   MessagePendingAllToAllV(Communicator& comm, std::vector<int64_t> recv_bytes, uint64_t tag)
       : comm_(comm), recv_bytes_(std::move(recv_bytes)), tag_(tag) {}
-  absl::StatusOr<std::string> Finish() override {
-    std::string got;
-    int64_t total = 0;
-    for (int64_t b : recv_bytes_) total += b;
-    got.reserve(total);
+  absl::StatusOr<std::vector<std::string>> Finish() override {
+    std::vector<std::string> got(recv_bytes_.size());
     for (int q = 0; q < static_cast<int>(recv_bytes_.size()); ++q) {
       if (recv_bytes_[q] == 0) continue;
-      FG_ASSIGN_OR_RETURN(std::string part, comm_.Recv(q, tag_));
-      if (static_cast<int64_t>(part.size()) != recv_bytes_[q]) {
-        return absl::DataLossError(absl::StrCat("worker ", q, " sent ", part.size(), " bytes where ",
+      FG_ASSIGN_OR_RETURN(got[q], comm_.Recv(q, tag_));
+      if (static_cast<int64_t>(got[q].size()) != recv_bytes_[q]) {
+        return absl::DataLossError(absl::StrCat("worker ", q, " sent ", got[q].size(), " bytes where ",
                                                 recv_bytes_[q], " were planned (", TagString(tag_), ")"));
       }
-      got += part;
     }
     return got;
   }
@@ -157,18 +153,12 @@ class MessagePendingAllToAllV final : public Communicator::PendingAllToAllV {
 };
 }  // namespace
 
-std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm, std::string send,
-                                                                           const std::vector<int64_t>& send_bytes,
+std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm,
+                                                                           std::vector<std::string> send,
                                                                            std::vector<int64_t> recv_bytes,
                                                                            uint64_t tag) {
-  int64_t offset = 0;
-  for (int q = 0; q < static_cast<int>(send_bytes.size()); ++q) {
-    if (send_bytes[q] > 0 && q != comm.rank()) {
-      comm.Send(q, tag, offset == 0 && send_bytes[q] == static_cast<int64_t>(send.size())
-                            ? std::move(send)
-                            : send.substr(offset, send_bytes[q]));
-    }
-    offset += send_bytes[q];
+  for (int q = 0; q < static_cast<int>(send.size()); ++q) {
+    if (!send[q].empty() && q != comm.rank()) comm.Send(q, tag, std::move(send[q]));
   }
   return std::make_unique<MessagePendingAllToAllV>(comm, std::move(recv_bytes), tag);
 }
@@ -187,11 +177,10 @@ absl::Status Communicator::Barrier(int epoch, int step) { return BarrierOverMess
 absl::StatusOr<std::vector<std::string>> Communicator::AllToAllV(std::vector<std::string> send, uint64_t tag) {
   return AllToAllVOverMessages(*this, std::move(send), tag);
 }
-std::unique_ptr<Communicator::PendingAllToAllV> Communicator::StartAllToAllV(std::string send,
-                                                                            std::vector<int64_t> send_bytes,
+std::unique_ptr<Communicator::PendingAllToAllV> Communicator::StartAllToAllV(std::vector<std::string> send,
                                                                             std::vector<int64_t> recv_bytes,
                                                                             uint64_t tag) {
-  return StartAllToAllVOverMessages(*this, std::move(send), send_bytes, std::move(recv_bytes), tag);
+  return StartAllToAllVOverMessages(*this, std::move(send), std::move(recv_bytes), tag);
 }
 absl::Status Communicator::AllReduceOnDevice(float*, int64_t, void*) {
   return absl::UnimplementedError("this communicator has no device collectives (the NCCL backend has)");

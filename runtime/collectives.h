@@ -39,8 +39,8 @@ absl::StatusOr<std::vector<std::string>> AllToAllVOverMessages(Communicator& com
                                                               uint64_t tag);
 // StartAllToAllV (communicator.h) as one Send per peer with bytes for it and one Recv per peer
 // with bytes to receive (at Finish).
-std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm, std::string send,
-                                                                           const std::vector<int64_t>& send_bytes,
+std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm,
+                                                                           std::vector<std::string> send,
                                                                            std::vector<int64_t> recv_bytes,
                                                                            uint64_t tag);
 

@@ -112,17 +112,16 @@ class Communicator {
   // send[rank()]). `tag` names the call as for Send.
   virtual absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag);
   // The split-phase all-to-all of the exchange, whose sizes both sides know from a plan:
-  // StartAllToAllV sends bytes [offset_q, offset_q + send_bytes[q]) of `send` (the peers' parts in
-  // rank order) to each worker q and returns at once; Finish returns what each worker q sent this
-  // one, recv_bytes[q] bytes, consecutive in rank order, or an error naming the worker. Entries for
-  // rank() are 0. Computation and other calls may run in between; every worker starts its calls in
-  // the same order and finishes each once.
+  // StartAllToAllV sends send[q] to each worker q (nothing when empty; send[rank()] is empty) and
+  // returns at once; Finish returns what each worker q sent this one, recv_bytes[q] bytes at entry
+  // q, or an error naming the worker. Computation and other calls may run in between; every worker
+  // starts its calls in the same order and finishes each once.
   class PendingAllToAllV {
    public:
     virtual ~PendingAllToAllV() = default;
-    virtual absl::StatusOr<std::string> Finish() = 0;
+    virtual absl::StatusOr<std::vector<std::string>> Finish() = 0;
   };
-  virtual std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::string send, std::vector<int64_t> send_bytes,
+  virtual std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::vector<std::string> send,
                                                            std::vector<int64_t> recv_bytes, uint64_t tag);
 
   // Device collectives (the NCCL backend, nccl_communicator.h): sums n floats held in this

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 
@@ -26,47 +27,48 @@ void RecordError(ExchangeContext& ctx, const absl::Status& s) {
   }
 }
 
-// Starts the all-to-all `tag`: parts[q] ([k, d] floats, or undefined) for each peer q, expecting
-// recv_rows[q] rows of width d from it.
-void Start(ExchangeContext& ctx, uint64_t tag, const std::vector<Tensor>& parts,
-           const std::vector<int64_t>& recv_rows, int64_t d) {
-  const int P = ctx.comm->size();
-  std::vector<int64_t> send_bytes(P, 0), recv_bytes(P, 0);
-  int64_t total = 0;
-  for (int q = 0; q < P; ++q) {
-    send_bytes[q] = parts[q].defined() ? parts[q].nbytes() : 0;
-    recv_bytes[q] = recv_rows[q] * d * static_cast<int64_t>(sizeof(float));
-    total += send_bytes[q];
-  }
-  std::string send(total, '\0');
-  for (int q = 0, at = 0; q < P; at += send_bytes[q], ++q) {
-    if (send_bytes[q] > 0) std::memcpy(send.data() + at, parts[q].raw(), send_bytes[q]);
-  }
-  ctx.pending[tag] = ctx.comm->StartAllToAllV(std::move(send), std::move(send_bytes), std::move(recv_bytes), tag);
+// The float rows of `t` as bytes.
+std::string Bytes(const Tensor& t) { return FloatsToBytes(t.f32(), t.numel()); }
+
+// Rows `idx` of `m` [n, d] as bytes, gathered straight into the message.
+std::string RowBytes(const Tensor& m, const Tensor& idx) {
+  const int64_t d = m.row_width(), n = idx.numel();
+  std::string out(n * d * sizeof(float), '\0');
+  float* dst = reinterpret_cast<float*>(out.data());
+  ParallelFor(0, n, [&](int64_t k) {
+    std::memcpy(dst + k * d, m.f32() + static_cast<int64_t>(idx.i32()[k]) * d, d * sizeof(float));
+  });
+  return out;
 }
 
-// What the peers sent for `tag`, in rank order (empty after an error, which is recorded).
-std::string Finish(ExchangeContext& ctx, uint64_t tag) {
+// Starts the all-to-all `tag`: send[q] for each peer q (empty: nothing), expecting recv_rows[q]
+// rows of width d from it.
+void Start(ExchangeContext& ctx, uint64_t tag, std::vector<std::string> send,
+           const std::vector<int64_t>& recv_rows, int64_t d) {
+  std::vector<int64_t> recv_bytes(recv_rows.size());
+  for (size_t q = 0; q < recv_rows.size(); ++q) recv_bytes[q] = recv_rows[q] * d * static_cast<int64_t>(sizeof(float));
+  ctx.pending[tag] = ctx.comm->StartAllToAllV(std::move(send), std::move(recv_bytes), tag);
+}
+
+// What each peer sent for `tag` (empty after an error, which is recorded).
+std::vector<std::string> Finish(ExchangeContext& ctx, uint64_t tag) {
   auto it = ctx.pending.find(tag);
   FG_CHECK(it != ctx.pending.end()) << "exchange " << TagString(tag) << " finished before it started";
   auto got = it->second->Finish();
   ctx.pending.erase(it);
   if (!got.ok()) {
     RecordError(ctx, got.status());
-    return std::string();
+    return {};
   }
   return *std::move(got);
 }
 
-// Calls f(q, rows, data) for each peer q with rows[q] > 0 rows of width d in `bytes` (rank order).
+// Calls f(q, data) for each peer q with rows[q] > 0 rows in what it sent.
 template <typename F>
-void ForEachPart(const std::string& bytes, const std::vector<int64_t>& rows, int64_t d, F&& f) {
-  if (bytes.empty()) return;  // an error was recorded
-  const float* at = reinterpret_cast<const float*>(bytes.data());
+void ForEachPart(const std::vector<std::string>& got, const std::vector<int64_t>& rows, F&& f) {
+  if (got.empty()) return;  // an error was recorded
   for (int q = 0; q < static_cast<int>(rows.size()); ++q) {
-    if (rows[q] == 0) continue;
-    f(q, at);
-    at += rows[q] * d;
+    if (rows[q] > 0) f(q, reinterpret_cast<const float*>(got[q].data()));
   }
 }
 
@@ -89,9 +91,9 @@ int64_t ReceivedPartials(const PeerExchange& pe) { return Count(pe.recv_targets)
 ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   const int P = ctx.comm->size();
-  std::vector<Tensor> parts(P);
+  std::vector<std::string> parts(P);
   for (const PeerExchange& pe : ex.peers) {
-    if (SentRows(pe) > 0) parts[pe.peer] = ops::GatherRows(m.value(), pe.send_rows);
+    if (SentRows(pe) > 0) parts[pe.peer] = RowBytes(m.value(), pe.send_rows);
   }
   Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures), parts,
         PerPeer(ex, P, GhostRows), d);
@@ -99,10 +101,10 @@ ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m
   const LayerExchange* e = &ex;
   return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
     const std::vector<int64_t> rows = PerPeer(*e, P, SentRows);
-    const std::string bytes =
+    const std::vector<std::string> got =
         Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients));
     Tensor g = Tensor::Zeros({m.rows(), d});
-    ForEachPart(bytes, rows, d, [&](int q, const float* data) {
+    ForEachPart(got, rows, [&](int q, const float* data) {
       const Tensor& idx = e->peers[q].send_rows;
       Tensor rg = Tensor::Empty({idx.numel(), d});
       std::memcpy(rg.f32(), data, rg.nbytes());
@@ -115,9 +117,9 @@ ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m
 ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   const int P = ctx.comm->size();
-  std::vector<Tensor> parts(P);
+  std::vector<std::string> parts(P);
   for (const PeerExchange& pe : ex.peers) {
-    if (SentPartials(pe) > 0) parts[pe.peer] = ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum);
+    if (SentPartials(pe) > 0) parts[pe.peer] = Bytes(ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum));
   }
   Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials), parts,
         PerPeer(ex, P, ReceivedPartials), d);
@@ -125,10 +127,10 @@ ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Va
   const LayerExchange* e = &ex;
   return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
     const std::vector<int64_t> rows = PerPeer(*e, P, SentPartials);
-    const std::string bytes =
+    const std::vector<std::string> got =
         Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients));
     Tensor g = Tensor::Zeros({m.rows(), d});
-    ForEachPart(bytes, rows, d, [&](int q, const float* data) {
+    ForEachPart(got, rows, [&](int q, const float* data) {
       const PeerExchange& pe = e->peers[q];
       Tensor pg = Tensor::Empty({rows[q], d});
       std::memcpy(pg.f32(), data, pg.nbytes());
@@ -143,21 +145,18 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
   const int P = ctx.comm->size();
   const std::vector<int64_t> rows = PerPeer(ex, P, GhostRows);
   Tensor ghosts = Tensor::Zeros({ex.ghost_ids.numel(), width});
-  const std::string bytes =
+  const std::vector<std::string> got =
       Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures));
-  ForEachPart(bytes, rows, width, [&](int q, const float* data) {
+  ForEachPart(got, rows, [&](int q, const float* data) {
     // Slots of one peer are contiguous and in order.
     std::memcpy(ghosts.f32() + ex.peers[q].recv_slots.i32()[0] * width, data, rows[q] * width * sizeof(float));
   });
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
   return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width, P](const Tensor& g) {
-    std::vector<Tensor> parts(P);
+    std::vector<std::string> parts(P);
     for (const PeerExchange& pe : e->peers) {
-      if (GhostRows(pe) == 0) continue;
-      const int64_t first = pe.recv_slots.i32()[0];
-      parts[pe.peer] = Tensor::Empty({pe.recv_slots.numel(), width});
-      std::memcpy(parts[pe.peer].f32(), g.f32() + first * width, parts[pe.peer].nbytes());
+      if (GhostRows(pe) > 0) parts[pe.peer] = FloatsToBytes(g.f32() + pe.recv_slots.i32()[0] * width, GhostRows(pe) * width);
     }
     Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients), parts,
           PerPeer(*e, P, SentRows), width);
@@ -170,9 +169,9 @@ ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag:
   const int P = ctx.comm->size();
   const std::vector<int64_t> rows = PerPeer(ex, P, ReceivedPartials);
   Tensor sum = Tensor::Zeros({ex.num_roots, width});
-  const std::string bytes =
+  const std::vector<std::string> got =
       Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials));
-  ForEachPart(bytes, rows, width, [&](int q, const float* part) {
+  ForEachPart(got, rows, [&](int q, const float* part) {
     const Tensor& targets = ex.peers[q].recv_targets;
     for (int64_t k = 0; k < rows[q]; ++k) {
       float* dst = sum.f32() + static_cast<int64_t>(targets.i32()[k]) * width;
@@ -183,9 +182,9 @@ ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag:
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
   return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token), P](const Tensor& g) {
-    std::vector<Tensor> parts(P);
+    std::vector<std::string> parts(P);
     for (const PeerExchange& pe : e->peers) {
-      if (ReceivedPartials(pe) > 0) parts[pe.peer] = ops::GatherRows(g, pe.recv_targets);
+      if (ReceivedPartials(pe) > 0) parts[pe.peer] = RowBytes(g, pe.recv_targets);
     }
     Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients), parts,
           PerPeer(*e, P, SentPartials), g.row_width());

@@ -165,18 +165,17 @@ class MpiCommunicator final : public Communicator {
 
   // MPI_Ialltoallv on a communicator of its own (the exchange's calls start in the same order on
   // every rank); Finish tests it until done, the run aborts or the timeout passes.
-  std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::string send, std::vector<int64_t> send_bytes,
-                                                   std::vector<int64_t> recv_bytes, uint64_t tag) override {
+  std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::vector<std::string> send, std::vector<int64_t> recv_bytes,
+                                                   uint64_t tag) override {
     auto pending = std::make_unique<Pending>(this, tag);
-    pending->send = std::move(send);
     std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
     int64_t send_total = 0, recv_total = 0;
     for (int q = 0; q < size_; ++q) {
       send_displs[q] = static_cast<int>(std::min<int64_t>(send_total, INT_MAX));
       recv_displs[q] = static_cast<int>(std::min<int64_t>(recv_total, INT_MAX));
-      send_counts[q] = static_cast<int>(std::min<int64_t>(send_bytes[q], INT_MAX));
+      send_counts[q] = static_cast<int>(std::min<size_t>(send[q].size(), INT_MAX));
       recv_counts[q] = static_cast<int>(std::min<int64_t>(recv_bytes[q], INT_MAX));
-      send_total += send_bytes[q];
+      send_total += static_cast<int64_t>(send[q].size());
       recv_total += recv_bytes[q];
     }
     if (send_total > INT_MAX || recv_total > INT_MAX) {
@@ -187,7 +186,11 @@ class MpiCommunicator final : public Communicator {
       return pending;
     }
     CountSent(tag, static_cast<size_t>(send_total));
+    // MPI_Ialltoallv takes one buffer each way.
+    pending->send.reserve(send_total);
+    for (const std::string& part : send) pending->send += part;
     pending->recv.resize(recv_total);
+    pending->recv_bytes = std::move(recv_bytes);
     pending->status = MpiError(MPI_Ialltoallv(pending->send.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
                                               pending->recv.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE,
                                               xchg_, &pending->request),
@@ -222,7 +225,7 @@ class MpiCommunicator final : public Communicator {
     Pending(MpiCommunicator* c, uint64_t t) : comm(c), tag(t) {}
     // An unfinished request is left to MPI (a collective's request cannot be freed); it only
     // happens when the run fails.
-    absl::StatusOr<std::string> Finish() override {
+    absl::StatusOr<std::vector<std::string>> Finish() override {
       FG_RETURN_IF_ERROR(status);
       Stopwatch wait;
       ++comm->receiving_;
@@ -243,13 +246,16 @@ class MpiCommunicator final : public Communicator {
       --comm->receiving_;
       comm->CountWait(wait.Seconds());
       FG_RETURN_IF_ERROR(status);
-      return std::move(recv);
+      std::vector<std::string> got(recv_bytes.size());
+      for (size_t q = 0, at = 0; q < got.size(); at += recv_bytes[q], ++q) got[q] = recv.substr(at, recv_bytes[q]);
+      return got;
     }
     MpiCommunicator* comm;
     uint64_t tag;
     absl::Status status;
     MPI_Request request = MPI_REQUEST_NULL;
     std::string send, recv;
+    std::vector<int64_t> recv_bytes;
   };
 
   void Stop() {

@@ -202,21 +202,22 @@ TEST(Communicator, PlannedAllToAllsOverlapAndCheckTheirSizes) {
   auto plan = [&](int from, int to) -> int64_t { return from == to || (from + to) % 5 == 0 ? 0 : to + 1; };
   RunGroup(P, [&](Communicator& comm) {
     const int r = comm.rank();
-    std::vector<int64_t> send_bytes(P), recv_bytes(P);
-    std::string send;
+    std::vector<int64_t> recv_bytes(P);
+    std::vector<std::string> send(P);
     for (int q = 0; q < P; ++q) {
-      send_bytes[q] = plan(r, q);
       recv_bytes[q] = plan(q, r);
-      send += std::string(send_bytes[q], static_cast<char>('a' + r));
+      send[q] = std::string(plan(r, q), static_cast<char>('a' + r));
     }
-    auto a = comm.StartAllToAllV(send, send_bytes, recv_bytes, MakeTag(0, 0, 0, TrafficKind::kFeatures));
-    auto b = comm.StartAllToAllV(send, send_bytes, recv_bytes, MakeTag(0, 1, 0, TrafficKind::kFeatures));
+    auto a = comm.StartAllToAllV(send, recv_bytes, MakeTag(0, 0, 0, TrafficKind::kFeatures));
+    auto b = comm.StartAllToAllV(send, recv_bytes, MakeTag(0, 1, 0, TrafficKind::kFeatures));
     auto got_b = b->Finish();
     auto got_a = a->Finish();
     status[r] = got_a.ok() ? got_b.status() : got_a.status();
     if (status[r].ok()) {
-      first[r] = *got_a;
-      second[r] = *got_b;
+      for (int q = 0; q < P; ++q) {
+        first[r] += (*got_a)[q];
+        second[r] += (*got_b)[q];
+      }
     }
   });
   for (int r = 0; r < P; ++r) {
@@ -227,13 +228,13 @@ TEST(Communicator, PlannedAllToAllsOverlapAndCheckTheirSizes) {
     EXPECT_EQ(second[r], want) << "worker " << r;
   }
   // A peer that sends other than the planned size is named.
-  absl::StatusOr<std::string> wrong;
+  absl::StatusOr<std::vector<std::string>> wrong;
   RunGroup(2, [&](Communicator& comm) {
     const uint64_t tag = MakeTag(1, 0, 0, TrafficKind::kPartials);
     if (comm.rank() == 0) {
-      comm.StartAllToAllV("xyz", {0, 3}, {0, 0}, tag)->Finish().IgnoreError();
+      comm.StartAllToAllV({"", "xyz"}, {0, 0}, tag)->Finish().IgnoreError();
     } else {
-      wrong = comm.StartAllToAllV("", {0, 0}, {2, 0}, tag)->Finish();
+      wrong = comm.StartAllToAllV({"", ""}, {2, 0}, tag)->Finish();
     }
   });
   ASSERT_FALSE(wrong.ok());
