@@ -154,11 +154,13 @@ class MessagePendingAllToAllV final : public Communicator::PendingAllToAllV {
 }  // namespace
 
 std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm,
-                                                                           std::vector<std::string> send,
+                                                                           const Communicator::PartFn& part,
                                                                            std::vector<int64_t> recv_bytes,
                                                                            uint64_t tag) {
-  for (int q = 0; q < static_cast<int>(send.size()); ++q) {
-    if (!send[q].empty() && q != comm.rank()) comm.Send(q, tag, std::move(send[q]));
+  for (int q = 0; q < comm.size(); ++q) {
+    if (q == comm.rank()) continue;
+    std::string bytes = part(q);
+    if (!bytes.empty()) comm.Send(q, tag, std::move(bytes));
   }
   return std::make_unique<MessagePendingAllToAllV>(comm, std::move(recv_bytes), tag);
 }
@@ -177,10 +179,10 @@ absl::Status Communicator::Barrier(int epoch, int step) { return BarrierOverMess
 absl::StatusOr<std::vector<std::string>> Communicator::AllToAllV(std::vector<std::string> send, uint64_t tag) {
   return AllToAllVOverMessages(*this, std::move(send), tag);
 }
-std::unique_ptr<Communicator::PendingAllToAllV> Communicator::StartAllToAllV(std::vector<std::string> send,
+std::unique_ptr<Communicator::PendingAllToAllV> Communicator::StartAllToAllV(const PartFn& part,
                                                                             std::vector<int64_t> recv_bytes,
                                                                             uint64_t tag) {
-  return StartAllToAllVOverMessages(*this, std::move(send), std::move(recv_bytes), tag);
+  return StartAllToAllVOverMessages(*this, part, std::move(recv_bytes), tag);
 }
 absl::Status Communicator::AllReduceOnDevice(float*, int64_t, void*) {
   return absl::UnimplementedError("this communicator has no device collectives (the NCCL backend has)");

@@ -40,7 +40,7 @@ absl::StatusOr<std::vector<std::string>> AllToAllVOverMessages(Communicator& com
 // StartAllToAllV (communicator.h) as one Send per peer with bytes for it and one Recv per peer
 // with bytes to receive (at Finish).
 std::unique_ptr<Communicator::PendingAllToAllV> StartAllToAllVOverMessages(Communicator& comm,
-                                                                           std::vector<std::string> send,
+                                                                           const Communicator::PartFn& part,
                                                                            std::vector<int64_t> recv_bytes,
                                                                            uint64_t tag);
 

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,17 +113,18 @@ class Communicator {
   // send[rank()]). `tag` names the call as for Send.
   virtual absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag);
   // The split-phase all-to-all of the exchange, whose sizes both sides know from a plan:
-  // StartAllToAllV sends send[q] to each worker q (nothing when empty; send[rank()] is empty) and
-  // returns at once; Finish returns what each worker q sent this one, recv_bytes[q] bytes at entry
-  // q, or an error naming the worker. Computation and other calls may run in between; every worker
-  // starts its calls in the same order and finishes each once.
+  // StartAllToAllV sends part(q) to each worker q != rank() (nothing when empty), asking for each
+  // part just before it can leave, and returns; Finish returns what each worker q sent this one,
+  // recv_bytes[q] bytes at entry q, or an error naming the worker. Computation and other calls may
+  // run in between; every worker starts its calls in the same order and finishes each once.
   class PendingAllToAllV {
    public:
     virtual ~PendingAllToAllV() = default;
     virtual absl::StatusOr<std::vector<std::string>> Finish() = 0;
   };
-  virtual std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::vector<std::string> send,
-                                                           std::vector<int64_t> recv_bytes, uint64_t tag);
+  using PartFn = std::function<std::string(int peer)>;
+  virtual std::unique_ptr<PendingAllToAllV> StartAllToAllV(const PartFn& part, std::vector<int64_t> recv_bytes,
+                                                           uint64_t tag);
 
   // Device collectives (the NCCL backend, nccl_communicator.h): sums n floats held in this
   // worker's GPU memory in place, enqueued on `stream` (a cudaStream_t; complete when the stream

@@ -41,13 +41,13 @@ std::string RowBytes(const Tensor& m, const Tensor& idx) {
   return out;
 }
 
-// Starts the all-to-all `tag`: send[q] for each peer q (empty: nothing), expecting recv_rows[q]
+// Starts the all-to-all `tag`: part(q) for each peer q (empty: nothing), expecting recv_rows[q]
 // rows of width d from it.
-void Start(ExchangeContext& ctx, uint64_t tag, std::vector<std::string> send,
+void Start(ExchangeContext& ctx, uint64_t tag, const Communicator::PartFn& part,
            const std::vector<int64_t>& recv_rows, int64_t d) {
   std::vector<int64_t> recv_bytes(recv_rows.size());
   for (size_t q = 0; q < recv_rows.size(); ++q) recv_bytes[q] = recv_rows[q] * d * static_cast<int64_t>(sizeof(float));
-  ctx.pending[tag] = ctx.comm->StartAllToAllV(std::move(send), std::move(recv_bytes), tag);
+  ctx.pending[tag] = ctx.comm->StartAllToAllV(part, std::move(recv_bytes), tag);
 }
 
 // What each peer sent for `tag` (empty after an error, which is recorded).
@@ -91,11 +91,11 @@ int64_t ReceivedPartials(const PeerExchange& pe) { return Count(pe.recv_targets)
 ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   const int P = ctx.comm->size();
-  std::vector<std::string> parts(P);
-  for (const PeerExchange& pe : ex.peers) {
-    if (SentRows(pe) > 0) parts[pe.peer] = RowBytes(m.value(), pe.send_rows);
-  }
-  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures), parts,
+  auto part = [&](int q) {
+    const PeerExchange& pe = ex.peers[q];
+    return SentRows(pe) > 0 ? RowBytes(m.value(), pe.send_rows) : std::string();
+  };
+  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures), part,
         PerPeer(ex, P, GhostRows), d);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
@@ -117,11 +117,12 @@ ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m
 ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   const int P = ctx.comm->size();
-  std::vector<std::string> parts(P);
-  for (const PeerExchange& pe : ex.peers) {
-    if (SentPartials(pe) > 0) parts[pe.peer] = Bytes(ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum));
-  }
-  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials), parts,
+  auto part = [&](int q) {
+    const PeerExchange& pe = ex.peers[q];
+    return SentPartials(pe) > 0 ? Bytes(ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum))
+                                : std::string();
+  };
+  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials), part,
         PerPeer(ex, P, ReceivedPartials), d);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
@@ -154,11 +155,12 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
   return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width, P](const Tensor& g) {
-    std::vector<std::string> parts(P);
-    for (const PeerExchange& pe : e->peers) {
-      if (GhostRows(pe) > 0) parts[pe.peer] = FloatsToBytes(g.f32() + pe.recv_slots.i32()[0] * width, GhostRows(pe) * width);
-    }
-    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients), parts,
+    auto part = [&](int q) {
+      const PeerExchange& pe = e->peers[q];
+      return GhostRows(pe) > 0 ? FloatsToBytes(g.f32() + pe.recv_slots.i32()[0] * width, GhostRows(pe) * width)
+                               : std::string();
+    };
+    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients), part,
           PerPeer(*e, P, SentRows), width);
     ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceiveRows");
   });
@@ -182,11 +184,11 @@ ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag:
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
   return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token), P](const Tensor& g) {
-    std::vector<std::string> parts(P);
-    for (const PeerExchange& pe : e->peers) {
-      if (ReceivedPartials(pe) > 0) parts[pe.peer] = RowBytes(g, pe.recv_targets);
-    }
-    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients), parts,
+    auto part = [&](int q) {
+      const PeerExchange& pe = e->peers[q];
+      return ReceivedPartials(pe) > 0 ? RowBytes(g, pe.recv_targets) : std::string();
+    };
+    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients), part,
           PerPeer(*e, P, SentPartials), g.row_width());
     ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceivePartials");
   });

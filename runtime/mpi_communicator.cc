@@ -165,9 +165,13 @@ class MpiCommunicator final : public Communicator {
 
   // MPI_Ialltoallv on a communicator of its own (the exchange's calls start in the same order on
   // every rank); Finish tests it until done, the run aborts or the timeout passes.
-  std::unique_ptr<PendingAllToAllV> StartAllToAllV(std::vector<std::string> send, std::vector<int64_t> recv_bytes,
+  std::unique_ptr<PendingAllToAllV> StartAllToAllV(const PartFn& part, std::vector<int64_t> recv_bytes,
                                                    uint64_t tag) override {
     auto pending = std::make_unique<Pending>(this, tag);
+    std::vector<std::string> send(size_);
+    for (int q = 0; q < size_; ++q) {
+      if (q != rank_) send[q] = part(q);
+    }
     std::vector<int> send_counts(size_), send_displs(size_), recv_counts(size_), recv_displs(size_);
     int64_t send_total = 0, recv_total = 0;
     for (int q = 0; q < size_; ++q) {

@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
     const double alltoall = Time(
         comm, o.iters, &epoch,
         [&](int e) {
-          auto pending = comm.StartAllToAllV(std::move(send), planned,
+          auto pending = comm.StartAllToAllV([&](int q) { return std::move(send[q]); }, planned,
                                              runtime::MakeTag(e, 0, 0, runtime::TrafficKind::kFeatures));
           if (!pending->Finish().ok()) std::exit(Fail("all-to-all failed"));
         },

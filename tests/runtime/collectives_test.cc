@@ -208,8 +208,9 @@ TEST(Communicator, PlannedAllToAllsOverlapAndCheckTheirSizes) {
       recv_bytes[q] = plan(q, r);
       send[q] = std::string(plan(r, q), static_cast<char>('a' + r));
     }
-    auto a = comm.StartAllToAllV(send, recv_bytes, MakeTag(0, 0, 0, TrafficKind::kFeatures));
-    auto b = comm.StartAllToAllV(send, recv_bytes, MakeTag(0, 1, 0, TrafficKind::kFeatures));
+    auto part = [&](int q) { return send[q]; };
+    auto a = comm.StartAllToAllV(part, recv_bytes, MakeTag(0, 0, 0, TrafficKind::kFeatures));
+    auto b = comm.StartAllToAllV(part, recv_bytes, MakeTag(0, 1, 0, TrafficKind::kFeatures));
     auto got_b = b->Finish();
     auto got_a = a->Finish();
     status[r] = got_a.ok() ? got_b.status() : got_a.status();
@@ -232,9 +233,9 @@ TEST(Communicator, PlannedAllToAllsOverlapAndCheckTheirSizes) {
   RunGroup(2, [&](Communicator& comm) {
     const uint64_t tag = MakeTag(1, 0, 0, TrafficKind::kPartials);
     if (comm.rank() == 0) {
-      comm.StartAllToAllV({"", "xyz"}, {0, 0}, tag)->Finish().IgnoreError();
+      comm.StartAllToAllV([](int) { return std::string("xyz"); }, {0, 0}, tag)->Finish().IgnoreError();
     } else {
-      wrong = comm.StartAllToAllV({"", ""}, {2, 0}, tag)->Finish();
+      wrong = comm.StartAllToAllV([](int) { return std::string(); }, {2, 0}, tag)->Finish();
     }
   });
   ASSERT_FALSE(wrong.ok());
