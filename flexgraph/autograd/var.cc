@@ -118,17 +118,20 @@ void Var::Backward(const Tensor& seed) const {
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a->seq > b->seq; });
   AccumulateGrad(*this, seed, "Backward");
+  // In reverse creation order a node's gradient is complete when it is reached (its consumers
+  // came later): after its closure has run, its gradient and the closure's saved tensors are
+  // released at once, so intermediate gradients do not pile up over the pass.
   for (const auto& n : order) {
-    if (n->backward && n->grad.defined()) n->backward(n->grad);
+    if (!n->backward) continue;
+    if (n->grad.defined()) n->backward(n->grad);
+    n->backward = nullptr;
+    n->grad = Tensor();
+    n->inputs.clear();
   }
-  // Release the graph: intermediate gradients and closures; leaves keep their gradients, as
-  // tensors of their own (callers such as all-reduce write into them).
+  // Leaves keep their gradients, as tensors of their own (callers such as all-reduce write into
+  // them).
   for (const auto& n : order) {
-    if (n->backward) {
-      n->backward = nullptr;
-      n->grad = Tensor();
-      n->inputs.clear();
-    } else if (n->grad.defined() && !n->grad_owned) {
+    if (n->grad.defined() && !n->grad_owned) {
       n->grad = n->grad.Clone();
       n->grad_owned = true;
     }
