@@ -60,8 +60,9 @@ class Var {
   int64_t row_width() const { return node_->value.row_width(); }
   const char* op() const { return node_->op; }
 
-  // Differentiates this scalar (seed 1) or, with `seed`, a tensor of the same shape. Releases the
-  // backward closures of the graph afterwards (intermediate tensors are freed).
+  // Differentiates this scalar (seed 1) or, with `seed`, a tensor of the same shape. Each node's
+  // gradient and closure (with the tensors it saved) are released as soon as the closure has run;
+  // only leaves keep gradients.
   void Backward() const;
   void Backward(const Tensor& seed) const;
   // Drops the accumulated gradient.
