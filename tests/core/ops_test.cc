@@ -456,6 +456,24 @@ TEST(Autograd, AccumulatesAndNoGrad) {
   EXPECT_EQ(w.grad().ToVector<float>(), (std::vector<float>{6, 6}));
 }
 
+TEST(Autograd, ReleasesEachGradientOnceItsClosureHasRun) {
+  // probe -> c = 3 probe -> sum: when probe's closure runs, c's has run and c's gradient is gone.
+  Var a = Var::Parameter(RandomTensor({4, 3}, 74));
+  std::shared_ptr<ag::Node> c_node;
+  bool c_grad_alive = true;
+  Var probe = ag::MakeResult(ag::Scale(a, 2.0f).value(), "Probe", {a},
+                             [a_ref = ag::GradRef(a), &c_node, &c_grad_alive](const Tensor& g) {
+                               c_grad_alive = c_node->grad.defined();
+                               ag::AccumulateGrad(a_ref, ops::Scale(g, 2.0f), "Probe");
+                             });
+  Var c = ag::Scale(probe, 3.0f);
+  c_node = c.node();
+  ag::Sum(c).Backward();
+  EXPECT_FALSE(c_grad_alive);
+  EXPECT_FALSE(c_node->grad.defined());
+  for (float v : a.grad().ToVector<float>()) EXPECT_FLOAT_EQ(v, 6.0f);
+}
+
 TEST(Autograd, FreesIntermediatesNoBackwardNeeds) {
   // relu(x w + b) * 2: the product and the biased sum are dropped by the forward code and read by
   // no backward, so their values are released (relu's backward holds its own output tensor).
