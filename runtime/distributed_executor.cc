@@ -116,15 +116,16 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
       agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
       if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
       if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
-      ag::Var partials = ReceivePartials(xctx_, ex, part_token, d);
       if (!constant && !m.requires_grad()) {
         // Nothing to differentiate (a constant input under dropout): one buffer, summed in place.
         Tensor sum = agg.value();
         ops::AddInPlace(&sum, ops::Spmm(ex.local_ghost->csr(), ghosts.value(), ops::SpmmReduce::kSum));
-        ops::AddInPlace(&sum, partials.value());
+        ghosts = ag::Var();
+        AddReceivedPartials(xctx_, ex, &sum);
         agg = ag::Var(sum);
       } else {
-        ag::Var remote = ag::Add(ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum), partials);
+        ag::Var remote = ag::Add(ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum),
+                                 ReceivePartials(xctx_, ex, part_token, d));
         if (constant && xctx_.error->ok()) kept.remote = remote.value();
         agg = ag::Add(agg, remote);
       }

@@ -166,21 +166,26 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
   });
 }
 
-ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
-                        int64_t width) {
-  const int P = ctx.comm->size();
-  const std::vector<int64_t> rows = PerPeer(ex, P, ReceivedPartials);
-  Tensor sum = Tensor::Zeros({ex.num_roots, width});
+void AddReceivedPartials(ExchangeContext& ctx, const LayerExchange& ex, Tensor* sum) {
+  const int64_t width = sum->row_width();
+  const std::vector<int64_t> rows = PerPeer(ex, ctx.comm->size(), ReceivedPartials);
   const std::vector<std::string> got =
       Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials));
   ForEachPart(got, rows, [&](int q, const float* part) {
     const Tensor& targets = ex.peers[q].recv_targets;
     for (int64_t k = 0; k < rows[q]; ++k) {
-      float* dst = sum.f32() + static_cast<int64_t>(targets.i32()[k]) * width;
+      float* dst = sum->f32() + static_cast<int64_t>(targets.i32()[k]) * width;
       const float* src = part + k * width;
       for (int64_t j = 0; j < width; ++j) dst[j] += src[j];
     }
   });
+}
+
+ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
+                        int64_t width) {
+  const int P = ctx.comm->size();
+  Tensor sum = Tensor::Zeros({ex.num_roots, width});
+  AddReceivedPartials(ctx, ex, &sum);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
   return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token), P](const Tensor& g) {

@@ -118,6 +118,9 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
                     int64_t width);
 ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
                         int64_t width);
+// ReceivePartials for a sum nothing differentiates: adds the peers' partial sums onto the rows of
+// `sum` [num_roots, d] in place.
+void AddReceivedPartials(ExchangeContext& ctx, const LayerExchange& ex, Tensor* sum);
 // Sum of a small Var over all workers (every worker gets the same value); backward sums the
 // gradients the same way. Every worker must make the same calls in the same order.
 ag::Var AllReduceSum(ExchangeContext& ctx, const ag::Var& x);
