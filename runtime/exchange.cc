@@ -27,8 +27,12 @@ void RecordError(ExchangeContext& ctx, const absl::Status& s) {
   }
 }
 
-// The float rows of `t` as bytes.
-std::string Bytes(const Tensor& t) { return FloatsToBytes(t.f32(), t.numel()); }
+// The partial sums `a` x `m` as bytes, computed straight into the message.
+std::string PartialBytes(const Csr& a, const Tensor& m) {
+  std::string out(a.num_rows * m.row_width() * sizeof(float), '\0');
+  ops::SpmmInto(a, m, ops::SpmmReduce::kSum, reinterpret_cast<float*>(out.data()));
+  return out;
+}
 
 // Rows `idx` of `m` [n, d] as bytes, gathered straight into the message.
 std::string RowBytes(const Tensor& m, const Tensor& idx) {
@@ -119,8 +123,7 @@ ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Va
   const int P = ctx.comm->size();
   auto part = [&](int q) {
     const PeerExchange& pe = ex.peers[q];
-    return SentPartials(pe) > 0 ? Bytes(ops::Spmm(pe.send_partial->csr(), m.value(), ops::SpmmReduce::kSum))
-                                : std::string();
+    return SentPartials(pe) > 0 ? PartialBytes(pe.send_partial->csr(), m.value()) : std::string();
   };
   Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials), part,
         PerPeer(ex, P, ReceivedPartials), d);

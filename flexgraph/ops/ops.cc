@@ -217,6 +217,12 @@ std::vector<Tensor> Split(const Tensor& x, const std::vector<int64_t>& widths) {
 }
 
 Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge_w) {
+  Tensor out = Tensor::Empty(WithRows(x, a.num_rows), DType::kFloat32, x.device());
+  SpmmInto(a, x, reduce, out.f32(), edge_w);
+  return out;
+}
+
+void SpmmInto(const Csr& a, const Tensor& x, SpmmReduce reduce, float* out, const Tensor& edge_w) {
   CheckCsrOperand(a, x, "Spmm");
   const float* w = nullptr;
   int64_t heads = 1;
@@ -232,10 +238,8 @@ Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge
   } else if (a.values.defined()) {
     w = a.val();
   }
-  Tensor out = Tensor::Empty(WithRows(x, a.num_rows), DType::kFloat32, x.device());
   FG_DISPATCH(x.device(), SpmmCsr, a.row_ptr(), a.col(), w, heads, a.num_rows, x.rows(), x.f32(),
-              x.row_width(), reduce == SpmmReduce::kMean ? 1 : 0, out.f32());
-  return out;
+              x.row_width(), reduce == SpmmReduce::kMean ? 1 : 0, out);
 }
 
 Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax) {

@@ -46,6 +46,8 @@ enum class SpmmReduce { kSum, kMean };
 // out[i] = reduce_{e in row i} w(e) * x[col(e)]. `edge_w` is undefined (all 1, or a.values when
 // present), [nnz], or [nnz, heads] (head h scales columns [h*W/heads, (h+1)*W/heads)).
 Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge_w = Tensor());
+// Spmm into `out`: a.num_rows rows of x's width, in memory on x's device (a message being built).
+void SpmmInto(const Csr& a, const Tensor& x, SpmmReduce reduce, float* out, const Tensor& edge_w = Tensor());
 // out[i, j] = max_{e in row i} x[col(e), j] (0 for empty rows); argmax gets the winning column.
 Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax);
 // Gradient of SpmmMax w.r.t. x, given the transpose of a.
