@@ -106,8 +106,9 @@ graph::Dataset MakePart(const graph::Dataset& ds, const Renumbering& r, int p, i
       info.train_total[type] = s.train.defined() ? s.train.numel() : 0;
     }
   }
-  for (const auto& [key, split] : ds.edge_splits) {  // pairs of owned sources, source ids
-    if (!ds.PredictsLinks()) break;
+  // Link prediction: the split's pairs of owned sources, in source ids.
+  for (const auto& [key, split] : ds.edge_splits) {
+    if (!ds.PredictsLinks()) continue;  // node classification ignores edge splits
     const int s = g.TypeIndex(g.FindRelation(key)->src_type);
     const int64_t lo = r.bounds[s][p], hi = r.bounds[s][p + 1];
     auto owned = [&](const Tensor& pairs) {

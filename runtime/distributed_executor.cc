@@ -117,12 +117,12 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
       if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
       if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
       if (!constant && !m.requires_grad()) {
-        // Nothing to differentiate (a constant input under dropout): one buffer, summed in place.
+        // Nothing to differentiate (a constant input under dropout): the ghost and received
+        // partial sums are added into agg's own buffer.
         Tensor sum = agg.value();
         ops::AddInPlace(&sum, ops::Spmm(ex.local_ghost->csr(), ghosts.value(), ops::SpmmReduce::kSum));
         ghosts = ag::Var();
         AddReceivedPartials(xctx_, ex, &sum);
-        agg = ag::Var(sum);
       } else {
         ag::Var remote = ag::Add(ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum),
                                  ReceivePartials(xctx_, ex, part_token, d));
@@ -158,7 +158,7 @@ absl::Status DistributedExecutor::PlanAllRows(const Rows& roots, int epoch) {
   // Tagged as the layer after the model's last.
   FG_ASSIGN_OR_RETURN(all_rows_, BuildAllRows(*setup_.comm, roots.ids, roots.keys,
                                               static_cast<int>(layers_.size()), epoch,
-                                              &all_rows_order_, &all_ids_, &all_keys_));
+                                              &all_rows_order_, &all_keys_));
   return absl::OkStatus();
 }
 

@@ -68,10 +68,9 @@ class DistributedExecutor {
   // Every worker's output rows, for tasks that pair rows of different workers
   // (Task::NeedsAllRows). PlanAllRows exchanges the output roots' ids once (collective);
   // AllRows returns [every root, d] in ascending global id order, differentiably (gradients
-  // return to the rows' owners). all_ids(): those roots; all_keys(): their keys.
+  // return to the rows' owners). all_keys(): those roots' keys, in the same order.
   absl::Status PlanAllRows(const Rows& roots, int epoch);
   ag::Var AllRows(const ag::Var& mine);
-  const Tensor& all_ids() const { return all_ids_; }
   const Tensor& all_keys() const { return all_keys_; }
 
   // Sums the parameters' gradients across workers (after backward).
@@ -112,7 +111,7 @@ class DistributedExecutor {
   std::vector<LayerPlan> layers_;
   ConstantRemote constant_remote_;
   LayerExchange all_rows_;
-  Tensor all_rows_order_, all_ids_, all_keys_;
+  Tensor all_rows_order_, all_keys_;
 };
 
 }  // namespace fg::runtime

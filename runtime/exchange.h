@@ -87,11 +87,11 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
 // The exchange that gives every worker every other worker's rows (`my_ids`: this worker's sorted
 // global ids, `my_keys` their keys, as DistributedExecutor::Rows): each peer sends all its rows,
 // ghosts hold them in rank order. `order` receives, for the union of all ids in ascending order,
-// each one's row in the [mine | ghosts] table, `all_ids` that union and `all_keys` their keys.
-// `layer` must be one no model layer uses (its tags). Collective.
+// each one's row in the [mine | ghosts] table, and `all_keys` their keys in that order. `layer`
+// must be one no model layer uses (its tags). Collective.
 absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids,
                                            const Tensor& my_keys, int layer, int epoch,
-                                           Tensor* order, Tensor* all_ids, Tensor* all_keys);
+                                           Tensor* order, Tensor* all_keys);
 
 // Where the exchange ops of one pass record the first communication error (checked by the caller
 // after forward and backward, since autograd closures cannot return a Status).

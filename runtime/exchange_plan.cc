@@ -287,7 +287,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
 
 absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids,
                                            const Tensor& my_keys, int layer, int epoch,
-                                           Tensor* order, Tensor* all_ids, Tensor* all_keys) {
+                                           Tensor* order, Tensor* all_keys) {
   const int me = comm.rank(), P = comm.size();
   const int64_t n = my_ids.numel();
   std::string mine(reinterpret_cast<const char*>(my_ids.i64()), n * sizeof(int64_t));
@@ -337,12 +337,10 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
   }
   const int64_t total = static_cast<int64_t>(rows.size());
   *order = Tensor::Empty({total}, DType::kInt32);
-  *all_ids = Tensor::Empty({total}, DType::kInt64);
   *all_keys = Tensor::Empty({total}, DType::kInt64);
   for (int64_t k = 0; k < total; ++k) {
     const int32_t row = rows[k].second;
     order->i32()[k] = row;
-    all_ids->i64()[k] = rows[k].first;
     all_keys->i64()[k] = row < n ? my_keys.i64()[row] : ghost_keys[row - n];
   }
   return ex;

@@ -227,8 +227,14 @@ class MpiCommunicator final : public Communicator {
   };
   struct Pending final : PendingAllToAllV {
     Pending(MpiCommunicator* c, uint64_t t) : comm(c), tag(t) {}
-    // An unfinished request is left to MPI (a collective's request cannot be freed); it only
-    // happens when the run fails.
+    // A collective's request cannot be freed or cancelled: one left unfinished (only when the run
+    // fails) keeps its buffers, which MPI may still read and write, for the rest of the process.
+    ~Pending() override {
+      if (request != MPI_REQUEST_NULL) {
+        new std::string(std::move(send));
+        new std::string(std::move(recv));
+      }
+    }
     absl::StatusOr<std::vector<std::string>> Finish() override {
       FG_RETURN_IF_ERROR(status);
       Stopwatch wait;
