@@ -13,7 +13,7 @@ BUILD="${FLEXGRAPH_BUILD:-$ROOT/build/bench}"
 if [[ ! -f "$BUILD/build.ninja" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEXGRAPH_CUDA=OFF >/dev/null
 fi
-cmake --build "$BUILD" --target flexgraph
+cmake --build "$BUILD" --target flexgraph machine_ceilings
 bash "$ROOT/bench/baselines/setup_venv.sh"
 exec "$ROOT/bench/.venv/bin/python" "$ROOT/bench/harness/run_bench.py" \
-  --flexgraph "$BUILD/runtime/flexgraph" --skip_setup "$@"
+  --flexgraph "$BUILD/runtime/flexgraph" --ceilings "$BUILD/bench/machine_ceilings" --skip_setup "$@"

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fg::nau {
 
@@ -11,6 +13,18 @@ struct ExecStats {
          optimizer = 0, evaluation = 0;
   double Total() const {
     return selection + message + aggregation + update + loss + backward + optimizer;
+  }
+  // (name, seconds) of every stage, evaluation last.
+  std::vector<std::pair<const char*, double>> Named() const {
+    return {{"selection", selection}, {"message", message}, {"aggregation", aggregation},
+            {"update", update},       {"loss", loss},       {"backward", backward},
+            {"optimizer", optimizer}, {"evaluation", evaluation}};
+  }
+  // The time spent between two snapshots.
+  ExecStats operator-(const ExecStats& o) const {
+    return {selection - o.selection, message - o.message, aggregation - o.aggregation,
+            update - o.update,       loss - o.loss,       backward - o.backward,
+            optimizer - o.optimizer, evaluation - o.evaluation};
   }
   // "selection 2% | aggregation 40% | ..." over the training stages.
   std::string Shares() const;

@@ -15,6 +15,8 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+size_t FirstSteadyEpoch(size_t epochs) { return epochs > 5 ? 1 : 0; }
+
 google::protobuf::Value NumberValue(double v) {
   google::protobuf::Value out;
   if (std::isfinite(v)) {
@@ -47,12 +49,16 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["num_vertices"] = NumberValue(static_cast<double>(r.num_vertices));
   f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));
   auto& stages = *f["stage_seconds"].mutable_struct_value()->mutable_fields();
-  const nau::ExecStats& st = r.stats;
-  for (const auto& [name, value] :
-       {std::pair<const char*, double>{"selection", st.selection}, {"message", st.message},
-        {"aggregation", st.aggregation}, {"update", st.update}, {"loss", st.loss},
-        {"backward", st.backward}, {"optimizer", st.optimizer}, {"evaluation", st.evaluation}}) {
-    stages[name] = NumberValue(value);
+  for (const auto& [name, value] : r.stats.Named()) stages[name] = NumberValue(value);
+  if (!r.epoch_stats.empty()) {
+    auto& median = *f["stage_seconds_median_epoch"].mutable_struct_value()->mutable_fields();
+    const size_t first = FirstSteadyEpoch(r.epoch_stats.size());
+    const size_t stages_count = r.epoch_stats[0].Named().size();
+    for (size_t k = 0; k < stages_count; ++k) {
+      std::vector<double> v;
+      for (size_t e = first; e < r.epoch_stats.size(); ++e) v.push_back(r.epoch_stats[e].Named()[k].second);
+      median[r.epoch_stats[0].Named()[k].first] = NumberValue(Median(std::move(v)));
+    }
   }
   if (r.batches_per_epoch > 0) {
     auto& mb = *f["minibatch"].mutable_struct_value()->mutable_fields();

@@ -29,6 +29,7 @@ struct TrainResult {
   std::vector<double> losses;         // training loss per epoch
   std::vector<double> epoch_seconds;  // training step time per epoch
   double epoch_seconds_median = 0;
+  std::vector<nau::ExecStats> epoch_stats;  // the training step's stages, per epoch
   int64_t hdg_bytes = 0;
   int64_t peak_rss_bytes = 0;
   int64_t num_vertices = 0, num_edges = 0;
@@ -48,9 +49,13 @@ struct TrainResult {
 
 // Median of `v` (0 when empty).
 double Median(std::vector<double> v);
+// The epochs a median epoch time is taken over: all but the first (warm-up) when there are more
+// than five.
+size_t FirstSteadyEpoch(size_t epochs);
 
-// The summary: keys as in TrainResult (stage times under "stage_seconds"), task metrics at the top
-// level; non-finite numbers are null.
+// The summary: keys as in TrainResult (stage times of the whole run under "stage_seconds", their
+// per-epoch medians over the epochs of epoch_seconds_median under "stage_seconds_median_epoch"),
+// task metrics at the top level; non-finite numbers are null.
 google::protobuf::Struct SummaryStruct(const TrainResult& r);
 std::string SummaryJson(const TrainResult& r);
 

@@ -190,8 +190,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     RunEpochHooks(exec_.rank(), epoch + 1);
     FaultPoint("epoch.start");
     Stopwatch watch;
+    const nau::ExecStats before = stats_;
     const double loss = TrainStep(epoch);
     const double seconds = watch.Seconds();
+    r.epoch_stats.push_back(stats_ - before);
     FG_RETURN_IF_ERROR(status());
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat("training diverged: loss ", loss, " at epoch ",
@@ -263,8 +265,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
   }
   r.final_loss = r.losses.empty() ? 0 : r.losses.back();
-  // The median skips the first epoch (warm-up) when there are enough epochs.
-  std::vector<double> steady(r.epoch_seconds.begin() + (r.epoch_seconds.size() > 5 ? 1 : 0),
+  std::vector<double> steady(r.epoch_seconds.begin() + FirstSteadyEpoch(r.epoch_seconds.size()),
                              r.epoch_seconds.end());
   r.epoch_seconds_median = Median(steady);
   r.hdg_bytes = HdgBytes();

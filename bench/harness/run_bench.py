@@ -32,10 +32,8 @@ BENCH = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCH)
 BASELINES = os.path.join(BENCH, "baselines")
 sys.path.insert(0, BASELINES)
-
-# Machine ceilings (../shared/DESIGN.md, "Machine ceilings"): 2 threads.
-GEMM_FLOPS = 180e9
-STREAM_BYTES = 40e9
+sys.path.insert(0, HERE)
+import floor as epoch_floors  # noqa: E402
 
 # name -> how to make it. "cora" from the shared data, RMAT graphs from FlexGraph's generator.
 WORKLOADS = {
@@ -165,6 +163,16 @@ def write_weights(a, d, name, model, m, seed):
     return out
 
 
+def feature_nonzeros(d):
+    """Non-zero entries of the workload's features (None without feat.npy)."""
+    import numpy as np
+    path = os.path.join(d, "feat.npy")
+    if not os.path.exists(path):
+        return None
+    feat = np.load(path, mmap_mode="r")
+    return int(sum(np.count_nonzero(feat[i:i + 65536]) for i in range(0, feat.shape[0], 65536)))
+
+
 def graph_sizes(d):
     import numpy as np
     if not os.path.exists(os.path.join(d, "indptr.npy")):
@@ -173,42 +181,6 @@ def graph_sizes(d):
     feat = np.load(os.path.join(d, "feat.npy"), mmap_mode="r")
     meta = json.load(open(os.path.join(d, "meta.json")))
     return int(indptr.shape[0] - 1), int(indptr[-1]), int(feat.shape[1]), int(meta["num_classes"])
-
-
-# ----------------------------------------------------------------------------- roofline
-
-def roofline_floor(model, n, nnz, f, c, hidden, layers):
-    """Seconds: GEMM flops / 180e9 + bytes SpMM must move / 40e9, for one training epoch
-    (forward, backward, no optimizer). Each layer aggregates at min(in, out) width (the cheaper
-    order); SpMM bytes = CSR (offsets 8 B/row, indices 4 B and GCN weights 4 B per entry) + input
-    rows + output rows, each once. Layer 0 needs no input gradient (the features are constant)."""
-    if n is None or model not in ("gcn", "sage", "pinsage"):
-        return float("nan"), float("nan"), float("nan")
-    dims = [f] + [hidden] * (layers - 1) + [c]
-    flops = spmm_bytes = 0.0
-    if model == "pinsage":
-        # messages ReLU(h Q + q) [n, hidden] and update [h || n] W; every layer's SpMM (n * top_k
-        # weighted entries at width hidden) needs its backward, since Q needs the messages' gradient
-        k = nnz  # the caller passes the selected entries (n * top_k at most)
-        for l in range(layers):
-            i, o = dims[l], dims[l + 1]
-            flops += 2.0 * n * i * hidden * (3 if l > 0 else 2) + 2.0 * n * (i + hidden) * o * 3
-            spmm_bytes += 2 * (8.0 * (n + 1) + 8.0 * k + 2 * 4.0 * n * hidden)
-        return flops / GEMM_FLOPS + spmm_bytes / STREAM_BYTES, flops, spmm_bytes
-    for l in range(layers):
-        i, o = dims[l], dims[l + 1]
-        gemms = 2 if model == "sage" else 1  # SAGE: self and neighbour projections
-        fwd = gemms * 2.0 * n * i * o
-        flops += fwd * (3 if l > 0 else 2)  # forward, weight gradient, input gradient (l > 0)
-        w = min(i, o)
-        csr = 8.0 * (n + 1) + nnz * (8.0 if model == "gcn" else 4.0)
-        one = csr + 2 * 4.0 * n * w
-        spmm_bytes += one * (2 if l > 0 else 1)  # backward SpMM only where the input needs a gradient
-    # layer 0 with project-first (o < i) aggregates the projection, whose gradient is needed
-    if dims[1] < dims[0]:
-        csr = 8.0 * (n + 1) + nnz * (8.0 if model == "gcn" else 4.0)
-        spmm_bytes += csr + 2 * 4.0 * n * dims[1]
-    return flops / GEMM_FLOPS + spmm_bytes / STREAM_BYTES, flops, spmm_bytes
 
 
 # ----------------------------------------------------------------------------- runs
@@ -328,6 +300,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--flexgraph", default=os.path.join(ROOT, "build", "bench", "runtime", "flexgraph"))
     p.add_argument("--python", default=os.path.join(BENCH, ".venv", "bin", "python"))
+    p.add_argument("--ceilings", default=os.path.join(ROOT, "build", "bench", "bench", "machine_ceilings"),
+                   help="the machine_ceilings binary that measures the floors' bandwidth and GEMM peak")
     p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"),
                    help="workload .npy directories and logs (large: rmat22 needs ~10 GB of disk)")
     p.add_argument("--results_dir", default=os.path.join(BENCH, "results"))
@@ -384,6 +358,9 @@ def main():
     run_dir = os.path.join(a.work_dir, "runs", stamp)
     os.makedirs(run_dir, exist_ok=True)
     load_before = os.getloadavg()
+    ceilings = epoch_floors.measure_ceilings(a.ceilings, a.threads)
+    log(f"ceilings ({a.threads} threads): triad {ceilings['triad_bytes_per_s'] / 1e9:.1f} GB/s, GEMM "
+        f"{ceilings['gemm_flops_per_s'] / 1e9:.0f} GFLOP/s, last-level cache {ceilings['llc_bytes'] / 2**20:.0f} MiB")
     rows, failures, skipped = [], [], []
     for model, name in jobs:
         d = prepare(a, name)
@@ -411,8 +388,11 @@ def main():
         spmm_nnz = nnz
         if model == "pinsage" and "dgl" in base:
             spmm_nnz = base["dgl"]["selected_edges"]
-        floor, flops, sbytes = roofline_floor(model, n, spmm_nnz, f, c, m["hidden"], m["layers"])
+        fl = epoch_floors.epoch_floor(model, n, spmm_nnz, f, c, m["hidden"], m["layers"], ceilings,
+                                      feature_nonzeros(d))
+        floor = fl.total() if fl and not fl.cache_resident() else float("nan")
         fg_s = median_after(fg["epoch_seconds"], a.warmup)
+        fg_stages = {k: v for k, v in fg.get("stage_seconds_median_epoch", {}).items() if k in epoch_floors.STAGES}
         if n is None:
             n, nnz = fg.get("num_vertices"), fg.get("num_edges")
         row = {
@@ -425,8 +405,11 @@ def main():
             "fg_peak_rss_mib": fg["peak_rss_bytes"] / 2**20,
             "fg_epoch0_loss": fg.get("epoch0_loss"),
             "fg_hdg_mib": fg.get("hdg_bytes", 0) / 2**20,
-            "fg_stage_seconds": json.dumps(fg.get("stage_seconds", {})),
-            "roofline_floor_s": floor, "gemm_gflop": flops / 1e9, "spmm_gbytes": sbytes / 1e9,
+            "fg_stage_seconds_per_epoch": json.dumps(fg_stages),
+            "floor_s": floor, "floor_cache_resident": bool(fl and fl.cache_resident()),
+            "floor_stage_seconds": json.dumps({k: fl.seconds(k) for k in epoch_floors.STAGES} if fl else {}),
+            "floor_gflop": sum(fl.flops.values()) / 1e9 if fl else float("nan"),
+            "floor_gbytes": sum(fl.bytes.values()) / 1e9 if fl else float("nan"),
             "fg_fraction_of_floor": floor / fg_s if fg_s > 0 else float("nan"),
             "epoch0_check": "exact" if model in ("gcn", "sage") or
                             (model == "pinsage" and a.pinsage_selection == "flexgraph") else
@@ -460,7 +443,7 @@ def main():
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(), "cpus": os.cpu_count(),
         "load_average_before": load_before, "load_average_after": load_after,
-        "ceilings": {"gemm_flops": GEMM_FLOPS, "stream_bytes_per_s": STREAM_BYTES},
+        "ceilings": ceilings,
         "tolerance": a.tolerance, "frameworks": frameworks, "skipped": skipped,
     }
     print_table(rows, frameworks, info)
@@ -498,7 +481,8 @@ def print_table(rows, frameworks, info):
                  fmt(r["fg_epoch_s"], ".4f"), fmt(r["dgl_epoch_s"], ".4f"), fmt(r["dgl_over_fg"], ".2f", "x"),
                  fmt(r["fg_test_acc"], ".3f"), fmt(r["dgl_test_acc"], ".3f"),
                  fmt(r["fg_peak_rss_mib"], ".0f"), fmt(r["dgl_peak_rss_mib"], ".0f"),
-                 fmt(r["roofline_floor_s"], ".4f"), fmt(100 * r["fg_fraction_of_floor"], ".1f", "%"),
+                 "(cache-resident)" if r["floor_cache_resident"] else fmt(r["floor_s"], ".4f"),
+                 fmt(100 * r["fg_fraction_of_floor"], ".1f", "%"),
                  fmt(r["dgl_epoch0_rel_diff"], ".1e") + ("" if r["epoch0_check"] == "exact" else " (" + r["epoch0_check"] + ")")]
         if "pyg" in frameworks:
             cells[7:7] = [fmt(r["pyg_epoch_s"], ".4f"), fmt(r["pyg_over_fg"], ".2f", "x")]
@@ -513,8 +497,33 @@ def print_table(rows, frameworks, info):
           f"{lb[0]:.1f} after")
     print("\n".join(out))
     print("s/epoch: median training-step seconds after warm-up; acc: test accuracy at the best validation "
-          "epoch; MiB: peak RSS; floor: GEMM flops/180e9 + SpMM bytes/40e9; epoch0 rel: |FG - DGL| / |DGL| "
-          "of the loss of the shared initial weights.")
+          "epoch; MiB: peak RSS; floor: bytes each kernel must move / measured triad bandwidth + GEMM flops / "
+          "measured GEMM peak (bench/harness/floor.py); epoch0 rel: |FG - DGL| / |DGL| of the loss of the "
+          "shared initial weights.")
+    print_stage_table(rows, info["ceilings"])
+
+
+def print_stage_table(rows, ceilings):
+    """FlexGraph's seconds per epoch in each stage against that stage's floor."""
+    lines = []
+    for r in rows:
+        fg, fl = json.loads(r["fg_stage_seconds_per_epoch"]), json.loads(r["floor_stage_seconds"])
+        if not fl or r["floor_cache_resident"]:
+            continue
+        lines.append([r["model"], r["workload"]] +
+                     [f"{fmt(fg.get(k), '.4f')} / {fmt(fl[k], '.4f')} ({fmt(100 * fl[k] / fg[k] if fg.get(k) else None, '.0f', '%')})"
+                      for k in epoch_floors.STAGES])
+    if not lines:
+        return
+    hdr = ["model", "workload"] + list(epoch_floors.STAGES)
+    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(hdr)]
+    print(f"\nWhere FlexGraph's epoch goes: seconds per epoch / floor (floor as % of FlexGraph); "
+          f"triad {ceilings['triad_bytes_per_s'] / 1e9:.1f} GB/s, GEMM {ceilings['gemm_flops_per_s'] / 1e9:.0f} "
+          f"GFLOP/s, last-level cache {ceilings['llc_bytes'] / 2**20:.0f} MiB, {ceilings['threads']} threads")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(hdr, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for l in lines:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(l, widths)) + " |")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/ops/ops.h"
+#include "flexgraph/ops/shared/elementwise.h"
 #include "tests/core/gradcheck.h"
 #include "tests/core/test_graphs.h"
 
@@ -290,6 +291,25 @@ TEST(Dropout, FusedIsExactlyTheMaskProduct) {
   }
 }
 
+// Rows wide enough for the vectorised 64-column stretches give exactly the per-block masks that
+// every device computes (ops/shared), signed inputs included.
+TEST(Dropout, WideRowsMatchTheBlockReference) {
+  for (int64_t cols : {64, 130, 256}) {
+    Tensor x = RandomTensor({9, cols}, 70 + cols);
+    Tensor ids = Tensor::Empty({9}, DType::kInt64);
+    for (int64_t r = 0; r < 9; ++r) ids.i64()[r] = 77 * r + 5;
+    const Tensor got = ops::Dropout(x, 0.3f, 21, ids);
+    std::vector<float> expect(x.numel());
+    for (int64_t r = 0; r < 9; ++r) {
+      for (int64_t j = 0; j < cols; j += 4) {
+        ops::shared::DropoutBlock(21, static_cast<uint64_t>(ids.i64()[r]), j, cols, 0.3f, 1.0f / 0.7f,
+                                  x.f32() + r * cols, expect.data() + r * cols);
+      }
+    }
+    EXPECT_EQ(0, std::memcmp(expect.data(), got.f32(), expect.size() * sizeof(float))) << cols;
+  }
+}
+
 // Serial references for the parallel sparse kernels.
 std::vector<float> SerialSpmm(const Csr& a, const Tensor& x, bool mean) {
   const int64_t d = x.row_width();
@@ -370,11 +390,12 @@ std::vector<float> SerialWeightedSpmm(const Csr& a, const Tensor& x, const Tenso
   return out;
 }
 
-// The CPU SpMM specialises on the width (16-float vectors, slabs of 256 columns, a masked tail)
-// and on the head count: every path against the serial reference, bitwise equal across threads.
+// The CPU SpMM specialises on the width (16-float vectors, slabs of 256 columns, the last vector
+// whole, up to half full (1, 8, 17, 100) or over half (12, 30)) and on the head count: every path
+// against the serial reference, bitwise equal across threads.
 TEST(ParallelKernels, SpmmWidthsAndHeadsMatchSerialReference) {
   Csr a = RandomCsr(300, 200, 12, true, 71);
-  for (int64_t width : {1, 16, 17, 64, 100, 256, 272}) {
+  for (int64_t width : {1, 8, 12, 16, 17, 30, 64, 100, 256, 272}) {
     Tensor x = RandomTensor({200, width}, 72 + width);
     std::vector<Tensor> weights = {Tensor(), RandomTensor({a.nnz()}, 73)};
     for (int64_t heads : {2, 4, 20}) {
@@ -398,6 +419,23 @@ TEST(ParallelKernels, SpmmWidthsAndHeadsMatchSerialReference) {
       }
     }
   }
+}
+
+TEST(ParallelKernels, BroadcastAddOverManyRowChunks) {
+  for (int64_t width : {1, 7, 64}) {
+    const int64_t rows = 40000 / width + 3;
+    Tensor a = RandomTensor({rows, width}, 91), b = RandomTensor({width}, 92);
+    for (int threads : {1, 3}) {
+      SetNumThreads(threads);
+      Tensor y = ops::Add(a, b, -0.5f);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < width; ++j) {
+          ASSERT_EQ(y.f32()[r * width + j], a.f32()[r * width + j] + -0.5f * b.f32()[j]) << r << "," << j;
+        }
+      }
+    }
+  }
+  SetNumThreads(2);
 }
 
 TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {

@@ -1,6 +1,9 @@
 // CPU kernels for dense ops: OpenBLAS GEMM (called outside OpenMP regions) and OpenMP elementwise
 // loops. Every output element is written by one thread, so results do not depend on thread count.
 #include <cblas.h>
+#if defined(__AVX512F__) && defined(__BMI2__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -88,8 +91,17 @@ void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, cons
 
 void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
                int64_t b_period) {
-  if (b_period > 0) {
-    Elementwise(n, [&](int64_t i) { y[i] = a[i] + alpha * b[i % b_period]; });
+  if (b_period > 0) {  // b repeats along rows of b_period: no division per element
+    const int64_t rows = n / b_period;
+    const int64_t grain = std::max<int64_t>(1, kGrain / b_period);
+    ParallelFor(0, (rows + grain - 1) / grain, [&](int64_t c) {
+      for (int64_t r = c * grain; r < std::min(rows, (c + 1) * grain); ++r) {
+        const float* ar = a + r * b_period;
+        float* yr = y + r * b_period;
+#pragma omp simd
+        for (int64_t j = 0; j < b_period; ++j) yr[j] = ar[j] + alpha * b[j];
+      }
+    });
   } else {
     Elementwise(n, [&](int64_t i) { y[i] = a[i] + alpha * b[i]; });
   }
@@ -209,6 +221,22 @@ void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, 
     for (; b + 16 <= blocks && (b + 16) * 4 <= cols; b += 16) {
       uint32_t out[4][16];
       Philox16(seed, static_cast<uint64_t>(b), id, out);
+      float* dst = yr + b * 4;
+      const float* src = xr != nullptr ? xr + b * 4 : nullptr;
+#if defined(__AVX512F__) && defined(__BMI2__)
+      // Bit 4 l + t: lane l of block t is kept (column 4 l + t of this 64-column stretch).
+      const __m512i thr = _mm512_set1_epi32(static_cast<int>(threshold));
+      uint64_t kept = 0;
+      for (int t = 0; t < 4; ++t) {
+        const __m512i u = _mm512_srli_epi32(_mm512_loadu_si512(out[t]), 8);
+        kept |= _pdep_u64(_mm512_cmpge_epu32_mask(u, thr), 0x1111111111111111ull << t);
+      }
+      const __m512 keep_v = _mm512_set1_ps(keep);
+      for (int v = 0; v < 4; ++v) {
+        const __m512 m = _mm512_maskz_mov_ps(static_cast<__mmask16>(kept >> (16 * v)), keep_v);
+        _mm512_storeu_ps(dst + 16 * v, src != nullptr ? _mm512_mul_ps(_mm512_loadu_ps(src + 16 * v), m) : m);
+      }
+#else
       float lanes[4][16];
       for (int t = 0; t < 4; ++t) {
 #pragma omp simd
@@ -219,15 +247,14 @@ void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, 
       for (int l = 0; l < 16; ++l) {
         for (int t = 0; t < 4; ++t) m[l * 4 + t] = lanes[t][l];
       }
-      float* dst = yr + b * 4;
-      if (xr != nullptr) {
-        const float* src = xr + b * 4;
+      if (src != nullptr) {
 #pragma omp simd
         for (int j = 0; j < 64; ++j) dst[j] = src[j] * m[j];
       } else {
 #pragma omp simd
         for (int j = 0; j < 64; ++j) dst[j] = m[j];
       }
+#endif
     }
     for (int64_t j = b * 4; j < cols; j += 4) {
       shared::DropoutBlock(seed, id, j, cols, p, keep_scale, xr, yr);

@@ -1,0 +1,148 @@
+"""The floor of one training epoch, per stage: the time the kernels of an ideal implementation
+cannot go below on this machine.
+
+Ceilings are measured where the harness runs (`machine_ceilings`: STREAM triad bandwidth, GEMM
+peak through FlexGraph's BLAS path, last-level cache size). Each kernel costs
+  bytes it must move / triad bandwidth + flops / GEMM peak.
+Bytes: a GEMM reads both operands and writes its product once. An SpMM reads its CSR (8 B per
+row offset, 4 B per column id, 4 B per weight when weighted), gathers one input row per entry and
+writes its output rows. A gathered row costs whole cache lines, except the share of gathers that
+hits the last-level cache (its size over the input's), and every input row is read at least once.
+A sparse input (under 10% non-zero, where FlexGraph multiplies it as a sparse matrix) costs its
+CSR, one gathered weight row per non-zero and the output. Element-wise work (dropout with
+counter-based masks, bias, activations, their gradients) is counted as fused into the kernel that
+produces or consumes it, so it costs nothing here. When every operand fits in half the last-level
+cache the floor does not apply (`cache_resident`): the data never leaves the cache.
+
+Stages are FlexGraph's (`stage_seconds` of its summary): message, aggregation and update are the
+forward pass, backward holds every gradient kernel, loss the soft-max over the logits, optimizer
+Adam's read of parameter, gradient and both moments and its write of three (28 B per parameter).
+"""
+import json
+import math
+import subprocess
+
+STAGES = ("message", "aggregation", "update", "loss", "backward", "optimizer")
+
+
+def measure_ceilings(binary, threads):
+    """{'triad_bytes_per_s', 'gemm_flops_per_s', 'llc_bytes', 'threads'} from `machine_ceilings`."""
+    out = subprocess.run([binary, "--threads", str(threads)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def gathered_bytes(rows, width, entries, llc_bytes):
+    """DRAM bytes of `entries` row gathers from a [rows, width] float table."""
+    table = 4.0 * rows * width
+    if table == 0:
+        return 0.0
+    line = 64.0 * math.ceil(4.0 * width / 64)
+    resident = min(1.0, llc_bytes / table)
+    return max(table, entries * line * (1.0 - resident))
+
+
+class Epoch:
+    """Accumulates kernels per stage; seconds(stage) is that stage's floor."""
+
+    def __init__(self, ceilings):
+        self.c = ceilings
+        self.bytes = dict.fromkeys(STAGES, 0.0)
+        self.flops = dict.fromkeys(STAGES, 0.0)
+        self.largest_operand = 0.0
+
+    def cache_resident(self):
+        return self.largest_operand <= self.c["llc_bytes"] / 2
+
+    def gemm(self, stage, m, k, n, sparse_nnz=None):
+        """[m, k] x [k, n]; with sparse_nnz, the [m, k] operand is sparse."""
+        if sparse_nnz is not None:
+            self.flops[stage] += 2.0 * sparse_nnz * n
+            return self.spmm(stage, m, k, sparse_nnz, n, True)
+        self.flops[stage] += 2.0 * m * k * n
+        self.bytes[stage] += 4.0 * (m * k + k * n + m * n)
+        self.largest_operand = max(self.largest_operand, 4.0 * m * k, 4.0 * m * n)
+
+    def linear_backward(self, m, k, n, input_grad, sparse_nnz=None):
+        """Gradients of y = x W ([m, k] x [k, n]): dW = x^T dy, and dx = dy W^T if asked."""
+        if sparse_nnz is not None:
+            self.flops["backward"] += 2.0 * sparse_nnz * n
+            self.spmm("backward", k, m, sparse_nnz, n, True)
+        else:
+            self.gemm("backward", k, m, n)
+        if input_grad:
+            self.gemm("backward", m, n, k)
+
+    def spmm(self, stage, rows, cols, entries, width, weighted):
+        """[rows, cols] sparse with `entries` x [cols, width] dense."""
+        csr = 8.0 * (rows + 1) + entries * (8.0 if weighted else 4.0)
+        self.bytes[stage] += (csr + gathered_bytes(cols, width, entries, self.c["llc_bytes"]) +
+                              4.0 * rows * width)
+        self.largest_operand = max(self.largest_operand, csr, 4.0 * cols * width, 4.0 * rows * width)
+
+    def add_bytes(self, stage, b):
+        self.bytes[stage] += b
+
+    def seconds(self, stage):
+        return self.bytes[stage] / self.c["triad_bytes_per_s"] + self.flops[stage] / self.c["gemm_flops_per_s"]
+
+    def total(self):
+        return sum(self.seconds(s) for s in STAGES)
+
+
+def epoch_floor(model, n, nnz, f, c, hidden, layers, ceilings, feature_nnz=None):
+    """The Epoch of a full-batch training step of `model` (gcn, sage or pinsage; None otherwise)
+    on n vertices: nnz in-edges (PinSage: its selected entries), f features (feature_nnz of the
+    n * f non-zero), c classes."""
+    if n is None or model not in ("gcn", "sage", "pinsage"):
+        return None
+    e = Epoch(ceilings)
+    dims = [f] + [hidden] * (layers - 1) + [c]
+    params = 0
+    sparse_input = feature_nnz if feature_nnz is not None and feature_nnz < 0.1 * n * f else None
+    for l in range(layers):
+        i, o = dims[l], dims[l + 1]
+        needs_input_grad = l > 0  # the features are constant
+        sp = sparse_input if l == 0 else None  # the input's own projections
+        if model == "gcn":  # Â (h W) when W narrows, else (Â h) W; self loops in Â
+            params += i * o + o
+            entries, project_first = nnz + n, o < i
+            if project_first:
+                e.gemm("message", n, i, o, sp)
+                e.spmm("aggregation", n, n, entries, o, True)
+                e.spmm("backward", n, n, entries, o, True)
+                e.linear_backward(n, i, o, needs_input_grad, sp)
+            else:
+                e.spmm("aggregation", n, n, entries, i, True)
+                e.gemm("update", n, i, o)
+                e.linear_backward(n, i, o, needs_input_grad)
+                if needs_input_grad:
+                    e.spmm("backward", n, n, entries, i, True)
+        elif model == "sage":  # h W_self + mean(h) W_neigh (neighbour projection first when it narrows)
+            params += 2 * i * o + o
+            project_first = o < i
+            e.gemm("update", n, i, o, sp)
+            e.linear_backward(n, i, o, needs_input_grad, sp)
+            if project_first:
+                e.gemm("message", n, i, o, sp)
+                e.spmm("aggregation", n, n, nnz, o, False)
+                e.spmm("backward", n, n, nnz, o, False)
+                e.linear_backward(n, i, o, needs_input_grad, sp)
+            else:
+                e.spmm("aggregation", n, n, nnz, i, False)
+                e.gemm("update", n, i, o)
+                e.linear_backward(n, i, o, needs_input_grad)
+                if needs_input_grad:
+                    e.spmm("backward", n, n, nnz, i, False)
+        else:  # PinSage: q = ReLU(h Q + b) per row; weighted sum over the selection; [h || n] W + w
+            params += i * hidden + hidden + (i + hidden) * o + o
+            e.gemm("message", n, i, hidden, sp)
+            e.spmm("aggregation", n, n, nnz, hidden, True)
+            e.gemm("update", n, i, o, sp)
+            e.gemm("update", n, hidden, o)
+            e.linear_backward(n, hidden, o, True)  # the pooled rows' gradient feeds Q's
+            e.spmm("backward", n, n, nnz, hidden, True)
+            e.linear_backward(n, i, hidden, needs_input_grad, sp)
+            e.linear_backward(n, i, o, needs_input_grad, sp)
+    e.add_bytes("loss", 8.0 * n * c)  # read the logits, write their gradient
+    e.add_bytes("optimizer", 28.0 * params)
+    return e
