@@ -6,8 +6,11 @@ peak through FlexGraph's BLAS path, last-level cache size). Each kernel costs
   bytes it must move / triad bandwidth + flops / GEMM peak.
 Bytes: a GEMM reads both operands and writes its product once. An SpMM reads its CSR (8 B per
 row offset, 4 B per column id, 4 B per weight when weighted), gathers one input row per entry and
-writes its output rows. A gathered row costs whole cache lines, except the share of gathers that
-hits the last-level cache (its size over the input's), and every input row is read at least once.
+writes its output rows. A gathered row costs whole cache lines unless it is resident in the
+last-level cache. With the graph's column counts known, the ideal cache holds the most gathered
+rows (as many as fit): those are read once, every other gather misses. Without them, gathers hit
+in proportion to the cache's size over the input's, and every input row is read at least once.
+Backward SpMMs gather with the transpose's column counts, taken as the same (undirected graphs).
 A sparse input (under 10% non-zero, where FlexGraph multiplies it as a sparse matrix) costs its
 CSR, one gathered weight row per non-zero and the output. Element-wise work (dropout with
 counter-based masks, bias, activations, their gradients) is counted as fused into the kernel that
@@ -31,12 +34,18 @@ def measure_ceilings(binary, threads):
     return json.loads(out.stdout)
 
 
-def gathered_bytes(rows, width, entries, llc_bytes):
-    """DRAM bytes of `entries` row gathers from a [rows, width] float table."""
+def gathered_bytes(rows, width, entries, llc_bytes, hot=None):
+    """DRAM bytes of `entries` row gathers from a [rows, width] float table. hot[k - 1]: the
+    gathers of the k most gathered rows (a cumulative sum over column counts sorted in decreasing
+    order, summing to entries), when known."""
     table = 4.0 * rows * width
     if table == 0:
         return 0.0
     line = 64.0 * math.ceil(4.0 * width / 64)
+    if hot is not None and len(hot) == rows and rows > 0:
+        resident = int(min(rows, llc_bytes // line))
+        hits = float(hot[resident - 1]) if resident > 0 else 0.0
+        return resident * line + (entries - hits) * line
     resident = min(1.0, llc_bytes / table)
     return max(table, entries * line * (1.0 - resident))
 
@@ -44,8 +53,9 @@ def gathered_bytes(rows, width, entries, llc_bytes):
 class Epoch:
     """Accumulates kernels per stage; seconds(stage) is that stage's floor."""
 
-    def __init__(self, ceilings):
+    def __init__(self, ceilings, hot=None):
         self.c = ceilings
+        self.hot = hot  # {entries: cumulative sorted column counts} of the graph's SpMMs
         self.bytes = dict.fromkeys(STAGES, 0.0)
         self.flops = dict.fromkeys(STAGES, 0.0)
         self.largest_operand = 0.0
@@ -75,7 +85,8 @@ class Epoch:
     def spmm(self, stage, rows, cols, entries, width, weighted):
         """[rows, cols] sparse with `entries` x [cols, width] dense."""
         csr = 8.0 * (rows + 1) + entries * (8.0 if weighted else 4.0)
-        self.bytes[stage] += (csr + gathered_bytes(cols, width, entries, self.c["llc_bytes"]) +
+        hot = (self.hot or {}).get(entries)
+        self.bytes[stage] += (csr + gathered_bytes(cols, width, entries, self.c["llc_bytes"], hot) +
                               4.0 * rows * width)
         self.largest_operand = max(self.largest_operand, csr, 4.0 * cols * width, 4.0 * rows * width)
 
@@ -89,13 +100,23 @@ class Epoch:
         return sum(self.seconds(s) for s in STAGES)
 
 
-def epoch_floor(model, n, nnz, f, c, hidden, layers, ceilings, feature_nnz=None):
+def hot_rows(column_counts):
+    """Cumulative gathers of the most gathered rows: {entries: cumsum} for the graph's own
+    entries and for the graph with a self loop per vertex (GCN's Â)."""
+    import numpy as np
+    counts = np.sort(np.asarray(column_counts, dtype=np.int64))[::-1]
+    plain = np.cumsum(counts)
+    loops = plain + np.arange(1, len(counts) + 1)
+    return {int(plain[-1]): plain, int(loops[-1]): loops} if len(counts) else {}
+
+
+def epoch_floor(model, n, nnz, f, c, hidden, layers, ceilings, feature_nnz=None, column_counts=None):
     """The Epoch of a full-batch training step of `model` (gcn, sage or pinsage; None otherwise)
     on n vertices: nnz in-edges (PinSage: its selected entries), f features (feature_nnz of the
-    n * f non-zero), c classes."""
+    n * f non-zero), c classes; column_counts[u]: the in-edges from u, when known."""
     if n is None or model not in ("gcn", "sage", "pinsage"):
         return None
-    e = Epoch(ceilings)
+    e = Epoch(ceilings, hot_rows(column_counts) if column_counts is not None and model != "pinsage" else None)
     dims = [f] + [hidden] * (layers - 1) + [c]
     params = 0
     sparse_input = feature_nnz if feature_nnz is not None and feature_nnz < 0.1 * n * f else None

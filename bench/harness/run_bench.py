@@ -173,6 +173,20 @@ def feature_nonzeros(d):
     return int(sum(np.count_nonzero(feat[i:i + 65536]) for i in range(0, feat.shape[0], 65536)))
 
 
+def column_counts(d):
+    """In-edges per source vertex (the SpMMs' gather counts), None without indices.npy."""
+    import numpy as np
+    path = os.path.join(d, "indices.npy")
+    if not os.path.exists(path):
+        return None
+    n = graph_sizes(d)[0]
+    idx = np.load(path, mmap_mode="r")
+    counts = np.zeros(n, dtype=np.int64)
+    for i in range(0, idx.shape[0], 1 << 24):
+        counts += np.bincount(idx[i:i + (1 << 24)], minlength=n)
+    return counts
+
+
 def graph_sizes(d):
     import numpy as np
     if not os.path.exists(os.path.join(d, "indptr.npy")):
@@ -389,7 +403,7 @@ def main():
         if model == "pinsage" and "dgl" in base:
             spmm_nnz = base["dgl"]["selected_edges"]
         fl = epoch_floors.epoch_floor(model, n, spmm_nnz, f, c, m["hidden"], m["layers"], ceilings,
-                                      feature_nonzeros(d))
+                                      feature_nonzeros(d), column_counts(d))
         floor = fl.total() if fl and not fl.cache_resident() else float("nan")
         fg_s = median_after(fg["epoch_seconds"], a.warmup)
         fg_stages = {k: v for k, v in fg.get("stage_seconds_median_epoch", {}).items() if k in epoch_floors.STAGES}

@@ -305,7 +305,8 @@ Var Spmm(const SparseMatrixPtr& a, const Var& x, SpmmReduce reduce, const Var& e
     if (x.requires_grad()) {
       Tensor wt;
       if (wv.defined()) {
-        wt = ops::GatherRows(wv, a->entry_perm());
+        wt = wv.device() == Device::kCpu ? a->TransposedValues(wv, !edge_w.requires_grad())
+                                         : ops::GatherRows(wv, a->entry_perm());
       }
       AccumulateGrad(x, ops::Spmm(a->transpose(), gs, SpmmReduce::kSum, wt), "Spmm");
     }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/parallel.h"
 
 namespace fg {
 
@@ -150,8 +151,48 @@ Csr Csr::Transpose(Tensor* entry_permutation) const {
   return t;
 }
 
+namespace {
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  return a.dtype() == b.dtype() && a.numel() == b.numel() && a.device() == Device::kCpu &&
+         b.device() == Device::kCpu && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+}  // namespace
+
 void SparseMatrix::EnsureTranspose() const {
-  std::call_once(once_, [this] { transpose_ = csr_.Transpose(&perm_); });
+  std::call_once(once_, [this] {
+    transpose_ = csr_.Transpose(&perm_);
+    if (transpose_.num_rows == csr_.num_rows && SameBytes(transpose_.offsets, csr_.offsets) &&
+        SameBytes(transpose_.indices, csr_.indices) && SameBytes(transpose_.values, csr_.values)) {
+      transpose_ = csr_;
+    }
+  });
+}
+
+Tensor SparseMatrix::TransposedValues(const Tensor& w, bool constant) const {
+  FG_CHECK(w.device() == Device::kCpu && w.dtype() == DType::kFloat32 && w.rows() == csr_.nnz())
+      << "TransposedValues: " << w.ShapeString() << " for " << csr_.nnz() << " entries";
+  std::lock_guard<std::mutex> lock(values_mu_);
+  if (constant && values_source_.defined() && values_source_.raw() == w.raw() &&
+      values_source_.numel() == w.numel()) {
+    return values_transposed_;
+  }
+  const Tensor& perm = entry_perm();
+  const int64_t k = w.row_width();
+  Tensor t = Tensor::Empty(w.shape(), DType::kFloat32);
+  const float* src = w.f32();
+  float* dst = t.f32();
+  ParallelFor(0, perm.numel(), [&](int64_t e) {
+    const int64_t from = perm.dtype() == DType::kInt32 ? perm.i32()[e] : perm.i64()[e];
+    for (int64_t j = 0; j < k; ++j) dst[e * k + j] = src[from * k + j];
+  });
+  if (SameBytes(t, w)) t = w;
+  if (constant) {
+    values_source_ = w;
+    values_transposed_ = t;
+  }
+  return t;
 }
 const Csr& SparseMatrix::transpose() const {
   EnsureTranspose();

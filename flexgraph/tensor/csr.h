@@ -64,7 +64,9 @@ struct Csr {
   Csr Transpose(Tensor* entry_permutation = nullptr) const;
 };
 
-// A Csr with its transpose computed on first use (for backward passes). Thread-safe.
+// A Csr with its transpose computed on first use (for backward passes). A symmetric matrix (the
+// same entries and values both ways, as GCN's normalised adjacency of an undirected graph) shares
+// its storage with its transpose. Thread-safe.
 class SparseMatrix {
  public:
   explicit SparseMatrix(Csr csr) : csr_(std::move(csr)) {}
@@ -72,6 +74,10 @@ class SparseMatrix {
   // Transposed structure; entry_perm()[k] (int32) is the original entry id of transposed entry k.
   const Csr& transpose() const;
   const Tensor& entry_perm() const;
+  // Per-entry values w ([nnz] or [nnz, k] floats on the CPU) in transpose() entry order. For a
+  // constant w (never written while this matrix lives) the result is kept, holding w, and reused
+  // by the next call with w; when it equals w, w itself is returned.
+  Tensor TransposedValues(const Tensor& w, bool constant) const;
 
  private:
   void EnsureTranspose() const;
@@ -79,6 +85,8 @@ class SparseMatrix {
   mutable std::once_flag once_;
   mutable Csr transpose_;
   mutable Tensor perm_;
+  mutable std::mutex values_mu_;
+  mutable Tensor values_source_, values_transposed_;
 };
 
 using SparseMatrixPtr = std::shared_ptr<const SparseMatrix>;

@@ -136,6 +136,34 @@ TEST(Spmm, HandComputed) {
   EXPECT_EQ(argmax.ToVector<int32_t>(), (std::vector<int32_t>{2, 2, -1, -1, 1, 1}));
 }
 
+// A symmetric matrix is its own transpose (shared storage); any other gets its own. Per-entry
+// values come back in transposed order, w itself when they are symmetric too, and a constant w's
+// result is reused.
+TEST(SparseMatrix, SymmetricMatricesShareTheirTransposeAndValues) {
+  // Entries (0,0) (0,1) (1,0) (1,2) (2,1): symmetric; weights symmetric, then not.
+  Csr sym = Csr::FromVectors(3, 3, {0, 2, 4, 5}, {0, 1, 0, 2, 1});
+  SparseMatrix a(sym);
+  EXPECT_EQ(a.transpose().indices.raw(), a.csr().indices.raw());
+  const Tensor w = Tensor::FromVector<float>({1, 2, 2, 3, 3});
+  EXPECT_EQ(a.TransposedValues(w, true).raw(), w.raw());
+  const Tensor v = Tensor::FromVector<float>({1, 2, 4, 3, 5});  // (0,1) = 2 but (1,0) = 4
+  const Tensor vt = a.TransposedValues(v, true);
+  EXPECT_EQ(vt.ToVector<float>(), (std::vector<float>{1, 4, 2, 5, 3}));
+  EXPECT_EQ(a.TransposedValues(v, true).raw(), vt.raw());   // kept for the constant v
+  EXPECT_NE(a.TransposedValues(v, false).raw(), vt.raw());  // recomputed for a changing one
+  const Tensor heads = Tensor::FromVector<float>({1, 10, 2, 20, 4, 40, 3, 30, 5, 50}).Reshape({5, 2});
+  EXPECT_EQ(a.TransposedValues(heads, false).ToVector<float>(),
+            (std::vector<float>{1, 10, 4, 40, 2, 20, 5, 50, 3, 30}));
+
+  SparseMatrix b(Csr::FromVectors(2, 3, {0, 2, 3}, {0, 2, 1}));
+  EXPECT_NE(b.transpose().indices.raw(), b.csr().indices.raw());
+  EXPECT_EQ(b.transpose().num_rows, 3);
+  Csr unsorted = Csr::FromVectors(2, 2, {0, 2, 3}, {1, 0, 0});  // symmetric, row 0 out of order
+  SparseMatrix c(unsorted);
+  EXPECT_NE(c.transpose().indices.raw(), c.csr().indices.raw());
+  EXPECT_EQ(c.transpose().indices.ToVector<int32_t>(), (std::vector<int32_t>{0, 1, 0}));
+}
+
 TEST(Spmm, Gradients) {
   auto a = Shared(RandomCsr(6, 5, 3, false, 11));
   Tensor x = RandomTensor({5, 4}, 12);

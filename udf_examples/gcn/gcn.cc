@@ -30,13 +30,20 @@ class GcnLayer : public nau::Layer {
   bool LocalSelection() const override { return true; }
   void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
                        hdg::NeighborWriter& out) const override {
+    // v in its place among its (sorted) neighbours: on an undirected graph Â is then symmetric
+    // entry for entry, and backward passes use it as its own transpose.
     const auto nbrs = ctx.InNeighbors(v);
     const float dv = static_cast<float>(nbrs.size() + 1);
-    out.Add(v, 1.0f / dv);
+    bool self = false;
     for (int32_t u : nbrs) {
+      if (!self && u > v) {
+        out.Add(v, 1.0f / dv);
+        self = true;
+      }
       const float du = static_cast<float>(ctx.InDegree(u) + 1);
       out.Add(u, 1.0f / std::sqrt(dv * du));
     }
+    if (!self) out.Add(v, 1.0f / dv);
   }
 
   ag::Var Message(nau::LayerContext& ctx, const ag::Var& h) override {
