@@ -104,6 +104,16 @@ Var AddBias(const Var& x, const Var& bias) {
   });
 }
 
+Var BiasRelu(const Var& x, const Var& bias) {
+  Tensor y = ops::BiasRelu(x.value(), bias.value());
+  return MakeResult(y, "BiasRelu", {x, bias}, [x = GradRef(x), bias = GradRef(bias), y](const Tensor& g) {
+    Tensor gb;
+    Tensor gx = ops::BiasReluBackward(y, g, &gb);
+    AccumulateGrad(x, gx, "BiasRelu");
+    AccumulateGrad(bias, gb, "BiasRelu");
+  });
+}
+
 Var Mul(const Var& a, const Var& b) {
   CheckSameShape(a, b, "Mul");
   Tensor y = ops::Mul(a.value(), b.value());

@@ -23,6 +23,8 @@ Var Add(const Var& a, const Var& b);
 Var Sub(const Var& a, const Var& b);
 // x + bias, bias of x's last dimension broadcast over rows.
 Var AddBias(const Var& x, const Var& bias);
+// ReLU(AddBias(x, bias)) in one pass forward and one backward.
+Var BiasRelu(const Var& x, const Var& bias);
 Var Mul(const Var& a, const Var& b);
 Var Scale(const Var& x, float s);
 // x[r, head h slice] * s[r, h]; s is [rows] or [rows, heads].

@@ -58,13 +58,22 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Init init, uint64_t seed, uin
   if (bias) bias_ = AddParameter("bias", Tensor::Zeros({out}));
 }
 
+namespace {
+ag::Var Project(const ag::Var& x, const ag::Var& weight, int64_t in, int64_t out) {
+  FG_CHECK(x.row_width() == in) << "Linear: input " << x.value().ShapeString() << " for a " << in
+                                << "x" << out << " layer";
+  return ag::MatMul(x.value().rank() == 2 ? x : ag::Reshape(x, {x.rows(), in}), weight);
+}
+}  // namespace
+
 ag::Var Linear::Forward(const ag::Var& x) const {
-  FG_CHECK(x.row_width() == in_) << "Linear: input " << x.value().ShapeString() << " for a "
-                                 << in_ << "x" << out_ << " layer";
-  ag::Var x2 = x.value().rank() == 2 ? x : ag::Reshape(x, {x.rows(), in_});
-  ag::Var y = ag::MatMul(x2, weight_);
-  if (bias_.defined()) y = ag::AddBias(y, bias_);
-  return y;
+  ag::Var y = Project(x, weight_, in_, out_);
+  return bias_.defined() ? ag::AddBias(y, bias_) : y;
+}
+
+ag::Var Linear::ForwardRelu(const ag::Var& x) const {
+  ag::Var y = Project(x, weight_, in_, out_);
+  return bias_.defined() ? ag::BiasRelu(y, bias_) : ag::Relu(y);
 }
 
 Embedding::Embedding(int64_t count, int64_t dim, uint64_t seed, uint64_t stream) {

@@ -20,6 +20,11 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
   /* gx = gy * f'(.) using x (input) and y (output). */                                           \
   void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, const float* gy,     \
                      float* gx, int64_t n);                                                        \
+  /* y[r, j] = ReLU(x[r, j] + b[j]) over rows of `cols`. */                                      \
+  void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y);             \
+  /* From y = BiasRelu(x, b): gx = gy where y > 0, else 0; gb[j] = sum over rows of gx[r, j]. */   \
+  void BiasReluBackward(const float* y, const float* gy, int64_t rows, int64_t cols, float* gx,    \
+                        float* gb);                                                                \
   /* y = a + alpha * b (elementwise; b broadcast with period `b_period` when > 0). */              \
   void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,                 \
                  int64_t b_period);                                                                \

@@ -139,6 +139,28 @@ Tensor Add(const Tensor& a, const Tensor& b, float alpha) {
   return y;
 }
 
+Tensor BiasRelu(const Tensor& x, const Tensor& bias) {
+  CheckFloat(x, "BiasRelu", "x");
+  CheckFloat(bias, "BiasRelu", "bias");
+  FG_CHECK(x.rank() >= 1 && bias.numel() == x.dim(-1))
+      << "BiasRelu: bias " << bias.ShapeString() << " for " << x.ShapeString();
+  CheckSameDevice(bias, x, "BiasRelu", "bias");
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  const int64_t cols = bias.numel();
+  FG_DISPATCH(x.device(), BiasRelu, x.f32(), bias.f32(), cols > 0 ? x.numel() / cols : 0, cols, y.f32());
+  return y;
+}
+
+Tensor BiasReluBackward(const Tensor& y, const Tensor& gy, Tensor* gbias) {
+  CheckSameNumel(y, gy, "BiasReluBackward");
+  const int64_t cols = y.rank() >= 1 ? y.dim(-1) : 1;
+  Tensor gx = Tensor::Empty(y.shape(), DType::kFloat32, y.device());
+  *gbias = Tensor::Empty({cols}, DType::kFloat32, y.device());
+  FG_DISPATCH(y.device(), BiasReluBackward, y.f32(), gy.f32(), cols > 0 ? y.numel() / cols : 0, cols,
+              gx.f32(), gbias->f32());
+  return gx;
+}
+
 void AddInPlace(Tensor* a, const Tensor& b, float alpha) {
   CheckSameNumel(*a, b, "AddInPlace");
   FG_DISPATCH(a->device(), AddScaled, a->f32(), b.f32(), alpha, a->f32(), a->numel(), 0);

@@ -29,6 +29,10 @@ Tensor ApplyBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor&
                      float alpha = 0.0f);
 // a + alpha * b: b has a's numel, or b's numel equals a's last dimension (broadcast over rows).
 Tensor Add(const Tensor& a, const Tensor& b, float alpha = 1.0f);
+// ReLU(x + bias), bias one row broadcast over x's rows, in one pass.
+Tensor BiasRelu(const Tensor& x, const Tensor& bias);
+// From y = BiasRelu(x, bias) and gy = dL/dy: dL/dx, and dL/dbias into *gbias, in one pass.
+Tensor BiasReluBackward(const Tensor& y, const Tensor& gy, Tensor* gbias);
 // *a += alpha * b (same numel).
 void AddInPlace(Tensor* a, const Tensor& b, float alpha = 1.0f);
 Tensor Mul(const Tensor& a, const Tensor& b);

@@ -97,6 +97,11 @@ TEST(Elementwise, Gradients) {
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Sub(v[0], v[1]); }, {x, y});
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::AddBias(v[0], v[1]); },
                        {x, RandomTensor({3}, 7)});
+  // Inputs away from the kink (|x + b| > 0.05) so finite differences see one side of it.
+  Tensor xr = RandomTensor({4, 3}, 11);
+  for (int64_t i = 0; i < xr.numel(); ++i) xr.f32()[i] += xr.f32()[i] >= 0 ? 0.3f : -0.3f;
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::BiasRelu(v[0], v[1]); },
+                       {xr, Tensor::Zeros({3})});
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::ScaleRows(v[0], v[1]); },
                        {RandomTensor({4, 6}, 8), RandomTensor({4, 2}, 9)});
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::SumRows(v[0]); }, {x});
@@ -449,6 +454,32 @@ TEST(ParallelKernels, SpmmWidthsAndHeadsMatchSerialReference) {
   }
 }
 
+// Max over row segments: the largest value and the first column holding it, empty rows 0 and -1.
+TEST(ParallelKernels, SpmmMaxMatchesSerialReference) {
+  for (int64_t width : {1, 17, 64}) {
+    Csr a = RandomCsr(400, 150, 10, true, 96 + width);
+    Tensor x = RandomTensor({150, width}, 97);
+    for (int64_t i = 0; i < x.numel(); i += 5) x.f32()[i] = 0.5f;  // ties: the first column wins
+    Tensor argmax;
+    const Tensor got = ops::SpmmMax(a, x, &argmax);
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) {
+        float best = 0.0f;
+        int32_t at = -1;
+        for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+          const float v = x.f32()[a.col()[e] * width + j];
+          if (at < 0 || v > best) {
+            best = v;
+            at = a.col()[e];
+          }
+        }
+        ASSERT_EQ(got.f32()[r * width + j], best) << r << "," << j;
+        ASSERT_EQ(argmax.i32()[r * width + j], at) << r << "," << j;
+      }
+    }
+  }
+}
+
 TEST(ParallelKernels, BroadcastAddOverManyRowChunks) {
   for (int64_t width : {1, 7, 64}) {
     const int64_t rows = 40000 / width + 3;
@@ -464,6 +495,30 @@ TEST(ParallelKernels, BroadcastAddOverManyRowChunks) {
     }
   }
   SetNumThreads(2);
+}
+
+// The fused bias + ReLU equals the two ops it replaces; its bias gradient (column sums over
+// blocks of rows) is the same for any thread count and matches a double-precision sum.
+TEST(ParallelKernels, BiasReluIsAddBiasThenReluOverManyRowBlocks) {
+  const int64_t rows = 1000, cols = 37;
+  Tensor x = RandomTensor({rows, cols}, 93), b = RandomTensor({cols}, 94), g = RandomTensor({rows, cols}, 95);
+  const Tensor y = ops::BiasRelu(x, b);
+  EXPECT_EQ(y.ToVector<float>(), ops::Apply(ops::UnaryOp::kRelu, ops::Add(x, b)).ToVector<float>());
+  std::vector<std::vector<float>> gbs;
+  for (int threads : {1, 3}) {
+    SetNumThreads(threads);
+    Tensor gb;
+    const Tensor gx = ops::BiasReluBackward(y, g, &gb);
+    EXPECT_EQ(gx.ToVector<float>(), ops::ApplyBackward(ops::UnaryOp::kRelu, y, y, g).ToVector<float>());
+    gbs.push_back(gb.ToVector<float>());
+    for (int64_t j = 0; j < cols; ++j) {
+      double sum = 0;
+      for (int64_t r = 0; r < rows; ++r) sum += gx.f32()[r * cols + j];
+      EXPECT_NEAR(gb.f32()[j], sum, 1e-4);
+    }
+  }
+  SetNumThreads(2);
+  EXPECT_EQ(gbs[0], gbs[1]);
 }
 
 TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {

@@ -66,8 +66,8 @@ class GcnLayer : public nau::Layer {
   }
 
   ag::Var Update(nau::UpdateContext&, const ag::Var&, const ag::Var& nbr) override {
-    ag::Var h = ag::AddBias(project_first_ ? nbr : fc_.Forward(nbr), bias_);
-    return last_ ? h : ag::Relu(h);
+    ag::Var z = project_first_ ? nbr : fc_.Forward(nbr);
+    return last_ ? ag::AddBias(z, bias_) : ag::BiasRelu(z, bias_);
   }
 
  private:

@@ -47,8 +47,8 @@ class GinLayer : public nau::Layer {
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     ag::Var s = ctx.Dropout(self, dropout_, 0, ctx.root_global_ids);
     ag::Var z = ag::Add(ag::Scale(s, 1.0f + eps_), nbr);
-    ag::Var h = fc2_.Forward(ag::Relu(fc1_.Forward(z)));
-    return last_ ? h : ag::Relu(h);
+    ag::Var h = fc1_.ForwardRelu(z);
+    return last_ ? fc2_.Forward(h) : fc2_.ForwardRelu(h);
   }
 
  private:

@@ -117,7 +117,8 @@ std::string PinSageLayer::SelectionKey() const {
 }
 
 ag::Var PinSageLayer::Message(nau::LayerContext& ctx, const ag::Var& h) {
-  return ag::Relu(nau::DropoutLinear(ctx, h, ctx.table_global_ids, pool_, dropout_, 0));
+  return ag::BiasRelu(nau::DropoutMatMul(ctx, h, ctx.table_global_ids, pool_.weight(), ag::Var(), dropout_, 0),
+                      pool_.bias());
 }
 
 nau::LayerCost PinSageLayer::Cost(int64_t, int64_t) const {
@@ -137,8 +138,8 @@ ag::Var PinSageLayer::Update(nau::UpdateContext& ctx, const ag::Var& self, const
   ag::Var w_self = ag::GatherRows(update_.weight(), RowRange(0, in));
   ag::Var w_nbr = ag::GatherRows(update_.weight(), RowRange(in, in + pool));
   ag::Var s = nau::DropoutMatMul(ctx, self, ctx.root_global_ids, w_self, ag::Var(), dropout_, 0);
-  ag::Var z = ag::AddBias(ag::Add(s, ag::MatMul(nbr, w_nbr)), update_.bias());
-  return last_ ? z : ag::RowL2Normalize(ag::Relu(z));
+  ag::Var z = ag::Add(s, ag::MatMul(nbr, w_nbr));
+  return last_ ? ag::AddBias(z, update_.bias()) : ag::RowL2Normalize(ag::BiasRelu(z, update_.bias()));
 }
 
 absl::Status PinSage::Build(const nau::ModelSpec& spec) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
@@ -105,6 +106,47 @@ void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
   } else {
     Elementwise(n, [&](int64_t i) { y[i] = a[i] + alpha * b[i]; });
   }
+}
+
+void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y) {
+  if (rows == 0 || cols == 0) return;
+  const int64_t grain = std::max<int64_t>(1, kGrain / cols);
+  ParallelFor(0, (rows + grain - 1) / grain, [&](int64_t c) {
+    for (int64_t r = c * grain; r < std::min(rows, (c + 1) * grain); ++r) {
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) yr[j] = shared::UnaryValue<UnaryOp::kRelu>(xr[j] + b[j], 0.0f);
+    }
+  });
+}
+
+void BiasReluBackward(const float* y, const float* gy, int64_t rows, int64_t cols, float* gx,
+                      float* gb) {
+  if (cols == 0) return;
+  // Column sums per fixed block of rows, then over the blocks in order: gb does not depend on the
+  // thread count.
+  constexpr int64_t kBlockRows = 256;
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  std::vector<float> partial(blocks * cols, 0.0f);
+  ParallelFor(0, blocks, [&](int64_t blk) {
+    float* p = partial.data() + blk * cols;
+    for (int64_t r = blk * kBlockRows; r < std::min(rows, (blk + 1) * kBlockRows); ++r) {
+      const float* yr = y + r * cols;
+      const float* gr = gy + r * cols;
+      float* out = gx + r * cols;
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) {
+        out[j] = shared::UnaryGrad<UnaryOp::kRelu>(yr[j], yr[j], gr[j], 0.0f);
+        p[j] += out[j];
+      }
+    }
+  });
+  ParallelFor(0, cols, [&](int64_t j) {
+    float sum = 0.0f;
+    for (int64_t blk = 0; blk < blocks; ++blk) sum += partial[blk * cols + j];
+    gb[j] = sum;
+  });
 }
 
 void MulElem(const float* a, const float* b, float* y, int64_t n) {

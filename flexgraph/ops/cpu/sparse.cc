@@ -276,14 +276,16 @@ void SpmmMax(const int64_t* off, const int32_t* col, int64_t rows, const float* 
       o[j] = x0[j];
       am[j] = col[lo];
     }
+    const int64_t dist = PrefetchEntries(width);
     for (int64_t e = lo + 1; e < hi; ++e) {
+      if (e + dist < hi) PrefetchSpan(x + static_cast<int64_t>(col[e + dist]) * width, width);
       const float* xr = x + static_cast<int64_t>(col[e]) * width;
       const int32_t c = col[e];
-      for (int64_t j = 0; j < width; ++j) {
-        if (xr[j] > o[j]) {
-          o[j] = xr[j];
-          am[j] = c;
-        }
+#pragma omp simd
+      for (int64_t j = 0; j < width; ++j) {  // blends, so the loop vectorises
+        const bool more = xr[j] > o[j];
+        o[j] = more ? xr[j] : o[j];
+        am[j] = more ? c : am[j];
       }
     }
   });
@@ -379,11 +381,12 @@ void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t wid
         am[j] = lo < hi ? static_cast<int32_t>(lo) : -1;
       }
       for (int64_t e = lo + 1; e < hi; ++e) {
+        const float* xr = x + e * width;
+#pragma omp simd
         for (int64_t j = 0; j < width; ++j) {
-          if (x[e * width + j] > o[j]) {
-            o[j] = x[e * width + j];
-            am[j] = static_cast<int32_t>(e);
-          }
+          const bool more = xr[j] > o[j];
+          o[j] = more ? xr[j] : o[j];
+          am[j] = more ? static_cast<int32_t>(e) : am[j];
         }
       }
       return;

@@ -31,6 +31,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kThreads)
+    BiasReluKernel(const float* x, const float* b, int64_t cols, float* y, int64_t n) {
+  FG_GRID_STRIDE(i, n) { y[i] = shared::UnaryValue<UnaryOp::kRelu>(x[i] + b[i % cols], 0.0f); }
+}
+
+__global__ void __launch_bounds__(kThreads)
     MulKernel(const float* a, const float* b, float* y, int64_t n) {
   FG_GRID_STRIDE(i, n) { y[i] = a[i] * b[i]; }
 }
@@ -127,6 +132,19 @@ void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
   if (n == 0) return;
   AddScaledKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(a, b, alpha, y, n, b_period);
   FG_CUDA_CHECK_LAUNCH();
+}
+
+void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  BiasReluKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, b, cols, y, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void BiasReluBackward(const float* y, const float* gy, int64_t rows, int64_t cols, float* gx,
+                      float* gb) {
+  UnaryBackward(UnaryOp::kRelu, 0.0f, y, y, gy, gx, rows * cols);
+  SumRows(gx, rows, cols, gb);
 }
 
 void MulElem(const float* a, const float* b, float* y, int64_t n) {
