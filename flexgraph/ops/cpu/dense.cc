@@ -35,6 +35,15 @@ void Elementwise(int64_t n, F&& f) {
     for (int64_t i = c * kGrain; i < hi; ++i) f(i);
   });
 }
+
+// Calls f(r) for every row of a [rows, cols] matrix, in parallel chunks of about kGrain elements.
+template <typename F>
+void ForRows(int64_t rows, int64_t cols, F&& f) {
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1));
+  ParallelFor(0, (rows + grain - 1) / grain, [&](int64_t c) {
+    for (int64_t r = c * grain; r < std::min(rows, (c + 1) * grain); ++r) f(r);
+  });
+}
 }  // namespace
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -93,15 +102,11 @@ void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, cons
 void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
                int64_t b_period) {
   if (b_period > 0) {  // b repeats along rows of b_period: no division per element
-    const int64_t rows = n / b_period;
-    const int64_t grain = std::max<int64_t>(1, kGrain / b_period);
-    ParallelFor(0, (rows + grain - 1) / grain, [&](int64_t c) {
-      for (int64_t r = c * grain; r < std::min(rows, (c + 1) * grain); ++r) {
-        const float* ar = a + r * b_period;
-        float* yr = y + r * b_period;
+    ForRows(n / b_period, b_period, [&](int64_t r) {
+      const float* ar = a + r * b_period;
+      float* yr = y + r * b_period;
 #pragma omp simd
-        for (int64_t j = 0; j < b_period; ++j) yr[j] = ar[j] + alpha * b[j];
-      }
+      for (int64_t j = 0; j < b_period; ++j) yr[j] = ar[j] + alpha * b[j];
     });
   } else {
     Elementwise(n, [&](int64_t i) { y[i] = a[i] + alpha * b[i]; });
@@ -110,14 +115,11 @@ void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
 
 void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y) {
   if (rows == 0 || cols == 0) return;
-  const int64_t grain = std::max<int64_t>(1, kGrain / cols);
-  ParallelFor(0, (rows + grain - 1) / grain, [&](int64_t c) {
-    for (int64_t r = c * grain; r < std::min(rows, (c + 1) * grain); ++r) {
-      const float* xr = x + r * cols;
-      float* yr = y + r * cols;
+  ForRows(rows, cols, [&](int64_t r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) yr[j] = shared::UnaryValue<UnaryOp::kRelu>(xr[j] + b[j], 0.0f);
-    }
+    for (int64_t j = 0; j < cols; ++j) yr[j] = shared::UnaryValue<UnaryOp::kRelu>(xr[j] + b[j], 0.0f);
   });
 }
 
