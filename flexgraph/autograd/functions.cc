@@ -114,6 +114,21 @@ Var BiasRelu(const Var& x, const Var& bias) {
   });
 }
 
+Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias) {
+  Tensor y = ops::MatmulBiasRelu(x.value(), weight.value(), bias.value());
+  // As MatMul: each input's gradient needs the other's value only.
+  Tensor xv = weight.requires_grad() ? x.value() : Tensor();
+  Tensor wv = x.requires_grad() ? weight.value() : Tensor();
+  return MakeResult(y, "LinearBiasRelu", {x, weight, bias},
+                    [x = GradRef(x), weight = GradRef(weight), bias = GradRef(bias), xv, wv, y](const Tensor& g) {
+    Tensor gb;
+    const Tensor gz = ops::BiasReluBackward(y, g, &gb);
+    AccumulateGrad(bias, gb, "LinearBiasRelu");
+    if (x.requires_grad()) AccumulateGrad(x, ops::Matmul(gz, wv, false, true), "LinearBiasRelu");
+    if (weight.requires_grad()) AccumulateGrad(weight, ops::Matmul(xv, gz, true, false), "LinearBiasRelu");
+  });
+}
+
 Var Mul(const Var& a, const Var& b) {
   CheckSameShape(a, b, "Mul");
   Tensor y = ops::Mul(a.value(), b.value());

@@ -25,6 +25,8 @@ Var Sub(const Var& a, const Var& b);
 Var AddBias(const Var& x, const Var& bias);
 // ReLU(AddBias(x, bias)) in one pass forward and one backward.
 Var BiasRelu(const Var& x, const Var& bias);
+// ReLU(x W + bias) for x [n, in], W [in, out]: the bias and ReLU run in the product's epilogue.
+Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias);
 Var Mul(const Var& a, const Var& b);
 Var Scale(const Var& x, float s);
 // x[r, head h slice] * s[r, h]; s is [rows] or [rows, heads].

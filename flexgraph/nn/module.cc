@@ -72,8 +72,10 @@ ag::Var Linear::Forward(const ag::Var& x) const {
 }
 
 ag::Var Linear::ForwardRelu(const ag::Var& x) const {
-  ag::Var y = Project(x, weight_, in_, out_);
-  return bias_.defined() ? ag::BiasRelu(y, bias_) : ag::Relu(y);
+  if (!bias_.defined()) return ag::Relu(Project(x, weight_, in_, out_));
+  FG_CHECK(x.row_width() == in_) << "Linear: input " << x.value().ShapeString() << " for a " << in_
+                                 << "x" << out_ << " layer";
+  return ag::LinearBiasRelu(x.value().rank() == 2 ? x : ag::Reshape(x, {x.rows(), in_}), weight_, bias_);
 }
 
 Embedding::Embedding(int64_t count, int64_t dim, uint64_t seed, uint64_t stream) {

@@ -50,7 +50,7 @@ class Linear : public Module {
   Linear() = default;
   Linear(int64_t in, int64_t out, bool bias, Init init, uint64_t seed, uint64_t stream = 0);
   ag::Var Forward(const ag::Var& x) const;
-  // ReLU(x W + b), the bias and ReLU fused (ag::BiasRelu).
+  // ReLU(x W + b), the bias and ReLU in the product's epilogue (ag::LinearBiasRelu).
   ag::Var ForwardRelu(const ag::Var& x) const;
   const ag::Var& weight() const { return weight_; }
   const ag::Var& bias() const { return bias_; }

@@ -16,6 +16,10 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
   /* C[m,n] = alpha * op(A) op(B) + beta * C; batch > 1 uses strides m*k, k*n, m*n. */              \
   void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,              \
             const float* a, const float* b, float beta, float* c, int64_t batch);                   \
+  /* C[m,n] = ReLU(A[m,k] B[k,n] + bias[n]); on the CPU the bias and ReLU run on each block of C  \
+     as it is computed (a GEMM epilogue). */                                                       \
+  void MatmulBiasRelu(int64_t m, int64_t n, int64_t k, const float* a, const float* b,             \
+                      const float* bias, float* c);                                                \
   void Unary(UnaryOp op, float alpha, const float* x, float* y, int64_t n);                        \
   /* gx = gy * f'(.) using x (input) and y (output). */                                           \
   void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, const float* gy,     \

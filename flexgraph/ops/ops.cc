@@ -92,6 +92,21 @@ void MatmulInto(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, fl
               c->f32(), 1);
 }
 
+Tensor MatmulBiasRelu(const Tensor& a, const Tensor& w, const Tensor& bias) {
+  CheckFloat(a, "MatmulBiasRelu", "a");
+  CheckFloat(w, "MatmulBiasRelu", "w");
+  CheckFloat(bias, "MatmulBiasRelu", "bias");
+  FG_CHECK(a.rank() == 2 && w.rank() == 2 && a.dim(1) == w.dim(0) && bias.numel() == w.dim(1))
+      << "MatmulBiasRelu: " << a.ShapeString() << " x " << w.ShapeString() << " + "
+      << bias.ShapeString();
+  CheckSameDevice(w, a, "MatmulBiasRelu", "w");
+  CheckSameDevice(bias, a, "MatmulBiasRelu", "bias");
+  Tensor c = Tensor::Empty({a.dim(0), w.dim(1)}, DType::kFloat32, a.device());
+  FG_DISPATCH(a.device(), MatmulBiasRelu, a.dim(0), w.dim(1), a.dim(1), a.f32(), w.f32(), bias.f32(),
+              c.f32());
+  return c;
+}
+
 Tensor BatchedMatmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   CheckFloat(a, "BatchedMatmul", "a");
   CheckFloat(b, "BatchedMatmul", "b");

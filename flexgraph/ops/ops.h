@@ -21,6 +21,8 @@ Tensor Matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // c = alpha * op(a) @ op(b) + beta * c (c already allocated with the right shape).
 void MatmulInto(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, float alpha,
                 float beta, Tensor* c);
+// ReLU(a @ w + bias): [m, k] x [k, n] + [n], the bias and ReLU fused into the product.
+Tensor MatmulBiasRelu(const Tensor& a, const Tensor& w, const Tensor& bias);
 // Batched [B, m, k] @ [B, k, n] (with optional transposes of the inner matrices).
 Tensor BatchedMatmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 

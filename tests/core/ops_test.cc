@@ -102,6 +102,11 @@ TEST(Elementwise, Gradients) {
   for (int64_t i = 0; i < xr.numel(); ++i) xr.f32()[i] += xr.f32()[i] >= 0 ? 0.3f : -0.3f;
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::BiasRelu(v[0], v[1]); },
                        {xr, Tensor::Zeros({3})});
+  // x W + b away from the kink: W = I (3 x 3) perturbed by the check itself is smooth enough.
+  Tensor eye = Tensor::Zeros({3, 3});
+  for (int i = 0; i < 3; ++i) eye.f32()[i * 4] = 1.0f;
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::LinearBiasRelu(v[0], v[1], v[2]); },
+                       {xr, eye, Tensor::Zeros({3})}, 1e-2f);
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::ScaleRows(v[0], v[1]); },
                        {RandomTensor({4, 6}, 8), RandomTensor({4, 2}, 9)});
   ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::SumRows(v[0]); }, {x});
@@ -519,6 +524,16 @@ TEST(ParallelKernels, BiasReluIsAddBiasThenReluOverManyRowBlocks) {
   }
   SetNumThreads(2);
   EXPECT_EQ(gbs[0], gbs[1]);
+}
+
+// The GEMM with its bias + ReLU epilogue equals the three ops, for row blocks (tall C) and column
+// blocks (short, wide C).
+TEST(ParallelKernels, MatmulBiasReluIsMatmulThenBiasThenRelu) {
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{700, 33, 20}, {5, 40, 300}, {1, 0, 7}}) {
+    Tensor a = RandomTensor({m, k}, 98), w = RandomTensor({k, n}, 99), b = RandomTensor({n}, 100);
+    const Tensor expect = ops::Apply(ops::UnaryOp::kRelu, ops::Add(ops::Matmul(a, w), b));
+    EXPECT_EQ(ops::MatmulBiasRelu(a, w, b).ToVector<float>(), expect.ToVector<float>()) << m << "x" << n;
+  }
 }
 
 TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {

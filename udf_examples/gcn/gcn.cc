@@ -66,8 +66,8 @@ class GcnLayer : public nau::Layer {
   }
 
   ag::Var Update(nau::UpdateContext&, const ag::Var&, const ag::Var& nbr) override {
-    ag::Var z = project_first_ ? nbr : fc_.Forward(nbr);
-    return last_ ? ag::AddBias(z, bias_) : ag::BiasRelu(z, bias_);
+    if (last_) return ag::AddBias(project_first_ ? nbr : fc_.Forward(nbr), bias_);
+    return project_first_ ? ag::BiasRelu(nbr, bias_) : ag::LinearBiasRelu(nbr, fc_.weight(), bias_);
   }
 
  private:

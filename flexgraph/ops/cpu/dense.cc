@@ -46,42 +46,66 @@ void ForRows(int64_t rows, int64_t cols, F&& f) {
 }
 }  // namespace
 
+namespace {
+// C = alpha op(A) op(B) + beta C for one matrix, then epilogue(lo, hi) on each block of C right
+// after it is computed, while it is in cache: rows [lo, hi) when blocks are row blocks
+// (by_rows), else columns [lo, hi).
+template <typename Epilogue>
+void GemmBlocks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, const float* b, float beta, float* c, Epilogue&& epilogue) {
+  if (k == 0) {
+    for (int64_t j = 0; j < m * n; ++j) c[j] = beta == 0.0f ? 0.0f : beta * c[j];
+    epilogue(true, int64_t{0}, m);
+    return;
+  }
+  // FlexGraph's threads each compute blocks of C with single-threaded OpenBLAS (whose own
+  // threads would otherwise spin between calls, taking cores from the OpenMP loops): blocks of
+  // rows, or of columns when C is short and wide. The blocks depend on the shape only, never on
+  // the thread count: OpenBLAS's sums depend on a call's shape (small-matrix kernels, tiles),
+  // so the same calls give the same bits on any machine.
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  const bool by_rows = m >= n;
+  const int64_t extent = by_rows ? m : n;
+  const int64_t units = (extent + kGemmUnit - 1) / kGemmUnit;
+  const int64_t blocks = std::min(units, kMaxGemmBlocks);
+  auto start = [&](int64_t blk) { return std::min(extent, blk * units / blocks * kGemmUnit); };
+  auto gemm = [&](int64_t lo, int64_t hi) {
+    const float* ab = by_rows ? (trans_a ? a + lo : a + lo * k) : a;
+    const float* bb = by_rows ? b : (trans_b ? b + lo * k : b + lo);
+    float* cb = by_rows ? c + lo * n : c + lo;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, by_rows ? hi - lo : m, by_rows ? n : hi - lo,
+                k, alpha, ab, lda, bb, ldb, beta, cb, n);
+    epilogue(by_rows, lo, hi);
+  };
+  if (NumThreads() == 1) {
+    for (int64_t blk = 0; blk < blocks; ++blk) gemm(start(blk), start(blk + 1));
+  } else {
+    ParallelFor(0, blocks, [&](int64_t blk) { gemm(start(blk), start(blk + 1)); });
+  }
+}
+}  // namespace
+
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c, int64_t batch) {
   if (m == 0 || n == 0) return;
   for (int64_t i = 0; i < batch; ++i) {
-    const float* ai = a + i * m * k;
-    const float* bi = b + i * k * n;
-    float* ci = c + i * m * n;
-    if (k == 0) {
-      for (int64_t j = 0; j < m * n; ++j) ci[j] = beta == 0.0f ? 0.0f : beta * ci[j];
-      continue;
-    }
-    // FlexGraph's threads each compute blocks of C with single-threaded OpenBLAS (whose own
-    // threads would otherwise spin between calls, taking cores from the OpenMP loops): blocks of
-    // rows, or of columns when C is short and wide. The blocks depend on the shape only, never on
-    // the thread count: OpenBLAS's sums depend on a call's shape (small-matrix kernels, tiles),
-    // so the same calls give the same bits on any machine.
-    const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
-    const bool by_rows = m >= n;
-    const int64_t extent = by_rows ? m : n;
-    const int64_t units = (extent + kGemmUnit - 1) / kGemmUnit;
-    const int64_t blocks = std::min(units, kMaxGemmBlocks);
-    auto start = [&](int64_t b) { return std::min(extent, b * units / blocks * kGemmUnit); };
-    auto gemm = [&](int64_t lo, int64_t hi) {
-      const float* ab = by_rows ? (trans_a ? ai + lo : ai + lo * k) : ai;
-      const float* bb = by_rows ? bi : (trans_b ? bi + lo * k : bi + lo);
-      float* cb = by_rows ? ci + lo * n : ci + lo;
-      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                  trans_b ? CblasTrans : CblasNoTrans, by_rows ? hi - lo : m, by_rows ? n : hi - lo,
-                  k, alpha, ab, lda, bb, ldb, beta, cb, n);
-    };
-    if (NumThreads() == 1) {
-      for (int64_t b = 0; b < blocks; ++b) gemm(start(b), start(b + 1));
-    } else {
-      ParallelFor(0, blocks, [&](int64_t b) { gemm(start(b), start(b + 1)); });
-    }
+    GemmBlocks(trans_a, trans_b, m, n, k, alpha, a + i * m * k, b + i * k * n, beta, c + i * m * n,
+               [](bool, int64_t, int64_t) {});
   }
+}
+
+void MatmulBiasRelu(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                    const float* bias, float* c) {
+  if (m == 0 || n == 0) return;
+  GemmBlocks(false, false, m, n, k, 1.0f, a, b, 0.0f, c, [&](bool rows, int64_t lo, int64_t hi) {
+    const int64_t r0 = rows ? lo : 0, r1 = rows ? hi : m, c0 = rows ? 0 : lo, c1 = rows ? n : hi;
+    for (int64_t r = r0; r < r1; ++r) {
+      float* cr = c + r * n;
+#pragma omp simd
+      for (int64_t j = c0; j < c1; ++j) cr[j] = shared::UnaryValue<UnaryOp::kRelu>(cr[j] + bias[j], 0.0f);
+    }
+  });
 }
 
 // The activation bodies are the ones the CUDA kernels run (ops/shared/elementwise.h), instantiated

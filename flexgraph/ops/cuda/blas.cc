@@ -23,6 +23,12 @@ constexpr int kOnesSlot = 2;
 
 }  // namespace
 
+void MatmulBiasRelu(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                    const float* bias, float* c) {
+  Gemm(false, false, m, n, k, 1.0f, a, b, 0.0f, c, 1);
+  BiasRelu(c, bias, m, n, c);
+}
+
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c, int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
