@@ -50,15 +50,16 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));
   auto& stages = *f["stage_seconds"].mutable_struct_value()->mutable_fields();
   for (const auto& [name, value] : r.stats.Named()) stages[name] = NumberValue(value);
-  if (!r.epoch_stats.empty()) {
-    auto& median = *f["stage_seconds_median_epoch"].mutable_struct_value()->mutable_fields();
-    const size_t first = FirstSteadyEpoch(r.epoch_stats.size());
-    const size_t stages_count = r.epoch_stats[0].Named().size();
-    for (size_t k = 0; k < stages_count; ++k) {
-      std::vector<double> v;
-      for (size_t e = first; e < r.epoch_stats.size(); ++e) v.push_back(r.epoch_stats[e].Named()[k].second);
-      median[r.epoch_stats[0].Named()[k].first] = NumberValue(Median(std::move(v)));
+  // Evaluation runs outside the training step, so the per-epoch stats have none.
+  std::map<std::string, std::vector<double>> per_epoch;
+  for (size_t e = FirstSteadyEpoch(r.epoch_stats.size()); e < r.epoch_stats.size(); ++e) {
+    for (const auto& [name, value] : r.epoch_stats[e].Named()) {
+      if (std::string(name) != "evaluation") per_epoch[name].push_back(value);
     }
+  }
+  if (!per_epoch.empty()) {
+    auto& median = *f["stage_seconds_median_epoch"].mutable_struct_value()->mutable_fields();
+    for (auto& [name, v] : per_epoch) median[name] = NumberValue(Median(std::move(v)));
   }
   if (r.batches_per_epoch > 0) {
     auto& mb = *f["minibatch"].mutable_struct_value()->mutable_fields();

@@ -23,14 +23,21 @@ Adam's read of parameter, gradient and both moments and its write of three (28 B
 """
 import json
 import math
+import os
 import subprocess
+import sys
 
 STAGES = ("message", "aggregation", "update", "loss", "backward", "optimizer")
 
 
 def measure_ceilings(binary, threads):
     """{'triad_bytes_per_s', 'gemm_flops_per_s', 'llc_bytes', 'threads'} from `machine_ceilings`."""
-    out = subprocess.run([binary, "--threads", str(threads)], check=True, capture_output=True, text=True)
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"--ceilings {binary}: no such executable (build it: cmake --build build/bench "
+                 "--target machine_ceilings, or run bench/run.sh)")
+    out = subprocess.run([binary, "--threads", str(threads)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"--ceilings {binary} failed (exit {out.returncode}): {out.stderr.strip()}")
     return json.loads(out.stdout)
 
 
@@ -110,6 +117,22 @@ def hot_rows(column_counts):
     return {int(plain[-1]): plain, int(loops[-1]): loops} if len(counts) else {}
 
 
+def aggregated_projection(e, n, i, o, entries, weighted, input_grad, sp):
+    """(A h) W, or A (h W) when W narrows (projecting first), with their gradients: A [n, n] with
+    `entries`, h [n, i] (sp: its non-zeros when sparse), W [i, o]."""
+    if o < i:
+        e.gemm("message", n, i, o, sp)
+        e.spmm("aggregation", n, n, entries, o, weighted)
+        e.spmm("backward", n, n, entries, o, weighted)
+        e.linear_backward(n, i, o, input_grad, sp)
+    else:
+        e.spmm("aggregation", n, n, entries, i, weighted)
+        e.gemm("update", n, i, o)
+        e.linear_backward(n, i, o, input_grad)
+        if input_grad:
+            e.spmm("backward", n, n, entries, i, weighted)
+
+
 def epoch_floor(model, n, nnz, f, c, hidden, layers, ceilings, feature_nnz=None, column_counts=None):
     """The Epoch of a full-batch training step of `model` (gcn, sage or pinsage; None otherwise)
     on n vertices: nnz in-edges (PinSage: its selected entries), f features (feature_nnz of the
@@ -124,36 +147,14 @@ def epoch_floor(model, n, nnz, f, c, hidden, layers, ceilings, feature_nnz=None,
         i, o = dims[l], dims[l + 1]
         needs_input_grad = l > 0  # the features are constant
         sp = sparse_input if l == 0 else None  # the input's own projections
-        if model == "gcn":  # Â (h W) when W narrows, else (Â h) W; self loops in Â
+        if model == "gcn":  # Â h W + b, self loops in Â
             params += i * o + o
-            entries, project_first = nnz + n, o < i
-            if project_first:
-                e.gemm("message", n, i, o, sp)
-                e.spmm("aggregation", n, n, entries, o, True)
-                e.spmm("backward", n, n, entries, o, True)
-                e.linear_backward(n, i, o, needs_input_grad, sp)
-            else:
-                e.spmm("aggregation", n, n, entries, i, True)
-                e.gemm("update", n, i, o)
-                e.linear_backward(n, i, o, needs_input_grad)
-                if needs_input_grad:
-                    e.spmm("backward", n, n, entries, i, True)
-        elif model == "sage":  # h W_self + mean(h) W_neigh (neighbour projection first when it narrows)
+            aggregated_projection(e, n, i, o, nnz + n, True, needs_input_grad, sp)
+        elif model == "sage":  # h W_self + mean(h) W_neigh + b
             params += 2 * i * o + o
-            project_first = o < i
             e.gemm("update", n, i, o, sp)
             e.linear_backward(n, i, o, needs_input_grad, sp)
-            if project_first:
-                e.gemm("message", n, i, o, sp)
-                e.spmm("aggregation", n, n, nnz, o, False)
-                e.spmm("backward", n, n, nnz, o, False)
-                e.linear_backward(n, i, o, needs_input_grad, sp)
-            else:
-                e.spmm("aggregation", n, n, nnz, i, False)
-                e.gemm("update", n, i, o)
-                e.linear_backward(n, i, o, needs_input_grad)
-                if needs_input_grad:
-                    e.spmm("backward", n, n, nnz, i, False)
+            aggregated_projection(e, n, i, o, nnz, False, needs_input_grad, sp)
         else:  # PinSage: q = ReLU(h Q + b) per row; weighted sum over the selection; [h || n] W + w
             params += i * hidden + hidden + (i + hidden) * o + o
             e.gemm("message", n, i, hidden, sp)

@@ -18,6 +18,7 @@ Run with bench/.venv/bin/python (needs numpy). Timing medians use the same warm-
 import argparse
 import csv
 import datetime
+import functools
 import json
 import os
 import platform
@@ -163,6 +164,7 @@ def write_weights(a, d, name, model, m, seed):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def feature_nonzeros(d):
     """Non-zero entries of the workload's features (None without feat.npy)."""
     import numpy as np
@@ -173,6 +175,7 @@ def feature_nonzeros(d):
     return int(sum(np.count_nonzero(feat[i:i + 65536]) for i in range(0, feat.shape[0], 65536)))
 
 
+@functools.lru_cache(maxsize=None)
 def column_counts(d):
     """In-edges per source vertex (the SpMMs' gather counts), None without indices.npy."""
     import numpy as np
@@ -501,15 +504,11 @@ def print_table(rows, frameworks, info):
         if "pyg" in frameworks:
             cells[7:7] = [fmt(r["pyg_epoch_s"], ".4f"), fmt(r["pyg_over_fg"], ".2f", "x")]
         lines.append(cells)
-    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(hdr)]
-    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(hdr, widths)) + " |",
-           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    out += ["| " + " | ".join(c.ljust(w) for c, w in zip(l, widths)) + " |" for l in lines]
     la, lb = info["load_average_before"], info["load_average_after"]
     print(f"\nFlexGraph vs {', '.join(x.upper() if x == 'dgl' else 'PyG' for x in frameworks)} — "
           f"{info['date']} on {info['host']} ({info['cpus']} cores), load average {la[0]:.1f} before, "
           f"{lb[0]:.1f} after")
-    print("\n".join(out))
+    print(markdown_table(hdr, lines))
     print("s/epoch: median training-step seconds after warm-up; acc: test accuracy at the best validation "
           "epoch; MiB: peak RSS; floor: bytes each kernel must move / measured triad bandwidth + GEMM flops / "
           "measured GEMM peak (bench/harness/floor.py); epoch0 rel: |FG - DGL| / |DGL| of the loss of the "
@@ -529,15 +528,19 @@ def print_stage_table(rows, ceilings):
                       for k in epoch_floors.STAGES])
     if not lines:
         return
-    hdr = ["model", "workload"] + list(epoch_floors.STAGES)
-    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(hdr)]
     print(f"\nWhere FlexGraph's epoch goes: seconds per epoch / floor (floor as % of FlexGraph); "
           f"triad {ceilings['triad_bytes_per_s'] / 1e9:.1f} GB/s, GEMM {ceilings['gemm_flops_per_s'] / 1e9:.0f} "
           f"GFLOP/s, last-level cache {ceilings['llc_bytes'] / 2**20:.0f} MiB, {ceilings['threads']} threads")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(hdr, widths)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for l in lines:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(l, widths)) + " |")
+    print(markdown_table(["model", "workload"] + list(epoch_floors.STAGES), lines))
+
+
+def markdown_table(hdr, lines):
+    """A Markdown table with padded columns."""
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(hdr)]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(hdr, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += ["| " + " | ".join(c.ljust(w) for c, w in zip(l, widths)) + " |" for l in lines]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -58,24 +58,20 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Init init, uint64_t seed, uin
   if (bias) bias_ = AddParameter("bias", Tensor::Zeros({out}));
 }
 
-namespace {
-ag::Var Project(const ag::Var& x, const ag::Var& weight, int64_t in, int64_t out) {
-  FG_CHECK(x.row_width() == in) << "Linear: input " << x.value().ShapeString() << " for a " << in
-                                << "x" << out << " layer";
-  return ag::MatMul(x.value().rank() == 2 ? x : ag::Reshape(x, {x.rows(), in}), weight);
+ag::Var Linear::Rows(const ag::Var& x) const {
+  FG_CHECK(x.row_width() == in_) << "Linear: input " << x.value().ShapeString() << " for a " << in_
+                                 << "x" << out_ << " layer";
+  return x.value().rank() == 2 ? x : ag::Reshape(x, {x.rows(), in_});
 }
-}  // namespace
 
 ag::Var Linear::Forward(const ag::Var& x) const {
-  ag::Var y = Project(x, weight_, in_, out_);
+  ag::Var y = ag::MatMul(Rows(x), weight_);
   return bias_.defined() ? ag::AddBias(y, bias_) : y;
 }
 
 ag::Var Linear::ForwardRelu(const ag::Var& x) const {
-  if (!bias_.defined()) return ag::Relu(Project(x, weight_, in_, out_));
-  FG_CHECK(x.row_width() == in_) << "Linear: input " << x.value().ShapeString() << " for a " << in_
-                                 << "x" << out_ << " layer";
-  return ag::LinearBiasRelu(x.value().rank() == 2 ? x : ag::Reshape(x, {x.rows(), in_}), weight_, bias_);
+  return bias_.defined() ? ag::LinearBiasRelu(Rows(x), weight_, bias_)
+                         : ag::Relu(ag::MatMul(Rows(x), weight_));
 }
 
 Embedding::Embedding(int64_t count, int64_t dim, uint64_t seed, uint64_t stream) {

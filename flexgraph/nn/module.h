@@ -58,6 +58,8 @@ class Linear : public Module {
   int64_t out_features() const { return out_; }
 
  private:
+  // x as [rows, in] (checked).
+  ag::Var Rows(const ag::Var& x) const;
   int64_t in_ = 0, out_ = 0;
   ag::Var weight_, bias_;
 };

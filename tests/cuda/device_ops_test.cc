@@ -58,6 +58,18 @@ TEST_P(DeviceOpsTest, GemmAllTransposes) {
   ExpectClose(c, c_dev);
 }
 
+// The fused bias + ReLU, its backward, and the GEMM with that epilogue.
+TEST_P(DeviceOpsTest, FusedBiasRelu) {
+  Tensor x = RandomTensor({70, 19}, 11), b = RandomTensor({19}, 12), gy = RandomTensor({70, 19}, 13);
+  const Tensor y = ops::BiasRelu(x, b);
+  ExpectClose(y, ops::BiasRelu(On(x), On(b)));
+  Tensor gb, gb_dev;
+  ExpectClose(ops::BiasReluBackward(y, gy, &gb), ops::BiasReluBackward(On(y), On(gy), &gb_dev));
+  ExpectClose(gb, gb_dev);
+  Tensor a = RandomTensor({70, 23}, 14), w = RandomTensor({23, 19}, 15);
+  ExpectClose(ops::MatmulBiasRelu(a, w, b), ops::MatmulBiasRelu(On(a), On(w), On(b)));
+}
+
 TEST_P(DeviceOpsTest, StridedBatchedGemm) {
   Tensor a = RandomTensor({4, 6, 5}, 6), b = RandomTensor({4, 5, 3}, 7);
   ExpectClose(ops::BatchedMatmul(a, b), ops::BatchedMatmul(On(a), On(b)));

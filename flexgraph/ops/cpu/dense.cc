@@ -44,9 +44,7 @@ void ForRows(int64_t rows, int64_t cols, F&& f) {
     for (int64_t r = c * grain; r < std::min(rows, (c + 1) * grain); ++r) f(r);
   });
 }
-}  // namespace
 
-namespace {
 // C = alpha op(A) op(B) + beta C for one matrix, then epilogue(lo, hi) on each block of C right
 // after it is computed, while it is in cache: rows [lo, hi) when blocks are row blocks
 // (by_rows), else columns [lo, hi).
@@ -103,7 +101,9 @@ void MatmulBiasRelu(int64_t m, int64_t n, int64_t k, const float* a, const float
     for (int64_t r = r0; r < r1; ++r) {
       float* cr = c + r * n;
 #pragma omp simd
-      for (int64_t j = c0; j < c1; ++j) cr[j] = shared::UnaryValue<UnaryOp::kRelu>(cr[j] + bias[j], 0.0f);
+      for (int64_t j = c0; j < c1; ++j) {
+        cr[j] = shared::UnaryValue<UnaryOp::kRelu>(cr[j] + bias[j], 0.0f);
+      }
     }
   });
 }
@@ -143,7 +143,9 @@ void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float*
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
 #pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) yr[j] = shared::UnaryValue<UnaryOp::kRelu>(xr[j] + b[j], 0.0f);
+    for (int64_t j = 0; j < cols; ++j) {
+      yr[j] = shared::UnaryValue<UnaryOp::kRelu>(xr[j] + b[j], 0.0f);
+    }
   });
 }
 
@@ -302,7 +304,8 @@ void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, 
       const __m512 keep_v = _mm512_set1_ps(keep);
       for (int v = 0; v < 4; ++v) {
         const __m512 m = _mm512_maskz_mov_ps(static_cast<__mmask16>(kept >> (16 * v)), keep_v);
-        _mm512_storeu_ps(dst + 16 * v, src != nullptr ? _mm512_mul_ps(_mm512_loadu_ps(src + 16 * v), m) : m);
+        _mm512_storeu_ps(dst + 16 * v,
+                         src != nullptr ? _mm512_mul_ps(_mm512_loadu_ps(src + 16 * v), m) : m);
       }
 #else
       float lanes[4][16];

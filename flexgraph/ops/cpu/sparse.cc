@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -133,6 +132,10 @@ enum class EntryWeights { kNone, kOne, kPerHead };
 // masked half, a longer one a plain half and a masked one.
 enum class Tail { kFull, kUpToHalf, kOverHalf };
 
+// GCC 12's avx512fintrin.h builds the 256/512-bit casts and inserts from undefined vectors, which
+// -Wmaybe-uninitialized reports wherever they are inlined; every lane used is defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <Tail kTail>
 inline __m512 LoadTail(const float* p, __mmask16 mask) {
   if constexpr (kTail == Tail::kFull) return _mm512_loadu_ps(p);
@@ -140,8 +143,8 @@ inline __m512 LoadTail(const float* p, __mmask16 mask) {
     return _mm512_zextps256_ps512(_mm256_maskz_loadu_ps(static_cast<__mmask8>(mask), p));
   }
   const __m256 hi = _mm256_maskz_loadu_ps(static_cast<__mmask8>(mask >> 8), p + 8);
-  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(p))),
-                                             _mm256_castps_pd(hi), 1));
+  const __m512d lo = _mm512_castps_pd(_mm512_zextps256_ps512(_mm256_loadu_ps(p)));
+  return _mm512_castpd_ps(_mm512_maskz_insertf64x4(0xFF, lo, _mm256_castps_pd(hi), 1));
 }
 template <Tail kTail>
 inline void StoreTail(float* p, __mmask16 mask, __m512 v) {
@@ -151,7 +154,7 @@ inline void StoreTail(float* p, __mmask16 mask, __m512 v) {
   }
   _mm256_storeu_ps(p, _mm512_castps512_ps256(v));
   _mm256_mask_storeu_ps(p + 8, static_cast<__mmask8>(mask >> 8),
-                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+                        _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1)));
 }
 
 // One slab of SpMM: rows [r_lo, r_hi), columns [c0, c0 + slab) with slab <= 16 * kVecs, the
@@ -180,14 +183,17 @@ void SpmmSlabAvx512(const int64_t* off, const int32_t* col, const float* w, int6
       const float* xr = xs + static_cast<int64_t>(col[e]) * width;
       __m512 we = _mm512_setzero_ps();
       if constexpr (kWeights == EntryWeights::kOne) we = _mm512_set1_ps(w[e]);
-      if constexpr (kWeights == EntryWeights::kPerHead) we = _mm512_maskz_loadu_ps(head_mask, w + e * heads);
+      if constexpr (kWeights == EntryWeights::kPerHead) {
+        we = _mm512_maskz_loadu_ps(head_mask, w + e * heads);
+      }
 #pragma GCC unroll 16
       for (int v = 0; v < kVecs; ++v) {
-        __m512 xv = v == kVecs - 1 ? LoadTail<kTail>(xr + 16 * v, tail) : _mm512_loadu_ps(xr + 16 * v);
+        __m512 xv =
+            v == kVecs - 1 ? LoadTail<kTail>(xr + 16 * v, tail) : _mm512_loadu_ps(xr + 16 * v);
         if constexpr (kWeights == EntryWeights::kOne) xv = _mm512_mul_ps(we, xv);
         if constexpr (kWeights == EntryWeights::kPerHead) {
           const __m512i idx = _mm512_loadu_si512(lane_head + 16 * v);
-          xv = _mm512_mul_ps(_mm512_permutexvar_ps(idx, we), xv);
+          xv = _mm512_mul_ps(_mm512_maskz_permutexvar_ps(0xFFFF, idx, we), xv);
         }
         acc[v] = _mm512_add_ps(acc[v], xv);
       }
@@ -221,6 +227,7 @@ constexpr std::array<std::array<SlabKernel, kMaxVecs>, 3> TailKernels() {
 constexpr std::array<std::array<std::array<SlabKernel, kMaxVecs>, 3>, 3> kSlabKernels = {
     TailKernels<EntryWeights::kNone>(), TailKernels<EntryWeights::kOne>(),
     TailKernels<EntryWeights::kPerHead>()};
+#pragma GCC diagnostic pop
 #endif  // __AVX512F__
 
 }  // namespace
@@ -239,15 +246,19 @@ void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_head
         lane_head[j] = static_cast<int32_t>(j / (width / heads));
       }
     }
-    const auto& kernels = kSlabKernels[static_cast<int>(
-        w == nullptr ? EntryWeights::kNone : heads == 1 ? EntryWeights::kOne : EntryWeights::kPerHead)];
+    const EntryWeights weights = w == nullptr ? EntryWeights::kNone
+                                 : heads == 1 ? EntryWeights::kOne
+                                              : EntryWeights::kPerHead;
+    const auto& kernels = kSlabKernels[static_cast<int>(weights)];
     constexpr int64_t kSlabWidth = 16 * kMaxVecs;
     ForRowChunks(off, rows, [&](int64_t lo, int64_t hi) {
       for (int64_t c0 = 0; c0 < width; c0 += kSlabWidth) {
         const int64_t slab = std::min(kSlabWidth, width - c0);
-        const Tail tail = slab % 16 == 0 ? Tail::kFull : slab % 16 <= 8 ? Tail::kUpToHalf : Tail::kOverHalf;
-        kernels[static_cast<int>(tail)][(slab + 15) / 16 - 1](off, col, w, heads, lane_head.data() + c0, lo, hi, x, width,
-                                              c0, slab, mean, out);
+        const Tail tail = slab % 16 == 0  ? Tail::kFull
+                          : slab % 16 <= 8 ? Tail::kUpToHalf
+                                           : Tail::kOverHalf;
+        kernels[static_cast<int>(tail)][(slab + 15) / 16 - 1](
+            off, col, w, heads, lane_head.data() + c0, lo, hi, x, width, c0, slab, mean, out);
       }
     });
     return;

@@ -1,0 +1,249 @@
+// The CPU kernels' specialised and parallel paths (vector widths and tails, row chunks, row
+// blocks, GEMM blocks) against serial references, on random matrices with empty rows and skewed
+// degrees, and bitwise the same for any thread count.
+#include <cstring>
+#include <tuple>
+#include <gtest/gtest.h>
+
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/rng.h"
+#include "flexgraph/ops/ops.h"
+#include "tests/core/gradcheck.h"
+#include "tests/core/test_graphs.h"
+
+namespace fg {
+namespace {
+
+using testing::RandomCsr;
+using testing::RandomTensor;
+
+// Serial references for the parallel sparse kernels.
+std::vector<float> SerialSpmm(const Csr& a, const Tensor& x, bool mean) {
+  const int64_t d = x.row_width();
+  std::vector<float> out(a.num_rows * d, 0.0f);
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+      for (int64_t j = 0; j < d; ++j) out[r * d + j] += x.f32()[a.col()[e] * d + j];
+    }
+    if (mean && a.degree(r) > 0) {
+      for (int64_t j = 0; j < d; ++j) out[r * d + j] /= a.degree(r);
+    }
+  }
+  return out;
+}
+
+TEST(ParallelKernels, WeightedSpmmMatchesSerialReference) {
+  for (int64_t width : {1, 7, 16, 33, 64}) {
+    Csr a = RandomCsr(300, 200, 9, true, 70 + width);
+    std::vector<float> w(a.nnz());
+    for (int64_t e = 0; e < a.nnz(); ++e) w[e] = 0.25f + 0.01f * (e % 13);
+    a.values = Tensor::FromVector(w);
+    Tensor x = RandomTensor({200, width}, 71);
+    auto got = ops::Spmm(a, x, ops::SpmmReduce::kSum).ToVector<float>();
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) {
+        double ref = 0;
+        for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+          ref += w[e] * x.f32()[a.col()[e] * width + j];
+        }
+        ASSERT_NEAR(got[r * width + j], ref, 1e-4) << "width " << width << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(ParallelKernels, MatchSerialReferenceForAnyThreadCount) {
+  for (bool skewed : {false, true}) {
+    for (int64_t rows : {1, 7, 500}) {
+      Csr a = RandomCsr(rows, 300, 12, skewed, 60 + rows);
+      Tensor x = RandomTensor({300, 19}, 61);
+      const auto ref = SerialSpmm(a, x, false);
+      const auto ref_mean = SerialSpmm(a, x, true);
+      std::vector<std::vector<float>> results;
+      for (int threads : {1, 2, 3}) {
+        SetNumThreads(threads);
+        auto got = ops::Spmm(a, x, ops::SpmmReduce::kSum).ToVector<float>();
+        auto got_mean = ops::Spmm(a, x, ops::SpmmReduce::kMean).ToVector<float>();
+        ASSERT_EQ(got.size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i) {
+          EXPECT_NEAR(got[i], ref[i], 1e-4);
+          EXPECT_NEAR(got_mean[i], ref_mean[i], 1e-5);
+        }
+        results.push_back(got);
+      }
+      EXPECT_EQ(results[0], results[1]);  // bitwise identical across thread counts
+      EXPECT_EQ(results[0], results[2]);
+    }
+  }
+  SetNumThreads(2);
+}
+
+// Weighted serial reference: w undefined (all ones), [nnz] or [nnz, heads].
+std::vector<float> SerialWeightedSpmm(const Csr& a, const Tensor& x, const Tensor& w, bool mean) {
+  const int64_t d = x.row_width();
+  const int64_t heads = w.defined() ? w.row_width() : 1;
+  std::vector<float> out(a.num_rows * d, 0.0f);
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+      for (int64_t j = 0; j < d; ++j) {
+        const float we = w.defined() ? w.f32()[e * heads + j / (d / heads)] : 1.0f;
+        out[r * d + j] += we * x.f32()[a.col()[e] * d + j];
+      }
+    }
+    if (mean && a.degree(r) > 0) {
+      for (int64_t j = 0; j < d; ++j) out[r * d + j] /= a.degree(r);
+    }
+  }
+  return out;
+}
+
+// The CPU SpMM specialises on the width (16-float vectors, slabs of 256 columns, the last vector
+// whole, up to half full (1, 8, 17, 100) or over half (12, 30)) and on the head count: every path
+// against the serial reference, bitwise equal across threads.
+TEST(ParallelKernels, SpmmWidthsAndHeadsMatchSerialReference) {
+  Csr a = RandomCsr(300, 200, 12, true, 71);
+  for (int64_t width : {1, 8, 12, 16, 17, 30, 64, 100, 256, 272}) {
+    Tensor x = RandomTensor({200, width}, 72 + width);
+    std::vector<Tensor> weights = {Tensor(), RandomTensor({a.nnz()}, 73)};
+    for (int64_t heads : {2, 4, 20}) {
+      if (width % heads == 0) weights.push_back(RandomTensor({a.nnz(), heads}, 74 + heads));
+    }
+    for (const Tensor& w : weights) {
+      for (auto reduce : {ops::SpmmReduce::kSum, ops::SpmmReduce::kMean}) {
+        const auto ref = SerialWeightedSpmm(a, x, w, reduce == ops::SpmmReduce::kMean);
+        std::vector<std::vector<float>> results;
+        for (int threads : {1, 2, 3}) {
+          SetNumThreads(threads);
+          results.push_back(ops::Spmm(a, x, reduce, w).ToVector<float>());
+        }
+        SetNumThreads(2);
+        const int64_t heads = w.defined() ? w.row_width() : 0;
+        SCOPED_TRACE(::testing::Message() << "width " << width << " heads " << heads);
+        ASSERT_EQ(results[0].size(), ref.size());
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(results[0][i], ref[i], 1e-4);
+        EXPECT_EQ(results[0], results[1]);
+        EXPECT_EQ(results[0], results[2]);
+      }
+    }
+  }
+}
+
+// Max over row segments: the largest value and the first column holding it, empty rows 0 and -1.
+TEST(ParallelKernels, SpmmMaxMatchesSerialReference) {
+  for (int64_t width : {1, 17, 64}) {
+    Csr a = RandomCsr(400, 150, 10, true, 96 + width);
+    Tensor x = RandomTensor({150, width}, 97);
+    for (int64_t i = 0; i < x.numel(); i += 5) x.f32()[i] = 0.5f;  // ties: the first column wins
+    Tensor argmax;
+    const Tensor got = ops::SpmmMax(a, x, &argmax);
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) {
+        float best = 0.0f;
+        int32_t at = -1;
+        for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+          const float v = x.f32()[a.col()[e] * width + j];
+          if (at < 0 || v > best) {
+            best = v;
+            at = a.col()[e];
+          }
+        }
+        ASSERT_EQ(got.f32()[r * width + j], best) << r << "," << j;
+        ASSERT_EQ(argmax.i32()[r * width + j], at) << r << "," << j;
+      }
+    }
+  }
+}
+
+TEST(ParallelKernels, BroadcastAddOverManyRowChunks) {
+  for (int64_t width : {1, 7, 64}) {
+    const int64_t rows = 40000 / width + 3;
+    Tensor a = RandomTensor({rows, width}, 91), b = RandomTensor({width}, 92);
+    for (int threads : {1, 3}) {
+      SetNumThreads(threads);
+      Tensor y = ops::Add(a, b, -0.5f);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < width; ++j) {
+          ASSERT_EQ(y.f32()[r * width + j], a.f32()[r * width + j] + -0.5f * b.f32()[j]) << r << "," << j;
+        }
+      }
+    }
+  }
+  SetNumThreads(2);
+}
+
+// The fused bias + ReLU equals the two ops it replaces; its bias gradient (column sums over
+// blocks of rows) is the same for any thread count and matches a double-precision sum.
+TEST(ParallelKernels, BiasReluIsAddBiasThenReluOverManyRowBlocks) {
+  const int64_t rows = 1000, cols = 37;
+  Tensor x = RandomTensor({rows, cols}, 93), b = RandomTensor({cols}, 94), g = RandomTensor({rows, cols}, 95);
+  const Tensor y = ops::BiasRelu(x, b);
+  EXPECT_EQ(y.ToVector<float>(), ops::Apply(ops::UnaryOp::kRelu, ops::Add(x, b)).ToVector<float>());
+  std::vector<std::vector<float>> gbs;
+  for (int threads : {1, 3}) {
+    SetNumThreads(threads);
+    Tensor gb;
+    const Tensor gx = ops::BiasReluBackward(y, g, &gb);
+    EXPECT_EQ(gx.ToVector<float>(), ops::ApplyBackward(ops::UnaryOp::kRelu, y, y, g).ToVector<float>());
+    gbs.push_back(gb.ToVector<float>());
+    for (int64_t j = 0; j < cols; ++j) {
+      double sum = 0;
+      for (int64_t r = 0; r < rows; ++r) sum += gx.f32()[r * cols + j];
+      EXPECT_NEAR(gb.f32()[j], sum, 1e-4);
+    }
+  }
+  SetNumThreads(2);
+  EXPECT_EQ(gbs[0], gbs[1]);
+}
+
+// The GEMM with its bias + ReLU epilogue equals the three ops, for row blocks (tall C) and column
+// blocks (short, wide C).
+TEST(ParallelKernels, MatmulBiasReluIsMatmulThenBiasThenRelu) {
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{700, 33, 20}, {5, 40, 300}, {1, 0, 7}}) {
+    Tensor a = RandomTensor({m, k}, 98), w = RandomTensor({k, n}, 99), b = RandomTensor({n}, 100);
+    const Tensor expect = ops::Apply(ops::UnaryOp::kRelu, ops::Add(ops::Matmul(a, w), b));
+    EXPECT_EQ(ops::MatmulBiasRelu(a, w, b).ToVector<float>(), expect.ToVector<float>()) << m << "x" << n;
+  }
+}
+
+TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {
+  RandomStream rng(81, 0);
+  std::vector<int32_t> idx(3000);
+  for (auto& i : idx) i = static_cast<int32_t>(rng.Below(500));
+  for (int64_t width : {1, 16, 33, 256}) {
+    Tensor x = RandomTensor({500, width}, 82);
+    for (int threads : {1, 2, 3}) {
+      SetNumThreads(threads);
+      Tensor got = ops::GatherRows(x, Tensor::FromVector(idx));
+      ASSERT_EQ(got.rows(), 3000);
+      for (int64_t k = 0; k < 3000; ++k) {
+        for (int64_t j = 0; j < width; ++j) {
+          ASSERT_EQ(got.f32()[k * width + j], x.f32()[idx[k] * width + j]);
+        }
+      }
+    }
+  }
+  SetNumThreads(2);
+}
+
+TEST(ParallelKernels, MatmulIsBitwiseTheSameForAnyThreadCount) {
+  // Tall, wide and ragged products, both layouts: thread blocks never move a row within
+  // OpenBLAS's micro-tiles.
+  for (auto [m, k, n] : {std::tuple{1000, 37, 19}, std::tuple{70, 300, 999}, std::tuple{129, 64, 65}}) {
+    for (bool ta : {false, true}) {
+      Tensor a = RandomTensor(ta ? Shape{k, m} : Shape{m, k}, 83);
+      Tensor b = RandomTensor({k, n}, 84);
+      SetNumThreads(1);
+      const Tensor want = ops::Matmul(a, b, ta, false);
+      for (int threads : {2, 3, 5}) {
+        SetNumThreads(threads);
+        const Tensor got = ops::Matmul(a, b, ta, false);
+        ASSERT_EQ(std::memcmp(got.f32(), want.f32(), want.nbytes()), 0)
+            << m << "x" << k << "x" << n << " trans_a " << ta << " threads " << threads;
+      }
+    }
+  }
+  SetNumThreads(2);
+}
+
+}  // namespace
+}  // namespace fg
