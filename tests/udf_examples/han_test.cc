@@ -26,24 +26,37 @@ const Tensor* Parameter(const nau::Model& m, const std::string& name) {
   return nullptr;
 }
 
-TEST(Han, SelectionWritesEachRootsDistinctMetapathNeighbours) {
+TEST(Han, SelectionWritesEachRootsNeighboursOncePerJoiningPathOrOnce) {
   Tiny t;
   const nau::ModelSpec spec = t.Spec({}, 1, "han");
   auto model = BuildModel(spec, "han");
   nau::Layer& layer = model->layer(0);
   EXPECT_EQ(layer.Schema().ToString(), "root -> {M-D-M: instances[1], M-A-M: instances[1]}");
   EXPECT_EQ(layer.Instances(), nullptr);  // not an instance selection the framework expands
+  // M-D-M: m0 {m0, m1}, m1 {m0, m1}, m2 {m2}, one path each. M-A-M: m0 reaches m0 through a0 and
+  // a1, m1 and m2 through a1; m1 each movie through a1; m2 m2 through a1 and a2, m0 and m1
+  // through a1. By default a neighbour appears once per joining path.
   hdg::Hdg hdg = BuildHdg(layer, spec, {0, 1, 2});
-  // M-D-M: m0 {m0, m1}, m1 {m0, m1}, m2 {m2}; M-A-M: each movie reaches all three via a1.
-  EXPECT_EQ(hdg.level(1).type_offsets, (std::vector<int64_t>{0, 5, 14}));
-  const Csr& nbrs = hdg.level(1).csr();
+  EXPECT_EQ(hdg.level(1).type_offsets, (std::vector<int64_t>{0, 5, 16}));
+  const Csr& paths = hdg.level(1).csr();
+  EXPECT_EQ(std::vector<int32_t>(paths.col(), paths.col() + 16),
+            (std::vector<int32_t>{0, 1, 0, 1, 2, 0, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2}));
+  EXPECT_EQ(hdg.level(2).csr().degree(0), 2);  // (m0, M-D-M)
+  EXPECT_EQ(hdg.level(2).csr().degree(3), 4);  // (m0, M-A-M)
+  // weighting=distinct: each distinct neighbour once (HAN's paper).
+  auto distinct = BuildModel(t.Spec({{"weighting", "distinct"}}, 1, "han"), "han");
+  hdg::Hdg once = BuildHdg(distinct->layer(0), spec, {0, 1, 2});
+  EXPECT_EQ(once.level(1).type_offsets, (std::vector<int64_t>{0, 5, 14}));
+  const Csr& nbrs = once.level(1).csr();
   EXPECT_EQ(std::vector<int32_t>(nbrs.col(), nbrs.col() + 14),
             (std::vector<int32_t>{0, 1, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}));
-  EXPECT_EQ(hdg.level(2).csr().degree(0), 2);  // (m0, M-D-M)
-  // A cap of 1 keeps one neighbour per (root, metapath).
-  auto capped = BuildModel(t.Spec({{"max_neighbors", "1"}}, 1, "han"), "han");
-  EXPECT_EQ(BuildHdg(capped->layer(0), spec, {0, 1, 2}).level(1).type_offsets,
-            (std::vector<int64_t>{0, 3, 6}));
+  // A cap of 1 keeps one neighbour per (root, metapath) either way.
+  for (const char* w : {"paths", "distinct"}) {
+    auto capped = BuildModel(t.Spec({{"max_neighbors", "1"}, {"weighting", w}}, 1, "han"), "han");
+    EXPECT_EQ(BuildHdg(capped->layer(0), spec, {0, 1, 2}).level(1).type_offsets,
+              (std::vector<int64_t>{0, 3, 6}))
+        << w;
+  }
 }
 
 TEST(Han, LayerGradientsAndOnlyTheTypesItReads) {
@@ -82,6 +95,8 @@ TEST(Han, RefusesOnePartOfSeveralAndNamesItsOptions) {
   Tiny whole;
   s = nau::ModelRegistry::Get().Find("han")->factory()->Build(whole.Spec({{"max_neighbors", "-1"}}, 1, "han"));
   EXPECT_NE(s.message().find("model option 'max_neighbors'"), std::string::npos) << s;
+  s = nau::ModelRegistry::Get().Find("han")->factory()->Build(whole.Spec({{"weighting", "edges"}}, 1, "han"));
+  EXPECT_NE(s.message().find("model option 'weighting': unknown weighting 'edges'"), std::string::npos) << s;
 }
 
 TEST(TypedInput, FeaturelessTypesTakeAnEmbeddingOrAOneHotProjection) {

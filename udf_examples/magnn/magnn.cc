@@ -78,6 +78,14 @@ absl::StatusOr<Options> Options::FromSpec(const nau::ModelSpec& spec, bool neigh
   const std::string cap = neighbors ? "max_neighbors" : "max_instances";
   FG_ASSIGN_OR_RETURN(o.max_instances, opt.Int(cap));
   FG_ASSIGN_OR_RETURN(int64_t resample, opt.Int("resample"));
+  if (neighbors) {
+    const std::string w = absl::AsciiStrToLower(opt.String("weighting"));
+    if (w != "paths" && w != "distinct") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model option 'weighting': unknown weighting '", w, "' (choices: paths, distinct)"));
+    }
+    o.path_weighted = w == "paths";
+  }
   FG_ASSIGN_OR_RETURN(o.attn_dim, opt.Int("attn_dim"));
   double attn_dropout = spec.dropout;
   if (opt.Has("attn_dropout")) {
@@ -254,13 +262,21 @@ class MagnnLayer : public nau::Layer {
     thread_local std::vector<int32_t> ids;
     for (int m : by_type_[type]) {
       ids.clear();
-      if (opt_.neighbors) {
+      if (opt_.neighbors && !opt_.path_weighted) {
         walker_->Endpoints(m, local, opt_.max_instances, &rng, &ids);
         for (int32_t u : ids) out.AddInstance(m, {u});
         continue;
       }
       const int len = selection_.metapaths[m].length();
       const int64_t k = walker_->Enumerate(m, local, opt_.max_instances, &rng, &ids);
+      if (opt_.neighbors) {  // each instance's end vertex: neighbours repeat per joining path
+        thread_local std::vector<int32_t> ends;
+        ends.clear();
+        for (int64_t i = 0; i < k; ++i) ends.push_back(ids[i * len + len - 1]);
+        std::sort(ends.begin(), ends.end());
+        for (int32_t u : ends) out.AddInstance(m, {u});
+        continue;
+      }
       for (int64_t i = 0; i < k; ++i) {
         out.AddInstance(m, std::span<const int32_t>(ids.data() + i * len, len));
       }

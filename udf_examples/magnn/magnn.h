@@ -50,9 +50,14 @@ absl::StatusOr<Encoder> ParseEncoder(const std::string& name);
 
 // Model options (spec.options), with MAGNN's IMDB defaults.
 struct Options {
-  // HAN: each root's distinct metapath-based neighbours (instances of one vertex, the neighbour;
+  // HAN: each root's metapath-based neighbours (instances of one vertex, the neighbour;
   // max_instances caps them: option max_neighbors) instead of metapath instances; no encoder.
   bool neighbors = false;
+  // HAN (option weighting): a neighbour enters the attention once per metapath instance joining
+  // it (max_instances instances sampled uniformly), so uniform attention is the row-normalised
+  // metapath mean; false: each distinct neighbour once (HAN's paper), max_instances of them
+  // sampled uniformly.
+  bool path_weighted = true;
   std::string metapaths = "auto";  // see nau/metapath.h; "auto" = nau::DefaultMetapaths
   Encoder encoder = Encoder::kRotate;
   int64_t max_instances = 128;     // per (root, metapath); 0 = all
