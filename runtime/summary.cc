@@ -46,6 +46,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["epoch_seconds_median"] = NumberValue(r.epoch_seconds_median);
   f["hdg_bytes"] = NumberValue(static_cast<double>(r.hdg_bytes));
   f["peak_rss_bytes"] = NumberValue(static_cast<double>(r.peak_rss_bytes));
+  f["peak_device_bytes"] = NumberValue(static_cast<double>(r.peak_device_bytes));
   f["num_vertices"] = NumberValue(static_cast<double>(r.num_vertices));
   f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));
   auto& stages = *f["stage_seconds"].mutable_struct_value()->mutable_fields();
@@ -108,6 +109,9 @@ void PrintSummary(const TrainResult& r, std::FILE* out) {
                r.valid_macro_f1, r.test_accuracy, r.test_macro_f1, r.test_micro_f1,
                r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
                r.peak_rss_bytes / 1048576.0, r.stats.Shares().c_str());
+  if (r.peak_device_bytes > 0) {
+    std::fprintf(out, "GPU: peak %.1f MiB in use\n", r.peak_device_bytes / 1048576.0);
+  }
   if (r.batches_per_epoch > 0) {
     std::fprintf(out, "mini-batch: %lld batches and %lld sampled HDG entries per epoch, %.3fs waited for samples\n",
                  static_cast<long long>(r.batches_per_epoch),

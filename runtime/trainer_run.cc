@@ -14,6 +14,7 @@
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/tensor/device_alloc.h"
 #include "runtime/checkpoint.h"
 #include "runtime/hooks.h"
 #include "runtime/saved_model.h"
@@ -270,6 +271,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.epoch_seconds_median = Median(steady);
   r.hdg_bytes = HdgBytes();
   r.peak_rss_bytes = PeakRssBytes();
+  r.peak_device_bytes = static_cast<int64_t>(GetDeviceAllocatorStats().peak_bytes_in_use);
   r.stats = stats_;
   exec_.ReportTraffic(stats_, &r);
   if (!out.quiet()) {

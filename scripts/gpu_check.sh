@@ -3,12 +3,15 @@
 # FlexGraph's Debian libraries, from a bundle made here by scripts/bundle.sh (carried in the
 # ignored folder BUNDLE, default gpu_bundle): unpacks it, records the GPU and the libraries the
 # binaries resolve, runs the CUDA op tests and the CPU op tests, compute-sanitizer (memcheck) on the
-# CUDA op tests, and the models on `--device cuda` next to the same runs on the CPU. Writes at most
-# 8 files to $OUT: summary.md (one line per step: status and seconds), env.log, tests.log,
-# sanitizer.log, train.log. Exits non-zero when a step fails.
+# CUDA op tests, the models on `--device cuda` next to the same runs on the CPU, and the benchmark
+# against PyG and torch.sparse on the same GPU (bench/gpu/run.py, with the system python3's torch
+# and torch_geometric). Writes at most 8 files to $OUT: summary.md (one line per step: status and
+# seconds, then the tables), env.log, tests.log, sanitizer.log, train.log, gpu_bench.md,
+# gpu_bench.json. Exits non-zero when a step fails.
 #
 #   scripts/bundle.sh                  # here: builds, packs and excludes gpu_bundle/ from git
 #   scripts/gpu_check.sh gpu_bundle    # there (the device tool, with carry: ["gpu_bundle"])
+#   GPU_BENCH_BUDGET_S=120 GPU_BENCH_ARGS="--workloads cora,rmat20" scripts/gpu_check.sh gpu_bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-gpu_bundle}
@@ -20,6 +23,8 @@ root=$(mktemp -d /tmp/flexgraph-bundle-XXXXXX)
 tar -C "$root" -xJf "$bundle/flexgraph.tar.xz" || { echo "cannot unpack $bundle/flexgraph.tar.xz" > "$summary"; exit 1; }
 bin="$root/flexgraph/bin"
 data="$bundle/data"
+runs="$root/runs"  # run summaries stay out of $OUT (8 files at most come back)
+mkdir -p "$runs"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 
 {
@@ -65,7 +70,7 @@ train() {  # NAME DEVICE ARGS...
   local name=$1 device=$2
   shift 2
   step "train $name ($device)" "$out/train.log" "$bin/flexgraph" train --device "$device" --epochs 5 \
-    --epoch0_loss --quiet --summary_json "$out/.$name-$device.json" "$@"
+    --epoch0_loss --quiet --summary_json "$runs/$name-$device.json" "$@"
 }
 for device in cuda cpu; do
   for m in gcn sage gin pinsage; do train "$m-cora" "$device" --dataset "$data/cora" --model "$m"; done
@@ -74,20 +79,26 @@ for device in cuda cpu; do
   train "gcn-rmat18" "$device" --dataset "rmat:scale=18,edge_factor=16,features=128,classes=8" --model gcn \
     --hidden 256
 done
-python3 - "$out" >> "$summary" << 'PY' || status=1
+# FlexGraph against PyG and plain torch.sparse on this GPU; no run starts after the budget (seconds),
+# so the whole check stays within one 10-minute command.
+step "GPU bench vs PyG" "$out/train.log" python3 bench/gpu/run.py --device cuda --flexgraph "$bin/flexgraph" \
+  --data_root "$data" --work_dir "$root/gpu_bench" --out "$out" --threads "$OMP_NUM_THREADS" \
+  --time_budget "${GPU_BENCH_BUDGET_S:-180}" ${GPU_BENCH_ARGS:-}
+python3 - "$runs" >> "$summary" << 'PY' || status=1
 import glob, json, os, sys
-out = sys.argv[1]
+runs = sys.argv[1]
 rows = []
-for gpu in sorted(glob.glob(os.path.join(out, ".*-cuda.json"))):
+for gpu in sorted(glob.glob(os.path.join(runs, "*-cuda.json"))):
     cpu = gpu.replace("-cuda.json", "-cpu.json")
     if not os.path.exists(cpu):
         continue
     g, c = json.load(open(gpu)), json.load(open(cpu))
     rel = max(abs(a - b) / abs(b) for a, b in zip(g["losses"], c["losses"])) if c["losses"] else 0
-    rows.append(f"| {os.path.basename(gpu)[1:-10]} | {g['epoch_seconds_median']:.4f} | "
+    rows.append(f"| {os.path.basename(gpu)[:-10]} | {g['epoch_seconds_median']:.4f} | "
                 f"{c['epoch_seconds_median']:.4f} | {rel:.2e} |")
 print("\n| run | GPU s/epoch | CPU s/epoch | max loss rel. diff |\n|---|---|---|---|")
 print("\n".join(rows) if rows else "| (no run trained on both devices) | | | |")
 PY
+[ -f "$out/gpu_bench.md" ] && { echo; cat "$out/gpu_bench.md"; } >> "$summary"
 rm -rf "$root"
 exit $status

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Full-batch GCN / GraphSAGE-mean training baseline in DGL or PyG, on a FlexGraph .npy workload.
+"""Full-batch GCN / GraphSAGE-mean training baseline in DGL, PyG or plain torch.sparse, on a FlexGraph
+.npy workload.
 
   bench/.venv/bin/python bench/baselines/run_baseline.py --framework dgl --model gcn \
       --data /tmp/cora --epochs 200 --warmup 5 --hidden 16 --layers 2 --dropout 0.5 \
       --lr 0.01 --weight_decay 5e-4 --threads 2 --out result.json
+  ... --framework pyg --adjacency sparse --device cuda   # PyG on a sparse adj_t, on the GPU
+  ... --framework torch --device cuda                    # hand-written layers on torch.sparse.mm
 
 Input format and model definitions: see README.md next to this file.
 """
@@ -18,7 +21,12 @@ import time
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--framework", choices=["dgl", "pyg"], required=True)
+    p.add_argument("--framework", choices=["dgl", "pyg", "torch"], required=True,
+                   help="torch: hand-written layers on torch.sparse.mm, no graph library")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:i]; timed steps are synchronised on cuda")
+    p.add_argument("--adjacency", choices=["edge_index", "sparse"], default="edge_index",
+                   help="PyG's graph input: edge_index, or a sparse adj_t (torch_sparse.SparseTensor when "
+                        "importable, else a torch.sparse CSR tensor; GCNConv then caches its normalisation)")
     p.add_argument("--model", choices=["gcn", "sage"], required=True)
     p.add_argument("--data", required=True, help="workload directory")
     p.add_argument("--epochs", type=int, default=200)
@@ -139,7 +147,7 @@ class Net(nn.Module):
         return h
 
 
-def build_dgl(w, model, init):
+def build_dgl(w, model, init, a):
     import dgl
     from dgl.nn import GraphConv, SAGEConv
 
@@ -161,19 +169,39 @@ def build_dgl(w, model, init):
             _copy(c.fc_neigh.weight, p["neigh"], transpose=True)
             _copy(c.fc_self.bias, p["bias"])
             convs.append(c)
-    return convs, (lambda conv, h: conv(g, h)), {"dgl": dgl.__version__}
+    g = g.to(torch.device(a.device))
+    return convs, (lambda conv, h: conv(g, h)), {"versions": {"dgl": dgl.__version__}, "adjacency": "dgl.graph"}
 
 
-def build_pyg(w, model, init):
+def pyg_sparse_adjacency(w, device):
+    """PyG's adj_t (row = destination, as the workload's in-edge CSR, so no transpose): a
+    torch_sparse.SparseTensor when torch_sparse loads, else a torch.sparse CSR tensor built straight
+    from the sorted CSR (what torch_geometric.utils.to_torch_csr_tensor makes, without its sort).
+    Returns (adj_t, its description)."""
+    rowptr, col = torch.from_numpy(w.indptr), torch.from_numpy(w.indices)
+    try:
+        from torch_sparse import SparseTensor
+        adj = SparseTensor(rowptr=rowptr, col=col, sparse_sizes=(w.n, w.n), is_sorted=True, trust_data=True)
+        return adj.to(device), "torch_sparse.SparseTensor"
+    except (ImportError, OSError):
+        adj = torch.sparse_csr_tensor(rowptr, col, torch.ones(col.numel()), (w.n, w.n))
+        return adj.to(device), "torch.sparse_csr"
+
+
+def build_pyg(w, model, init, a):
     import torch_geometric
     from torch_geometric.nn import GCNConv, SAGEConv
 
-    edge_index = torch.from_numpy(np.stack([w.src, w.dst]))  # row 0 = source, row 1 = target
+    if a.adjacency == "sparse":
+        graph, kind = pyg_sparse_adjacency(w, torch.device(a.device))
+    else:  # row 0 = source, row 1 = target
+        graph, kind = torch.from_numpy(np.stack([w.src, w.dst])).to(torch.device(a.device)), "edge_index"
     convs = []
     if model == "gcn":
         for p in init:
             i, o = p["weight"].shape
-            c = GCNConv(i, o, add_self_loops=True, normalize=True, bias=True, cached=False)
+            # With adj_t the normalised adjacency is cached (transductive full-batch, as PyG advises).
+            c = GCNConv(i, o, add_self_loops=True, normalize=True, bias=True, cached=a.adjacency == "sparse")
             _copy(c.lin.weight, p["weight"], transpose=True)
             _copy(c.bias, p["bias"])
             convs.append(c)
@@ -185,17 +213,94 @@ def build_pyg(w, model, init):
             _copy(c.lin_l.weight, p["neigh"], transpose=True)  # neighbour term, carries the bias
             _copy(c.lin_l.bias, p["bias"])
             convs.append(c)
-    return convs, (lambda conv, h: conv(h, edge_index)), {"torch_geometric": torch_geometric.__version__}
+    info = {"versions": {"torch_geometric": torch_geometric.__version__}, "adjacency": kind}
+    return convs, (lambda conv, h: conv(h, graph)), info
+
+
+class SymmetricSpmm(torch.autograd.Function):
+    """adj @ x for a symmetric sparse adj (no gradient to adj): the backward reuses adj as its own
+    transpose, adj @ grad, instead of transposing it."""
+
+    @staticmethod
+    def forward(ctx, adj, x):
+        ctx.adj = adj
+        return torch.sparse.mm(adj, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, torch.sparse.mm(ctx.adj, grad.contiguous()) if ctx.needs_input_grad[1] else None
+
+
+class SparseGcnLayer(nn.Module):
+    """h' = Â (h W) + b, Â = D^-1/2 (A+I) D^-1/2 as one CSR; multiplies Â on the narrower side."""
+
+    def __init__(self, p, adj):
+        super().__init__()
+        self.weight = nn.Parameter(torch.from_numpy(p["weight"]))
+        self.bias = nn.Parameter(torch.from_numpy(p["bias"]))
+        self.adj = adj
+
+    def forward(self, h):
+        i, o = self.weight.shape
+        if o <= i:
+            return SymmetricSpmm.apply(self.adj, h @ self.weight) + self.bias
+        return torch.addmm(self.bias, SymmetricSpmm.apply(self.adj, h), self.weight)
+
+
+class SparseSageLayer(nn.Module):
+    """h' = h W_self + (D^-1 A h) W_neigh + b, A as one CSR of ones; D^-1 A on the narrower side."""
+
+    def __init__(self, p, adj, inv_deg):
+        super().__init__()
+        self.self_weight = nn.Parameter(torch.from_numpy(p["self"]))
+        self.neigh_weight = nn.Parameter(torch.from_numpy(p["neigh"]))
+        self.bias = nn.Parameter(torch.from_numpy(p["bias"]))
+        self.adj, self.inv_deg = adj, inv_deg
+
+    def forward(self, h):
+        i, o = self.neigh_weight.shape
+        if o < i:
+            neigh = SymmetricSpmm.apply(self.adj, h @ self.neigh_weight) * self.inv_deg
+        else:
+            neigh = (SymmetricSpmm.apply(self.adj, h) * self.inv_deg) @ self.neigh_weight
+        return torch.addmm(self.bias, h, self.self_weight) + neigh
+
+
+def build_torch(w, model, init, a):
+    """Hand-written layers on torch.sparse.mm over a CSR adjacency (the graph is symmetric)."""
+    dev, n = torch.device(a.device), w.n
+    deg = np.diff(w.indptr)
+    if model == "gcn":
+        # A+I with each self loop inserted at its sorted place in the row
+        left = np.bincount(w.dst, weights=w.indices < w.dst, minlength=n).astype(np.int64)
+        col = np.insert(w.indices, w.indptr[:-1] + left, np.arange(n))
+        rowptr = w.indptr + np.arange(n + 1)
+        dinv = 1.0 / np.sqrt(deg + 1.0)
+        val = (np.repeat(dinv, deg + 1) * dinv[col]).astype(np.float32)
+        adj = torch.sparse_csr_tensor(torch.from_numpy(rowptr), torch.from_numpy(col), torch.from_numpy(val),
+                                      (n, n)).to(dev)
+        convs = [SparseGcnLayer(p, adj) for p in init]
+    else:
+        adj = torch.sparse_csr_tensor(torch.from_numpy(w.indptr), torch.from_numpy(w.indices),
+                                      torch.ones(w.indices.size), (n, n)).to(dev)
+        inv_deg = torch.from_numpy((1.0 / np.maximum(deg, 1)).astype(np.float32)).view(-1, 1).to(dev)
+        convs = [SparseSageLayer(p, adj, inv_deg) for p in init]
+    return convs, (lambda conv, h: conv(h)), {"versions": {}, "adjacency": "torch.sparse_csr (hand-written)"}
 
 
 # ----------------------------------------------------------------------------- run
 
 def train_full_batch(a, net, logits_fn, w):
     """Epoch-0 loss (eval mode, initial weights), then a.epochs timed steps (forward, loss,
-    backward, Adam) of net; logits_fn() runs the forward in net's current mode. Returns the
-    result fields shared by the baselines."""
-    y = torch.from_numpy(w.label)
-    tr, va, te = (torch.from_numpy(i) for i in (w.train_idx, w.valid_idx, w.test_idx))
+    backward, Adam) of net; logits_fn() runs the forward in net's current mode. net and its inputs
+    live on a.device (default cpu); on CUDA each timed step is bracketed by synchronisations and
+    peak_device_bytes is torch.cuda.max_memory_allocated over the whole run. Returns the result
+    fields shared by the baselines."""
+    dev = torch.device(getattr(a, "device", "cpu"))
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    y = torch.from_numpy(w.label).to(dev)
+    tr, va, te = (torch.from_numpy(i).to(dev) for i in (w.train_idx, w.valid_idx, w.test_idx))
 
     def evaluate():
         net.eval()
@@ -213,12 +318,14 @@ def train_full_batch(a, net, logits_fn, w):
     times, loss_v = [], float("nan")
     best = (-1.0, float("nan"), 0)  # valid accuracy, test accuracy, 1-based epoch
     for ep in range(a.epochs):
+        sync()
         t0 = time.perf_counter()
         net.train()
         opt.zero_grad()
         loss = F.cross_entropy(logits_fn()[tr], y[tr])
         loss.backward()
         opt.step()
+        sync()
         times.append(time.perf_counter() - t0)
         loss_v = loss.item()
         if a.model_selection == "best_valid":
@@ -241,6 +348,9 @@ def train_full_batch(a, net, logits_fn, w):
         "test_accuracy": test_acc,
         "valid_accuracy": valid_acc,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if cuda else None,
+        "peak_device_bytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
         "final_loss": loss_v,
         "final_eval_loss": final_eval_loss,
     }
@@ -254,11 +364,11 @@ def run(a):
         w.weights_dir = a.weights
     dims = [w.feat.shape[1]] + [a.hidden] * (a.layers - 1) + [w.num_classes]
     init = initial_weights(w, a.model, dims, a.seed)
-    build = build_dgl if a.framework == "dgl" else build_pyg
-    convs, call, fw_versions = build(w, a.model, init)
-    net = Net(convs, a.dropout, a.input_dropout, call)
+    build = {"dgl": build_dgl, "pyg": build_pyg, "torch": build_torch}[a.framework]
+    convs, call, info = build(w, a.model, init, a)
+    net = Net(convs, a.dropout, a.input_dropout, call).to(torch.device(a.device))
 
-    x = torch.from_numpy(w.feat)
+    x = torch.from_numpy(w.feat).to(torch.device(a.device))
     t = train_full_batch(a, net, lambda: net(x), w)
     res = {
         "framework": a.framework,
@@ -268,10 +378,10 @@ def run(a):
         "num_edges": int(w.indices.size),
         "epochs": a.epochs, "warmup": a.warmup, "hidden": a.hidden, "layers": a.layers,
         "dropout": a.dropout, "input_dropout": a.input_dropout, "lr": a.lr,
-        "weight_decay": a.weight_decay, "threads": a.threads,
+        "weight_decay": a.weight_decay, "threads": a.threads, "adjacency": info["adjacency"],
         "initial_weights_from_files": os.path.isdir(w.weights_dir),
         **t,
-        "versions": {"torch": torch.__version__, **fw_versions},
+        "versions": {"torch": torch.__version__, **info["versions"]},
     }
     return report(a, res)
 

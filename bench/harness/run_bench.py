@@ -242,7 +242,8 @@ def flexgraph_named_weights(wdir, model, layers):
     return out
 
 
-def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
+def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir, extra=()):
+    """`flexgraph train` with the settings m (plus the arguments extra); returns its summary."""
     out = os.path.join(out_dir, f"fg-{model}-{name}.json")
     cmd = [a.flexgraph, "train", "--dataset", d, "--model", model,
            "--hidden", str(m["hidden"]), "--layers", str(m["layers"]), "--dropout", str(m["dropout"]),
@@ -258,6 +259,7 @@ def run_flexgraph(a, model, m, name, d, wdir, epochs, out_dir):
         cmd += ["--model_opt", m["fg_opts"]]
     if model == "pinsage" and a.pinsage_selection == "flexgraph":
         cmd += ["--export_hdg", pinsage_selection_dir(out_dir, name)]
+    cmd += list(extra)
     wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
     r = json.load(open(out))
     r["wall_seconds"] = wall
@@ -269,7 +271,9 @@ def pinsage_selection_dir(out_dir, name):
     return os.path.join(out_dir, f"fg-pinsage-{name}-hdg")
 
 
-def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir):
+def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir, extra=()):
+    """The baseline of framework for model (extra: more run_baseline.py arguments, GCN and SAGE
+    only); returns its result JSON."""
     out = os.path.join(out_dir, f"{framework}-{model}-{name}.json")
     if model == "magnn":
         cmd = [a.python, os.path.join(BASELINES, "run_magnn.py"), "--data", d, "--weights", wdir,
@@ -303,6 +307,7 @@ def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir):
            "--threads", str(a.threads), "--seed", "0", "--model_selection", "best_valid", "--out", out]
     if m["input_dropout"]:
         cmd.append("--input_dropout")
+    cmd += list(extra)
     wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
     r = json.load(open(out))
     r["wall_seconds"] = wall
