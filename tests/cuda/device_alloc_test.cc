@@ -3,9 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
+#include "flexgraph/ops/ops.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "flexgraph/tensor/tensor.h"
+#if defined(FLEXGRAPH_HAVE_CUDA)
+#include "flexgraph/ops/cuda/math_libs.h"
+#endif
 
 namespace fg {
 namespace {
@@ -64,6 +70,32 @@ TEST(CudaAllocator, ReusesFreedBlocksOfTheSameSizeClass) {
   EXPECT_GE(after.cache_hits - before.cache_hits, 1);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
 }
+
+#if defined(FLEXGRAPH_HAVE_CUDA)
+// Whether this process maps a file whose path contains `name`.
+bool Mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream all;
+  all << maps.rdbuf();
+  return all.str().find(name) != std::string::npos;
+}
+
+TEST(CudaMathLibraries, AreLoadedOnFirstUseOnly) {
+  // Nothing in this test binary runs a GPU GEMM or SpMM; CPU ones never load the libraries.
+  const Tensor c = ops::Matmul(Tensor::FromVector(std::vector<float>{1, 2, 3, 4}).Reshape({2, 2}),
+                               Tensor::FromVector(std::vector<float>{1, 0, 0, 1}).Reshape({2, 2}));
+  EXPECT_EQ(c.ToVector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_FALSE(ops::cuda::MathLibrariesLoaded());
+  EXPECT_FALSE(Mapped("libcublas"));
+  EXPECT_FALSE(Mapped("libcusparse"));
+  // Loading them resolves every entry point, with or without a GPU.
+  EXPECT_NE(ops::cuda::Cublas().sgemm, nullptr);
+  EXPECT_NE(ops::cuda::Cusparse().spmm, nullptr);
+  EXPECT_TRUE(ops::cuda::MathLibrariesLoaded());
+  EXPECT_TRUE(Mapped("libcublas.so"));
+  EXPECT_TRUE(Mapped("libcusparse.so"));
+}
+#endif
 
 }  // namespace
 }  // namespace fg

@@ -47,9 +47,9 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   const int lda = trans_a ? mi : ki, ldb = trans_b ? ki : ni;
   cublasHandle_t h = CublasHandle();
   if (batch == 1) {
-    FG_CUBLAS_CHECK(cublasSgemm(h, op_b, op_a, ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
+    FG_CUBLAS_CHECK(Cublas().sgemm(h, op_b, op_a, ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
   } else {
-    FG_CUBLAS_CHECK(cublasSgemmStridedBatched(h, op_b, op_a, ni, mi, ki, &alpha, b, ldb, k * n, a,
+    FG_CUBLAS_CHECK(Cublas().sgemm_strided_batched(h, op_b, op_a, ni, mi, ki, &alpha, b, ldb, k * n, a,
                                               lda, m * k, &beta, c, ni, m * n,
                                               AsInt(batch, "Gemm batch")));
   }
@@ -90,27 +90,27 @@ void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_h
   cusparseConstSpMatDescr_t a_desc;
   cusparseConstDnMatDescr_t x_desc;
   cusparseDnMatDescr_t out_desc;
-  FG_CUSPARSE_CHECK(cusparseCreateConstCsr(&a_desc, rows, x_rows, nnz, off32, col, values,
+  FG_CUSPARSE_CHECK(Cusparse().create_const_csr(&a_desc, rows, x_rows, nnz, off32, col, values,
                                            CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                            CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-  FG_CUSPARSE_CHECK(cusparseCreateConstDnMat(&x_desc, x_rows, width, width, x, CUDA_R_32F,
+  FG_CUSPARSE_CHECK(Cusparse().create_const_dn_mat(&x_desc, x_rows, width, width, x, CUDA_R_32F,
                                              CUSPARSE_ORDER_ROW));
   FG_CUSPARSE_CHECK(
-      cusparseCreateDnMat(&out_desc, rows, width, width, out, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+      Cusparse().create_dn_mat(&out_desc, rows, width, width, out, CUDA_R_32F, CUSPARSE_ORDER_ROW));
   const float alpha = 1.0f, beta = 0.0f;
   // ALG2 suits row-major operands and is deterministic for a non-transposed sparse matrix.
   constexpr cusparseSpMMAlg_t kAlg = CUSPARSE_SPMM_CSR_ALG2;
   size_t ws_bytes = 0;
-  FG_CUSPARSE_CHECK(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+  FG_CUSPARSE_CHECK(Cusparse().spmm_buffer_size(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                             CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_desc,
                                             x_desc, &beta, out_desc, CUDA_R_32F, kAlg, &ws_bytes));
   void* ws = ws_bytes > 0 ? ThreadScratch(kWorkspaceSlot, ws_bytes) : nullptr;
-  FG_CUSPARSE_CHECK(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+  FG_CUSPARSE_CHECK(Cusparse().spmm(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_desc, x_desc, &beta,
                                  out_desc, CUDA_R_32F, kAlg, ws));
-  FG_CUSPARSE_CHECK(cusparseDestroySpMat(a_desc));
-  FG_CUSPARSE_CHECK(cusparseDestroyDnMat(x_desc));
-  FG_CUSPARSE_CHECK(cusparseDestroyDnMat(out_desc));
+  FG_CUSPARSE_CHECK(Cusparse().destroy_sp_mat(a_desc));
+  FG_CUSPARSE_CHECK(Cusparse().destroy_dn_mat(x_desc));
+  FG_CUSPARSE_CHECK(Cusparse().destroy_dn_mat(out_desc));
   if (mean) LaunchScaleByInverseDegree(off, rows, width, out);
 }
 

@@ -21,8 +21,8 @@ class ThreadContext {
     // Errors are ignored here: at process exit the runtime may already be shutting down.
     if (own_stream_ != nullptr) (void)cudaStreamSynchronize(own_stream_);
     for (Scratch& s : scratch_) DeviceFree(s.ptr, s.bytes);
-    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
-    if (cusparse_ != nullptr) (void)cusparseDestroy(cusparse_);
+    if (cublas_ != nullptr) (void)Cublas().destroy(cublas_);
+    if (cusparse_ != nullptr) (void)Cusparse().destroy(cusparse_);
     if (own_stream_ != nullptr) (void)cudaStreamDestroy(own_stream_);
   }
 
@@ -39,22 +39,22 @@ class ThreadContext {
     FG_CUDA_CHECK(cudaStreamSynchronize(old));
     installed_ = s;
     const cudaStream_t now = stream();
-    if (cublas_ != nullptr) FG_CUBLAS_CHECK(cublasSetStream(cublas_, now));
-    if (cusparse_ != nullptr) FG_CUSPARSE_CHECK(cusparseSetStream(cusparse_, now));
+    if (cublas_ != nullptr) FG_CUBLAS_CHECK(Cublas().set_stream(cublas_, now));
+    if (cusparse_ != nullptr) FG_CUSPARSE_CHECK(Cusparse().set_stream(cusparse_, now));
   }
 
   cublasHandle_t cublas() {
     if (cublas_ == nullptr) {
-      FG_CUBLAS_CHECK(cublasCreate(&cublas_));
-      FG_CUBLAS_CHECK(cublasSetStream(cublas_, stream()));
+      FG_CUBLAS_CHECK(Cublas().create(&cublas_));
+      FG_CUBLAS_CHECK(Cublas().set_stream(cublas_, stream()));
     }
     return cublas_;
   }
 
   cusparseHandle_t cusparse() {
     if (cusparse_ == nullptr) {
-      FG_CUSPARSE_CHECK(cusparseCreate(&cusparse_));
-      FG_CUSPARSE_CHECK(cusparseSetStream(cusparse_, stream()));
+      FG_CUSPARSE_CHECK(Cusparse().create(&cusparse_));
+      FG_CUSPARSE_CHECK(Cusparse().set_stream(cusparse_, stream()));
     }
     return cusparse_;
   }

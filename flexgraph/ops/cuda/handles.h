@@ -1,9 +1,9 @@
 // Internal to the CUDA backend: the calling thread's cuBLAS and cuSPARSE handles, created on first
-// use and bound to the thread's stream (cuda_util.h). Thread-safe: one pair per thread.
+// use (math_libs.h loads the libraries) and bound to the thread's stream (cuda_util.h).
+// Thread-safe: one pair per thread.
 #pragma once
 
-#include <cublas_v2.h>
-#include <cusparse.h>
+#include "flexgraph/ops/cuda/math_libs.h"
 
 namespace fg::ops::cuda {
 
@@ -18,7 +18,7 @@ cusparseHandle_t CusparseHandle();
     const cublasStatus_t fg_st_ = (expr);                                                   \
     if (fg_st_ != CUBLAS_STATUS_SUCCESS) {                                                  \
       ::fg::ops::cuda::FailLibrary("cuBLAS", static_cast<int>(fg_st_),                      \
-                                   cublasGetStatusString(fg_st_), #expr, __FILE__, __LINE__); \
+                                   ::fg::ops::cuda::Cublas().status_string(fg_st_), #expr, __FILE__, __LINE__); \
     }                                                                                       \
   } while (0)
 
@@ -27,7 +27,7 @@ cusparseHandle_t CusparseHandle();
     const cusparseStatus_t fg_st_ = (expr);                                                  \
     if (fg_st_ != CUSPARSE_STATUS_SUCCESS) {                                                 \
       ::fg::ops::cuda::FailLibrary("cuSPARSE", static_cast<int>(fg_st_),                     \
-                                   cusparseGetErrorString(fg_st_), #expr, __FILE__, __LINE__); \
+                                   ::fg::ops::cuda::Cusparse().error_string(fg_st_), #expr, __FILE__, __LINE__); \
     }                                                                                        \
   } while (0)
 
