@@ -176,7 +176,8 @@ TEST(Magnn, TheAutomaticChoiceFitsTheMemoryBudget) {
 
 TEST(Han, DblpAuthorsAboveTheFeaturesOnlyBaseline) {
   // Softmax regression on author features alone reaches Macro-F1 0.697 on heco20 (the dataset's
-  // README); HAN's default metapaths A-P-A, A-P-C-P-A, A-P-T-P-A carry the conferences.
+  // README); HAN's default metapaths A-P-A, A-P-C-P-A, A-P-T-P-A carry the conferences, and with
+  // path-weighted neighbours seed 1 reaches 0.89 by epoch 12 (0.93 when trained to the end).
   flexgraph::RunConfig o = Options("han", "dblp", "heco20");
   o.mutable_train()->set_seed(1);
   o.mutable_train()->set_epochs(12);
@@ -185,7 +186,7 @@ TEST(Han, DblpAuthorsAboveTheFeaturesOnlyBaseline) {
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   auto r = (*trainer)->Run();
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_GE(r->test_macro_f1, 0.75) << "micro-F1 " << r->test_micro_f1;
+  EXPECT_GE(r->test_macro_f1, 0.85) << "micro-F1 " << r->test_micro_f1;
 }
 
 }  // namespace
