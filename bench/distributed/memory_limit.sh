@@ -5,11 +5,11 @@
 # the partitioned dataset to the accuracy of an unlimited single-process run. Prints the three
 # outcomes. (--as would also count the shared libraries' and threads' address space.)
 #
-#   bench/distributed/memory_limit.sh [--scale 18] [--limit_gib 1.7] [--parts 4] [--epochs 20]
+#   bench/distributed/memory_limit.sh [--scale 18] [--limit_gib 1.4] [--parts 4] [--epochs 20]
 #                                     [--build build/release]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-scale=18; limit_gib=1.7; parts=4; epochs=20; build=build/release
+scale=18; limit_gib=1.4; parts=4; epochs=20; build=build/release
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) scale=$2; shift 2;;

@@ -5,7 +5,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <list>
@@ -60,6 +63,9 @@ class CpuBlockCache {
   CpuBlockCache() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) max_ = std::max(max_, static_cast<size_t>(pages) * page / 2);
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_DATA, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) data_limit_ = limit.rlim_cur;
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) as_limit_ = limit.rlim_cur;
   }
 
   // A block of at least `rounded` bytes aligned to `align`; *size receives its size, which Free
@@ -79,10 +85,44 @@ class CpuBlockCache {
         return p;
       }
     }
+    if (rounded >= kCacheMin && !FitsUnderLimits(rounded)) {
+      ReleaseCached();
+      if (!FitsUnderLimits(rounded)) return nullptr;
+    }
     void* p = std::aligned_alloc(align, rounded);
     constexpr size_t kHuge = size_t{2} << 20;
     if (p != nullptr && align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);
     return p;
+  }
+
+  // Under a per-process data or address-space limit (prlimit, ulimit -d / -v), a fresh block must
+  // leave room for what the process maps outside tensors: OpenBLAS maps a 128 MiB buffer per
+  // concurrent GEMM and retries forever when that fails, so the limit is met here first, as a
+  // clean OutOfMemory. One read of /proc/self/statm per fresh block of 64 KiB or more, only under
+  // a limit.
+  bool FitsUnderLimits(size_t bytes) const {
+    if (data_limit_ == 0 && as_limit_ == 0) return true;
+    unsigned long vm_pages = 0, resident = 0, shared = 0, text = 0, lib = 0, data_pages = 0;
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) return true;
+    const int n = std::fscanf(f, "%lu %lu %lu %lu %lu %lu", &vm_pages, &resident, &shared, &text, &lib,
+                              &data_pages);
+    std::fclose(f);
+    if (n != 6) return true;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t reserve = static_cast<size_t>(omp_get_max_threads()) * (size_t{128} << 20);
+    auto fits = [&](size_t limit, unsigned long pages) {
+      return limit == 0 || pages * page + bytes + reserve <= limit;
+    };
+    return fits(data_limit_, data_pages) && fits(as_limit_, vm_pages);
+  }
+
+  void ReleaseCached() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Block& b : lru_) std::free(b.ptr);
+    lru_.clear();
+    by_size_.clear();
+    cached_ = 0;
   }
 
   void Free(void* p, size_t size) {
@@ -117,6 +157,7 @@ class CpuBlockCache {
   std::multimap<size_t, std::list<Block>::iterator> by_size_;
   size_t cached_ = 0;
   size_t max_ = size_t{4} << 30;
+  size_t data_limit_ = 0, as_limit_ = 0;  // per-process limits in bytes; 0: none
 };
 
 CpuBlockCache& Cache() {

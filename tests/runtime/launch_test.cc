@@ -570,4 +570,27 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_NE(out.find("out of memory: allocating"), std::string::npos) << out;
 }
 
+TEST(Train, UnderAPerProcessDataLimitEndsTrainingOrSaysOutOfMemory) {
+  // Whichever allocation meets the limit first (a tensor, or OpenBLAS's GEMM buffer, which it
+  // would retry forever), the run trains or ends with the out-of-memory error within seconds.
+  std::string out;
+  if (Shell("prlimit --version", &out) != 0) GTEST_SKIP() << "prlimit (util-linux) is needed";
+  int trained = 0, refused = 0;
+  for (int mib = 250; mib <= 900; mib += 50) {
+    const int rc = Shell("timeout 60 prlimit --data=" + std::to_string(mib << 20) + " " + kFlexgraph +
+                             " train --dataset " + kCora + " --epochs 2 --threads 1 --quiet",
+                         &out);
+    if (rc == 0) {
+      ++trained;
+    } else {
+      ++refused;
+      EXPECT_EQ(rc, 1) << mib << " MiB: " << out;
+      EXPECT_NE(out.find("out of memory: allocating"), std::string::npos) << mib << " MiB: " << out;
+      EXPECT_NE(out.find("data limit is " + std::to_string(mib) + " MiB"), std::string::npos) << out;
+    }
+  }
+  EXPECT_GT(trained, 0);  // the largest limit leaves room
+  EXPECT_GT(refused, 0);  // the smallest does not
+}
+
 }  // namespace
