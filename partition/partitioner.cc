@@ -33,6 +33,9 @@ absl::Status CheckRequest(const PartitionInput& in, int num_parts) {
   if (!in.vertex_weights.empty() && static_cast<int64_t>(in.vertex_weights.size()) != n) {
     return absl::InvalidArgumentError("partitioner: vertex weights do not match the graph");
   }
+  if (!in.memory_weights.empty() && static_cast<int64_t>(in.memory_weights.size()) != n) {
+    return absl::InvalidArgumentError("partitioner: memory weights do not match the graph");
+  }
   if (!in.edge_weights.empty() && static_cast<int64_t>(in.edge_weights.size()) != in.graph->nnz()) {
     return absl::InvalidArgumentError("partitioner: edge weights do not match the graph");
   }
@@ -83,9 +86,20 @@ class MetisPartitioner : public Partitioner {
     }
     std::vector<idx_t> xadj(n + 1), adjncy(g.col(), g.col() + g.nnz()), part(n, 0);
     for (int64_t v = 0; v <= n; ++v) xadj[v] = static_cast<idx_t>(g.row_ptr()[v]);
-    std::vector<idx_t> vwgt(in.vertex_weights.begin(), in.vertex_weights.end());
+    // One weight per vertex and constraint, interleaved (METIS's layout).
+    const bool two = !in.memory_weights.empty();
+    std::vector<idx_t> vwgt;
+    if (two) {
+      vwgt.resize(2 * n);
+      for (int64_t v = 0; v < n; ++v) {
+        vwgt[2 * v] = in.vertex_weights.empty() ? 1 : in.vertex_weights[v];
+        vwgt[2 * v + 1] = in.memory_weights[v];
+      }
+    } else {
+      vwgt.assign(in.vertex_weights.begin(), in.vertex_weights.end());
+    }
     std::vector<idx_t> adjwgt(in.edge_weights.begin(), in.edge_weights.end());
-    idx_t nvtxs = static_cast<idx_t>(n), ncon = 1, nparts = P, objval = 0;
+    idx_t nvtxs = static_cast<idx_t>(n), ncon = two ? 2 : 1, nparts = P, objval = 0;
     idx_t options[METIS_NOPTIONS];
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_NUMBERING] = 0;
@@ -154,8 +168,9 @@ int64_t EstimateMetisBytes(int64_t n, int64_t nnz, int num_parts) {
 }
 
 
-std::vector<int32_t> MetisVertexWeights(const CostModel& cost) {
-  const std::vector<double>& c = cost.vertex_compute();
+namespace {
+// Per-vertex estimates as METIS weights: the mean vertex weighs `unit` (at least 1 each).
+std::vector<int32_t> ScaledWeights(const std::vector<double>& c) {
   const int64_t n = static_cast<int64_t>(c.size());
   double sum = 0;
   for (double x : c) sum += x;
@@ -168,6 +183,15 @@ std::vector<int32_t> MetisVertexWeights(const CostModel& cost) {
     w[v] = static_cast<int32_t>(std::max(1.0, std::round(c[v] / mean * unit)));
   }
   return w;
+}
+}  // namespace
+
+std::vector<int32_t> MetisVertexWeights(const CostModel& cost) { return ScaledWeights(cost.vertex_compute()); }
+
+std::vector<int32_t> MetisMemoryWeights(const CostModel& cost) {
+  std::vector<double> rows = cost.workload().row_floats;
+  rows.resize(cost.num_vertices(), 0.0);
+  return ScaledWeights(rows);
 }
 
 std::vector<int32_t> MetisEdgeWeights(const CostModel& cost) {

@@ -1,8 +1,9 @@
 // Partitioners: assign every vertex of the union graph (partition/union_graph.h) to one of P parts.
 //   hash      owner = hash(seed, v) mod P — no locality, the baseline;
 //   range     contiguous ranges of global ids with equal vertex counts;
-//   metis     METIS_PartGraphKway with vertex weights (estimated compute) and edge weights
-//             (dependencies), minimising the edge cut under a 3% weight imbalance.
+//   metis     METIS_PartGraphKway with vertex weights (estimated compute, and estimated memory as a
+//             second constraint) and edge weights (dependencies), minimising the edge cut under a
+//             3% imbalance of each weight.
 // The application-driven refinement on top of METIS is partition/rebalancer.h. METIS's memory need
 // is estimated before it runs; a request that will not fit is refused with the numbers.
 // Thread-safety: partitioners are stateless; Assign may run concurrently (METIS itself is serial).
@@ -32,6 +33,7 @@ absl::StatusOr<Method> ParseMethod(const std::string& name);
 struct PartitionInput {
   const Csr* graph = nullptr;           // symmetric, no self loops
   std::vector<int32_t> vertex_weights;  // per vertex, >= 1 (empty: all 1)
+  std::vector<int32_t> memory_weights;  // per vertex, >= 1: a second balance constraint (empty: none)
   std::vector<int32_t> edge_weights;    // per adjacency entry, symmetric, >= 1 (empty: all 1)
   uint64_t seed = 0;
   int64_t memory_limit_bytes = 0;       // METIS: refuse above this (0: the available memory)
@@ -57,6 +59,11 @@ int64_t EstimateMetisBytes(int64_t n, int64_t nnz, int num_parts);
 // the mean vertex at 64 units (at least 1); edge weight = 1 + the number of layers in which one
 // endpoint is an HDG leaf of the other.
 std::vector<int32_t> MetisVertexWeights(const CostModel& cost);
+// The second constraint: a vertex's activation rows (its HDG nodes' and transforms' floats over the
+// layers), scaled the same way. A worker's memory is mostly these rows, so parts balanced in
+// compute alone can differ in memory by a third (RMAT: high-degree vertices cost compute, the
+// many low-degree ones memory).
+std::vector<int32_t> MetisMemoryWeights(const CostModel& cost);
 std::vector<int32_t> MetisEdgeWeights(const CostModel& cost);
 
 }  // namespace fg::partition

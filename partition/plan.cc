@@ -42,6 +42,7 @@ absl::StatusOr<PartitionPlan> Partition(const graph::Dataset& dataset, const Cos
   const bool metis = request.method == Method::kMetis || request.method == Method::kBalanced;
   if (metis) {
     input.vertex_weights = MetisVertexWeights(cost);
+    input.memory_weights = MetisMemoryWeights(cost);
     input.edge_weights = MetisEdgeWeights(cost);
   }
   FG_ASSIGN_OR_RETURN(std::vector<int32_t> owners,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 
@@ -149,6 +150,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
     ctx.table_global_ids = ids;
     agg = executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
   }
+  if (!reuse) ReleaseFreedMemory();  // the messages are gone: so are their pages
   ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);
   if (ctx.capture_nbr != nullptr) *ctx.capture_nbr = agg;
   return layer.Update(ctx, self, agg);

@@ -67,12 +67,14 @@ std::vector<std::string> Finish(ExchangeContext& ctx, uint64_t tag) {
   return *std::move(got);
 }
 
-// Calls f(q, data) for each peer q with rows[q] > 0 rows in what it sent.
+// Calls f(q, data) for each peer q with rows[q] > 0 rows in what it sent, releasing each part once
+// it has been used.
 template <typename F>
-void ForEachPart(const std::vector<std::string>& got, const std::vector<int64_t>& rows, F&& f) {
+void ForEachPart(std::vector<std::string>& got, const std::vector<int64_t>& rows, F&& f) {
   if (got.empty()) return;  // an error was recorded
   for (int q = 0; q < static_cast<int>(rows.size()); ++q) {
     if (rows[q] > 0) f(q, reinterpret_cast<const float*>(got[q].data()));
+    std::string().swap(got[q]);
   }
 }
 
@@ -105,7 +107,7 @@ ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m
   const LayerExchange* e = &ex;
   return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
     const std::vector<int64_t> rows = PerPeer(*e, P, SentRows);
-    const std::vector<std::string> got =
+    std::vector<std::string> got =
         Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients));
     Tensor g = Tensor::Zeros({m.rows(), d});
     ForEachPart(got, rows, [&](int q, const float* data) {
@@ -131,7 +133,7 @@ ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Va
   const LayerExchange* e = &ex;
   return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
     const std::vector<int64_t> rows = PerPeer(*e, P, SentPartials);
-    const std::vector<std::string> got =
+    std::vector<std::string> got =
         Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients));
     Tensor g = Tensor::Zeros({m.rows(), d});
     ForEachPart(got, rows, [&](int q, const float* data) {
@@ -149,7 +151,7 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
   const int P = ctx.comm->size();
   const std::vector<int64_t> rows = PerPeer(ex, P, GhostRows);
   Tensor ghosts = Tensor::Zeros({ex.ghost_ids.numel(), width});
-  const std::vector<std::string> got =
+  std::vector<std::string> got =
       Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures));
   ForEachPart(got, rows, [&](int q, const float* data) {
     // Slots of one peer are contiguous and in order.
@@ -172,7 +174,7 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
 void AddReceivedPartials(ExchangeContext& ctx, const LayerExchange& ex, Tensor* sum) {
   const int64_t width = sum->row_width();
   const std::vector<int64_t> rows = PerPeer(ex, ctx.comm->size(), ReceivedPartials);
-  const std::vector<std::string> got =
+  std::vector<std::string> got =
       Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials));
   ForEachPart(got, rows, [&](int q, const float* part) {
     const Tensor& targets = ex.peers[q].recv_targets;

@@ -96,7 +96,13 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
     while (reader->Read(&chunk)) {
       const auto key = std::make_pair(chunk.src(), chunk.tag());
       std::string& buf = partial[key];
-      if (buf.empty()) {
+      if (buf.empty() && chunk.count() > 1) {
+        // Room for the whole message at once (growing by doubling would copy it and could hold
+        // twice its size); a count beyond the message size limit gets no more than the limit.
+        buf.reserve(std::min<uint64_t>(uint64_t{kMaxChunkBytes} * static_cast<uint32_t>(chunk.count()),
+                                       kMaxGrpcMessageBytes));
+      }
+      if (buf.empty() && chunk.count() <= 1) {
         buf = std::move(*chunk.mutable_payload());
       } else {
         buf.append(chunk.payload());
@@ -273,6 +279,7 @@ class GrpcCommunicator : public Communicator {
           }
           ok = writer->Write(chunk);
         }
+        std::string().swap(payload);  // written: released before the batch's next message
         if (!ok) break;
         if (link_bytes_per_second_ > 0) {  // benchmark shaping: emulate a slower link
           std::this_thread::sleep_for(std::chrono::duration<double>(n / link_bytes_per_second_));

@@ -45,7 +45,9 @@ absl::StatusOr<Tls> LoadTls(const std::string& cert_file, const std::string& key
 std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls);
 
-inline constexpr size_t kMaxChunkBytes = 64 << 20;
+// Messages travel in chunks of at most this many bytes, so that beside a message its sender and its
+// receiver hold about one chunk in gRPC's buffers, not a second copy of the whole message.
+inline constexpr size_t kMaxChunkBytes = 4 << 20;
 // gRPC message size limit used by every FlexGraph channel and server.
 inline constexpr int kMaxGrpcMessageBytes = 1 << 30;
 

@@ -67,6 +67,7 @@ flexgraph::MetricsRequest WorkerMetrics(int rank, const absl::StatusOr<TrainResu
   metrics.set_wait_seconds(result->wait_seconds);
   metrics.set_bytes_features(result->bytes_features);
   metrics.set_peak_rss_bytes(result->peak_rss_bytes);
+  metrics.set_peak_tensor_bytes(result->peak_tensor_bytes);
   metrics.set_bytes_partials(result->bytes_partials);
   metrics.set_bytes_gradients(result->bytes_gradients);
   metrics.set_bytes_allreduce(result->bytes_allreduce);
@@ -103,6 +104,7 @@ absl::Status WriteRunSummary(const flexgraph::RunConfig& train,
     w["bytes_gradients_per_epoch"] = NumberValue(std::floor(m.bytes_gradients() / epochs));
     w["bytes_allreduce_per_epoch"] = NumberValue(std::floor(m.bytes_allreduce() / epochs));
     w["peak_rss_bytes"] = NumberValue(m.peak_rss_bytes());
+    w["peak_tensor_bytes"] = NumberValue(m.peak_tensor_bytes());
     w["compute_seconds"] = NumberValue(m.compute_seconds());
     w["wait_seconds"] = NumberValue(m.wait_seconds());
     w["overlap"] = NumberValue(m.overlap());

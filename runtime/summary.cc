@@ -46,6 +46,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["epoch_seconds_median"] = NumberValue(r.epoch_seconds_median);
   f["hdg_bytes"] = NumberValue(static_cast<double>(r.hdg_bytes));
   f["peak_rss_bytes"] = NumberValue(static_cast<double>(r.peak_rss_bytes));
+  f["peak_tensor_bytes"] = NumberValue(static_cast<double>(r.peak_tensor_bytes));
   f["peak_device_bytes"] = NumberValue(static_cast<double>(r.peak_device_bytes));
   f["num_vertices"] = NumberValue(static_cast<double>(r.num_vertices));
   f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));
@@ -103,12 +104,12 @@ void PrintSummary(const TrainResult& r, std::FILE* out) {
   std::fprintf(out,
                "summary: model %s  dataset %s  epochs %d  best epoch %d  valid %.4f (macro-F1 %.4f)  "
                "test %.4f  macro-F1 %.4f  micro-F1 %.4f  median epoch %.4fs  HDG %.1f MiB  peak RSS "
-               "%.1f MiB\n"
+               "%.1f MiB (tensors %.1f MiB)\n"
                "stages: %s\n",
                r.model.c_str(), r.dataset.c_str(), r.epochs, r.best_epoch, r.valid_accuracy,
                r.valid_macro_f1, r.test_accuracy, r.test_macro_f1, r.test_micro_f1,
                r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
-               r.peak_rss_bytes / 1048576.0, r.stats.Shares().c_str());
+               r.peak_rss_bytes / 1048576.0, r.peak_tensor_bytes / 1048576.0, r.stats.Shares().c_str());
   if (r.peak_device_bytes > 0) {
     std::fprintf(out, "GPU: peak %.1f MiB in use\n", r.peak_device_bytes / 1048576.0);
   }

@@ -65,6 +65,7 @@ absl::Status Trainer::Init() {
   FG_RETURN_IF_ERROR(BuildModel());
   PlaceRows();
   FG_RETURN_IF_ERROR(EnsureHdgs(0));
+  ReleaseFreedMemory();  // loading's and planning's temporaries: not resident through training
   if (config_.train().batch_size() > 0) {
     if (dataset_.part) {
       return absl::UnimplementedError(absl::StrCat(

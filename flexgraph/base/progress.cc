@@ -85,6 +85,8 @@ int64_t AvailableMemoryBytes() {
   return avail;
 }
 
+void ReleaseFreedMemory() { malloc_trim(0); }
+
 void ReuseFreedMemory() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -42,5 +42,9 @@ int64_t AvailableMemoryBytes();
 // which keeps the heap from fragmenting around big tensors. Distributed workers call it: the peak
 // RSS holds (GCN, RMAT-20, P = 4: 3364 MiB against 3369 without), RSS no longer drops below it.
 void ReuseFreedMemory();
+// Hands the heap's free pages back to the system (malloc_trim): for after a burst of large
+// temporary buffers, such as an exchange's messages, which ReuseFreedMemory would keep resident
+// through the peak that follows.
+void ReleaseFreedMemory();
 
 }  // namespace fg

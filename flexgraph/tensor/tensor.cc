@@ -54,11 +54,15 @@ namespace {
 // Freed CPU blocks of at least kCacheMin bytes, reused by later allocations of the same size or
 // up to a quarter less (training allocates the same shapes every epoch, mini-batches similar ones;
 // fresh pages cost page faults and zeroing: a third of a GCN epoch on RMAT-22 when its working set
-// outgrew a 4 GiB cache). At most max_ bytes are kept, half of the machine's memory and at
-// least 4 GiB; beyond that the least recently freed blocks go back to the system. Thread-safe.
+// outgrew a 4 GiB cache). The cache never adds to the process's peak: a fresh block first sends
+// back the least recently freed cached blocks until the blocks held (in use and cached) fit under
+// the most ever in use at once (a worker's many differently sized exchange buffers left 0.5 GiB of
+// unusable cached blocks on top of its peak). At most max_ bytes are kept, half of the machine's
+// memory and at least 4 GiB. Thread-safe.
 class CpuBlockCache {
  public:
   static constexpr size_t kCacheMin = size_t{64} << 10;
+  static constexpr size_t kMapMin = size_t{1} << 20;
 
   CpuBlockCache() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -72,26 +76,32 @@ class CpuBlockCache {
   // must be given.
   void* Allocate(size_t rounded, size_t align, size_t* size) {
     *size = rounded;
-    if (rounded >= kCacheMin) {
-      std::lock_guard<std::mutex> lock(mu_);
-      // Blocks of 4 MiB and more are 2 MiB aligned, smaller ones 64 B: a larger block fits.
-      auto it = by_size_.lower_bound(rounded);
-      if (it != by_size_.end() && it->first <= rounded + rounded / 4) {
-        void* p = it->second->ptr;
-        *size = it->first;
-        lru_.erase(it->second);
-        by_size_.erase(it);
-        cached_ -= *size;
-        return p;
-      }
+    if (rounded < kCacheMin) return std::aligned_alloc(align, rounded);
+    std::lock_guard<std::mutex> lock(mu_);
+    // Blocks of 4 MiB and more are 2 MiB aligned, smaller ones 64 B: a larger block fits.
+    auto it = by_size_.lower_bound(rounded);
+    if (it != by_size_.end() && it->first <= rounded + rounded / 4) {
+      void* p = it->second->ptr;
+      *size = it->first;
+      lru_.erase(it->second);
+      by_size_.erase(it);
+      cached_ -= *size;
+      ++hits_;
+      TakeInUse(*size);
+      return p;
     }
-    if (rounded >= kCacheMin && !FitsUnderLimits(rounded)) {
-      ReleaseCached();
+    // A fresh block: cached blocks go first where keeping them would lift the blocks held (in use
+    // and cached) above the most ever in use, so the cache never adds to the peak.
+    const size_t budget = std::max(peak_in_use_, in_use_ + rounded);
+    while (cached_ > 0 && in_use_ + cached_ + rounded > budget) EvictOldest();
+    if (!FitsUnderLimits(rounded)) {
+      while (cached_ > 0) EvictOldest();
       if (!FitsUnderLimits(rounded)) return nullptr;
     }
-    void* p = std::aligned_alloc(align, rounded);
-    constexpr size_t kHuge = size_t{2} << 20;
-    if (p != nullptr && align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);
+    void* p = rounded >= kMapMin ? MapBlock(rounded, align) : std::aligned_alloc(align, rounded);
+    if (p == nullptr) return nullptr;
+    ++fresh_;
+    TakeInUse(rounded);
     return p;
   }
 
@@ -117,33 +127,69 @@ class CpuBlockCache {
     return fits(data_limit_, data_pages) && fits(as_limit_, vm_pages);
   }
 
-  void ReleaseCached() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const Block& b : lru_) std::free(b.ptr);
-    lru_.clear();
-    by_size_.clear();
-    cached_ = 0;
-  }
-
   void Free(void* p, size_t size) {
     if (p == nullptr) return;
-    if (size < kCacheMin || size > max_) return std::free(p);
+    if (size < kCacheMin) return std::free(p);
     std::lock_guard<std::mutex> lock(mu_);
+    in_use_ -= size;
+    if (size > max_) return Release(p, size);
     lru_.push_back({size, p});
     by_size_.emplace(size, std::prev(lru_.end()));
     cached_ += size;
-    while (cached_ > max_) {  // the least recently freed go
-      const Block old = lru_.front();
-      auto [lo, hi] = by_size_.equal_range(old.size);
-      for (auto it = lo; it != hi; ++it) {
-        if (it->second == lru_.begin()) {
-          by_size_.erase(it);
-          break;
-        }
+    while (cached_ > max_) EvictOldest();  // the least recently freed go
+  }
+
+  CpuAllocatorStats Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    CpuAllocatorStats s;
+    s.bytes_in_use = in_use_;
+    s.bytes_cached = cached_;
+    s.peak_bytes_in_use = peak_in_use_;
+    s.fresh_blocks = fresh_;
+    s.cache_hits = hits_;
+    return s;
+  }
+
+ private:
+  void TakeInUse(size_t size) {
+    in_use_ += size;
+    peak_in_use_ = std::max(peak_in_use_, in_use_);
+  }
+  // Returns the least recently freed cached block to the system. Requires mu_ and a cached block.
+  void EvictOldest() {
+    const Block old = lru_.front();
+    auto [lo, hi] = by_size_.equal_range(old.size);
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second == lru_.begin()) {
+        by_size_.erase(it);
+        break;
       }
-      lru_.pop_front();
-      cached_ -= old.size;
-      std::free(old.ptr);
+    }
+    lru_.pop_front();
+    cached_ -= old.size;
+    Release(old.ptr, old.size);
+  }
+  // Blocks of kMapMin bytes and more are mapped for themselves: released, they leave the process
+  // at once, where in the heap they would stay resident around the blocks still in use.
+  static void* MapBlock(size_t bytes, size_t align) {
+    const size_t extra = align > 4096 ? align : 0;
+    void* m = mmap(nullptr, bytes + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    char* base = static_cast<char*>(m);
+    char* p = base;
+    if (extra > 0) {  // trim to `align`
+      p = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base) + align - 1) / align * align);
+      if (p > base) munmap(base, p - base);
+      if (base + extra > p) munmap(p + bytes, base + extra - p);
+      madvise(p, bytes, MADV_HUGEPAGE);
+    }
+    return p;
+  }
+  static void Release(void* p, size_t size) {
+    if (size >= kMapMin) {
+      munmap(p, size);
+    } else {
+      std::free(p);
     }
   }
 
@@ -156,6 +202,8 @@ class CpuBlockCache {
   std::list<Block> lru_;  // least recently freed first
   std::multimap<size_t, std::list<Block>::iterator> by_size_;
   size_t cached_ = 0;
+  size_t in_use_ = 0, peak_in_use_ = 0;
+  int64_t fresh_ = 0, hits_ = 0;
   size_t max_ = size_t{4} << 30;
   size_t data_limit_ = 0, as_limit_ = 0;  // per-process limits in bytes; 0: none
 };
@@ -184,6 +232,8 @@ size_t CpuRounded(size_t bytes) {
 }
 
 }  // namespace
+
+CpuAllocatorStats GetCpuAllocatorStats() { return Cache().Stats(); }
 
 OutOfMemory::OutOfMemory(size_t bytes) {
   long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);

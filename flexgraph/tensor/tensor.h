@@ -47,6 +47,16 @@ class OutOfMemory : public std::bad_alloc {
   std::string message_;
 };
 
+// The host block cache's counters (bytes of blocks of 64 KiB and more, at their rounded sizes).
+struct CpuAllocatorStats {
+  size_t bytes_in_use = 0;       // held by live storages
+  size_t bytes_cached = 0;       // free blocks kept for reuse
+  size_t peak_bytes_in_use = 0;
+  int64_t fresh_blocks = 0;      // blocks taken from the system
+  int64_t cache_hits = 0;        // allocations served from the cache
+};
+CpuAllocatorStats GetCpuAllocatorStats();
+
 // Raw memory on one device. Allocation goes through the device's allocator; a host allocation
 // that fails throws OutOfMemory.
 class Storage {

@@ -196,6 +196,47 @@ TEST(PartitionerTest, InvalidRequestsGiveClearErrors) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("gcn"));
 }
 
+// A path of 400 vertices whose first 40 cost 40 times the rest. Balancing compute alone puts the
+// heavy ones with a few light ones and leaves the other part most of the vertices (and of the
+// memory); with the memory weights as a second constraint both parts hold about 200 vertices
+// and about half the compute (vertices 20..219 | the rest would do).
+TEST(PartitionerTest, MetisBalancesMemoryAsASecondConstraint) {
+  const int n = 400;
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> cols;
+  for (int v = 0; v < n; ++v) {
+    if (v > 0) cols.push_back(v - 1);
+    if (v + 1 < n) cols.push_back(v + 1);
+    offsets.push_back(static_cast<int64_t>(cols.size()));
+  }
+  const Csr path = Csr::FromVectors(n, n, offsets, cols);
+  PartitionInput in;
+  in.graph = &path;
+  in.vertex_weights.assign(n, 1);
+  for (int v = 0; v < 40; ++v) in.vertex_weights[v] = 40;
+  auto parts_of = [&](const PartitionInput& input) {
+    auto owners = MakePartitioner(Method::kMetis)->Assign(input, 2);
+    EXPECT_TRUE(owners.ok()) << owners.status();
+    std::vector<int> vertices(2, 0), compute(2, 0);
+    for (int v = 0; v < n; ++v) {
+      ++vertices[(*owners)[v]];
+      compute[(*owners)[v]] += input.vertex_weights[v];
+    }
+    return std::make_pair(vertices, compute);
+  };
+  const auto [alone_vertices, alone_compute] = parts_of(in);
+  EXPECT_GT(std::max(alone_vertices[0], alone_vertices[1]), 280) << "compute alone: the light part is large";
+  in.memory_weights.assign(n, 1);
+  const auto [vertices, compute] = parts_of(in);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_NEAR(vertices[p], 200, 20) << "part " << p;
+    EXPECT_NEAR(compute[p], 980, 98) << "part " << p;
+  }
+  in.memory_weights.pop_back();
+  EXPECT_THAT(std::string(MakePartitioner(Method::kMetis)->Assign(in, 2).status().message()),
+              HasSubstr("memory weights do not match the graph"));
+}
+
 TEST(PartitionerTest, MetisRefusesWhenItWillNotFitInMemory) {
   graph::Dataset ds = TwoCliques(8);
   CostModel cost = MakeCost(ds, "gcn");

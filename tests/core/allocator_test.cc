@@ -1,0 +1,43 @@
+// The host block cache: freed blocks are reused, and the cache never lifts the blocks held (in use
+// and cached) above the most ever in use at once.
+#include <gtest/gtest.h>
+
+#include "flexgraph/tensor/tensor.h"
+
+namespace fg {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+
+// A float tensor of `mib` MiB.
+Tensor Block(int64_t mib) { return Tensor::Empty({mib * kMiB / 4}); }
+
+TEST(CpuBlockCacheTest, ReusesAFreedBlockOfTheSameSize) {
+  const CpuAllocatorStats before = GetCpuAllocatorStats();
+  { Tensor a = Block(6); }
+  const CpuAllocatorStats freed = GetCpuAllocatorStats();
+  EXPECT_EQ(freed.bytes_cached, before.bytes_cached + 6 * kMiB);
+  { Tensor b = Block(6); }
+  const CpuAllocatorStats after = GetCpuAllocatorStats();
+  EXPECT_EQ(after.cache_hits, freed.cache_hits + 1);
+  EXPECT_EQ(after.fresh_blocks, freed.fresh_blocks);
+}
+
+TEST(CpuBlockCacheTest, CachedBlocksNeverRaiseTheHeldBytesAboveThePeakInUse) {
+  // Tensors of 40, 56, 72 MiB, one at a time: each is a new peak, so no block freed before it may
+  // stay cached beside it.
+  for (int64_t mib : {40, 56, 72}) {
+    Tensor t = Block(mib);
+    const CpuAllocatorStats s = GetCpuAllocatorStats();
+    EXPECT_LE(s.bytes_in_use + s.bytes_cached, s.peak_bytes_in_use) << mib << " MiB";
+  }
+  // Below the peak, a freed block stays for reuse: 72 MiB in use at once, now 40 + 24 in use.
+  Tensor a = Block(40);
+  Tensor b = Block(24);
+  const CpuAllocatorStats s = GetCpuAllocatorStats();
+  EXPECT_LE(s.bytes_in_use + s.bytes_cached, s.peak_bytes_in_use);
+  EXPECT_GE(s.bytes_in_use, 64 * kMiB);
+}
+
+}  // namespace
+}  // namespace fg
