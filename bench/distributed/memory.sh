@@ -3,7 +3,8 @@
 # against P workers on a partitioned dataset (each loads only its part, the coordinator only the
 # metadata). Per P: the largest worker peak RSS and its ratio to the single-process peak, the
 # coordinator's peak RSS and its ratio, bytes exchanged per epoch (all workers) and the median
-# epoch time; also the edge cut. Writes bench/results/distributed/memory_scale<S>.csv.
+# epoch time; also the edge cut and the largest worker's peak of tensor memory (peak_tensor_bytes).
+# Writes bench/results/distributed/memory_scale<S>.csv.
 #
 #   bench/distributed/memory.sh [--scale 20] [--parts "1 2 4 8"] [--epochs 3] [--method metis]
 #                               [--build build/release] [--threads 1]
@@ -32,7 +33,7 @@ echo "memory: generating rmat scale $scale" >&2
 train="--model gcn --hidden 256 --epochs $epochs --threads $threads --quiet"
 "$fg" train --dataset "$source_file" $train --summary_json "$work/single.json" > /dev/null 2>&1
 csv=$out/memory_scale$scale.csv
-echo "parts,method,worker_peak_rss_mib,worker_ratio,coordinator_peak_rss_mib,coordinator_ratio,single_peak_rss_mib,bytes_exchanged_per_epoch,epoch_seconds,edge_cut_fraction" > "$csv"
+echo "parts,method,worker_peak_rss_mib,worker_ratio,coordinator_peak_rss_mib,coordinator_ratio,single_peak_rss_mib,bytes_exchanged_per_epoch,epoch_seconds,edge_cut_fraction,worker_peak_tensor_mib" > "$csv"
 for p in $parts; do
   echo "memory: $p parts" >&2
   rm -rf "$work/parts"
@@ -49,13 +50,14 @@ info = json.load(open(sys.argv[3]))
 mib = lambda b: round(b / 2**20, 1)
 workers = run.get("workers", [])
 worker = max([w["peak_rss_bytes"] for w in workers] or [run["peak_rss_bytes"]])
+tensors = max([w.get("peak_tensor_bytes", 0) for w in workers] or [run.get("peak_tensor_bytes", 0)])
 coord = run.get("coordinator_peak_rss_bytes", 0)
 traffic = sum(w["bytes_features_per_epoch"] + w["bytes_partials_per_epoch"] +
               w["bytes_gradients_per_epoch"] + w["bytes_allreduce_per_epoch"] for w in workers)
 cut = sum(int(x) for x in info["partCutInEdges"]) / max(1, sum(int(x) for x in info["partInEdges"]))
 print(",".join(str(v) for v in [sys.argv[4], sys.argv[5], mib(worker), round(worker / single, 3),
       mib(coord), round(coord / single, 3), mib(single), traffic,
-      round(run["epoch_seconds_median"], 3), round(cut, 3)]))
+      round(run["epoch_seconds_median"], 3), round(cut, 3), mib(tensors)]))
 PY
 done
 cat "$csv"
