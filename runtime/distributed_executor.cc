@@ -31,7 +31,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                             const Rows& input, const Rows& roots, int epoch,
                                             int same_as) {
   if (static_cast<int>(layers_.size()) <= i) layers_.resize(i + 1);
-  if (same_as >= 0 && distributed()) {
+  if (same_as >= 0 && distributed() && (layers_[same_as].hdg || layers_[same_as].exchange.local_hdg)) {
     LayerPlan shared = layers_[same_as];  // tensors and matrices are shared, not copied
     shared.exchange.layer = i;            // its own tags
     shared.input = input;
@@ -69,6 +69,11 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
   return absl::OkStatus();
 }
 
+void DistributedExecutor::ReleaseHdgs() {
+  if (!distributed()) return;
+  for (LayerPlan& p : layers_) p.hdg.reset();
+}
+
 void DistributedExecutor::BeginPass(nau::LayerContext* ctx, int epoch, bool training) {
   xctx_.epoch = epoch;
   xctx_.phase = training ? 0 : 1;
@@ -102,9 +107,15 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
   ScopedTimer t(ctx.stats ? &ctx.stats->aggregation : nullptr);
   const int64_t d = m.row_width();
   const bool constant = i == 0 && !m.requires_grad() && m.value().raw() == h.value().raw();
+  if (i == 0 && ctx.training) constant_in_training_ = constant;
+  const bool keep = constant && constant_in_training_;
   ConstantRemote& kept = constant_remote_;
-  const bool reuse = constant && kept.source.defined() && kept.source.raw() == m.value().raw();
-  if (constant && !reuse) kept = {m.value(), Tensor(), Tensor()};
+  const bool reuse = keep && kept.source.defined() && kept.source.raw() == m.value().raw();
+  if (keep && !reuse) kept = {m.value(), Tensor(), Tensor()};
+  if (!keep) kept = {};
+  if (!reuse) {  // the messages this pass sends and receives
+    MakeRoomForHostBuffers(static_cast<size_t>(ex.rows_sent + ex.partials_sent + ex.recv_chosen) * d * sizeof(float));
+  }
   if (ex.partial_path) {
     if (reuse) {
       agg = ag::Add(ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum), ag::Var(kept.remote));
@@ -117,9 +128,9 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
       agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
       if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
       if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
-      if (!constant && !m.requires_grad()) {
-        // Nothing to differentiate (a constant input under dropout): the ghost and received
-        // partial sums are added into agg's own buffer.
+      if (!keep && !m.requires_grad()) {
+        // Nothing to differentiate or keep (a constant input under dropout, or an evaluation
+        // pass): the ghost and received partial sums are added into agg's own buffer.
         Tensor sum = agg.value();
         ops::AddInPlace(&sum, ops::Spmm(ex.local_ghost->csr(), ghosts.value(), ops::SpmmReduce::kSum));
         ghosts = ag::Var();
@@ -127,7 +138,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
       } else {
         ag::Var remote = ag::Add(ag::Spmm(ex.local_ghost, ghosts, ops::SpmmReduce::kSum),
                                  ReceivePartials(xctx_, ex, part_token, d));
-        if (constant && xctx_.error->ok()) kept.remote = remote.value();
+        if (keep && xctx_.error->ok()) kept.remote = remote.value();
         agg = ag::Add(agg, remote);
       }
     }
@@ -138,7 +149,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
     } else {
       ag::Var token = PostRows(xctx_, ex, m);
       ghosts = ReceiveRows(xctx_, ex, token, d);
-      if (constant && xctx_.error->ok()) kept.ghosts = ghosts.value();
+      if (keep && xctx_.error->ok()) kept.ghosts = ghosts.value();
     }
     ag::Var table = ConcatRows(m, ghosts);
     // Ghost rows are keyed by their ids here (a part knows only its own vertices' source ids).

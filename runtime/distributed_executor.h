@@ -60,6 +60,10 @@ class DistributedExecutor {
   absl::Status PlanLayer(int i, const nau::Layer& layer, std::shared_ptr<const hdg::Hdg> hdg,
                          const Rows& input, const Rows& roots, int epoch, int same_as = -1);
 
+  // Drops the global-id HDGs of the planned layers (distributed: the exchanges hold what the
+  // layers run on). A layer planned later keeps its own until the next call.
+  void ReleaseHdgs();
+
   // Starts a forward pass: sets the context's cross-worker reduction and the exchange tags.
   void BeginPass(nau::LayerContext* ctx, int epoch, bool training);
   // Layer `i` on this worker's input rows `h` (rows in input_ids order); one output row per root.
@@ -96,8 +100,10 @@ class DistributedExecutor {
   };
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
   // Layer 0's message of a constant input (features that are not trained, no dropout in this
-  // pass) is the same in every pass: its remote part is received once and kept. Every worker runs
-  // the same model, so all decide alike.
+  // pass) is the same in every pass: its remote part is received once and kept, when training
+  // passes reuse it too. Where only evaluation would (dropout on the input in training), it is
+  // received again per evaluation rather than held through training's peak (a 128-wide row per
+  // root on RMAT). Every worker runs the same model, so all decide alike.
   struct ConstantRemote {
     Tensor source;  // the message it was received for (held: its storage is never reused meanwhile)
     Tensor remote;                 // partial path: the remote rows' and partials' sum per root
@@ -110,6 +116,7 @@ class DistributedExecutor {
   ExchangeContext xctx_;
   std::vector<LayerPlan> layers_;
   ConstantRemote constant_remote_;
+  bool constant_in_training_ = false;  // the last training pass's layer-0 message was constant
   LayerExchange all_rows_;
   Tensor all_rows_order_, all_keys_;
 };

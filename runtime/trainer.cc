@@ -272,6 +272,7 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     const bool same_roots = it != by_key.end() && roots_key_[it->second] == roots_key_[i];
     if (same_roots) {
       lg.hdg = layer_graphs_[it->second].hdg;
+      lg.bytes = 0;
     } else {
       const Tensor& ids = layer_roots_[i].ids;
       std::vector<int32_t> roots(ids.numel());
@@ -291,6 +292,7 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
       };
       FG_ASSIGN_OR_RETURN(hdg::Hdg built, select());
       lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
+      lg.bytes = static_cast<int64_t>(lg.hdg->Bytes());
       if (!key.empty()) by_key[key] = i;
     }
     lg.built_epoch = epoch;
@@ -305,7 +307,14 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
     FG_RETURN_IF_ERROR(
         exec_.PlanLayer(i, layer, lg.hdg, input, layer_roots_[i], epoch, same_exchange ? j : -1));
   }
+  if (!keep_hdgs_) ReleaseHdgs();
   return absl::OkStatus();
+}
+
+void Trainer::ReleaseHdgs() {
+  keep_hdgs_ = false;
+  for (LayerGraph& lg : layer_graphs_) lg.hdg.reset();
+  exec_.ReleaseHdgs();
 }
 
 absl::Status Trainer::WholeGraphHdgs(int epoch) {
@@ -334,7 +343,7 @@ absl::Status Trainer::WholeGraphHdgs(int epoch) {
 
 bool Trainer::Stale(const nau::Layer& layer, const LayerGraph& lg, int epoch) {
   const int period = std::max(1, layer.SelectionPeriod());
-  return lg.hdg == nullptr || (layer.SampledSelection() && epoch / period != lg.built_epoch / period);
+  return lg.built_epoch < 0 || (layer.SampledSelection() && epoch / period != lg.built_epoch / period);
 }
 
 flexgraph::SavedModel Trainer::Describe() const {
@@ -381,12 +390,7 @@ absl::Status Trainer::ExportHdgs(const std::string& dir) const {
 
 int64_t Trainer::HdgBytes() const {
   int64_t bytes = 0;
-  std::vector<const hdg::Hdg*> seen;
-  for (const auto& lg : layer_graphs_) {
-    if (std::find(seen.begin(), seen.end(), lg.hdg.get()) != seen.end()) continue;
-    seen.push_back(lg.hdg.get());
-    bytes += static_cast<int64_t>(lg.hdg->Bytes());
-  }
+  for (const auto& lg : layer_graphs_) bytes += lg.bytes;
   return bytes;
 }
 

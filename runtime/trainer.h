@@ -48,7 +48,8 @@ class Trainer {
   // The resolved configuration.
   const flexgraph::RunConfig& config() const { return config_; }
   int64_t HdgBytes() const;
-  // Layer i's HDG as selected (level-1 children are global vertex ids).
+  // Layer i's HDG as selected (level-1 children are global vertex ids). A distributed full-graph
+  // run that exports no HDG releases them once Run() starts (ReleaseHdgs).
   const hdg::Hdg& layer_hdg(int i) const { return *layer_graphs_[i].hdg; }
   // Writes the current HDGs as OutputConfig.export_hdg describes (single process only).
   absl::Status ExportHdgs(const std::string& dir) const;
@@ -98,8 +99,14 @@ class Trainer {
   DistributedExecutor exec_;
   struct LayerGraph {
     std::shared_ptr<const hdg::Hdg> hdg;
+    int64_t bytes = 0;  // the HDG's size (0 when an earlier layer's is shared)
     int built_epoch = -1;
   };
+  // A distributed layer aggregates over the executor's copies of its HDG relabelled into this
+  // worker's rows: the global-id HDGs are released once planned (about a third of a GCN worker's
+  // sparse memory), and again after every re-selection.
+  void ReleaseHdgs();
+  bool keep_hdgs_ = true;
   // True when `lg` must be selected (again) for `layer` at `epoch`: never selected, or sampled in
   // an earlier selection period.
   static bool Stale(const nau::Layer& layer, const LayerGraph& lg, int epoch);

@@ -177,6 +177,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   if (out.explain()) std::fprintf(stderr, "%s", Explain().c_str());
   if (!out.export_hdg().empty()) FG_RETURN_IF_ERROR(ExportHdgs(out.export_hdg()));
+  if (distributed() && minibatch_ == nullptr && out.export_hdg().empty()) ReleaseHdgs();
   if (out.epoch0_loss() && start == 0) {
     r.epoch0_loss = EvalLoss();
     FG_RETURN_IF_ERROR(status());

@@ -139,6 +139,11 @@ class CpuBlockCache {
     while (cached_ > max_) EvictOldest();  // the least recently freed go
   }
 
+  void MakeRoom(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (cached_ > 0 && in_use_ + cached_ + bytes > peak_in_use_) EvictOldest();
+  }
+
   CpuAllocatorStats Stats() {
     std::lock_guard<std::mutex> lock(mu_);
     CpuAllocatorStats s;
@@ -234,6 +239,7 @@ size_t CpuRounded(size_t bytes) {
 }  // namespace
 
 CpuAllocatorStats GetCpuAllocatorStats() { return Cache().Stats(); }
+void MakeRoomForHostBuffers(size_t bytes) { Cache().MakeRoom(bytes); }
 
 OutOfMemory::OutOfMemory(size_t bytes) {
   long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -39,5 +39,16 @@ TEST(CpuBlockCacheTest, CachedBlocksNeverRaiseTheHeldBytesAboveThePeakInUse) {
   EXPECT_GE(s.bytes_in_use, 64 * kMiB);
 }
 
+TEST(CpuBlockCacheTest, MakesRoomForOtherBuffersUnderThePeak) {
+  { Tensor a = Block(48), b = Block(32); }  // both cached now
+  const CpuAllocatorStats before = GetCpuAllocatorStats();
+  ASSERT_GE(before.bytes_cached, 80 * kMiB);
+  MakeRoomForHostBuffers(40 * kMiB);
+  const CpuAllocatorStats after = GetCpuAllocatorStats();
+  EXPECT_LE(after.bytes_in_use + after.bytes_cached + 40 * kMiB, after.peak_bytes_in_use);
+  EXPECT_LT(after.bytes_cached, before.bytes_cached);
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
 }  // namespace
 }  // namespace fg
