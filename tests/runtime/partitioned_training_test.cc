@@ -2,8 +2,8 @@
 // loading only its part, must match the single-process run on the source dataset (loss within
 // 1e-4 relative at every epoch, same test accuracy) for GCN, GraphSAGE and GIN, with the parts
 // written by every partitioning method for P = 2, 3, 4. PinSage's random walks and MAGNN's
-// metapath instances, and R-GCN's per-relation neighbours, run across the workers and select the
-// single-process HDGs; PinSage's link prediction trains on the parts' own pairs. A selection that declares nothing, and a worker count other than the part
+// metapath instances (parts by every method), and R-GCN's per-relation neighbours, run across the
+// workers, select the single-process HDGs and match its losses; PinSage's link prediction trains on the parts' own pairs. A selection that declares nothing, and a worker count other than the part
 // count, are refused with clear errors.
 #include <unistd.h>
 
@@ -170,7 +170,8 @@ void ExpectSameFiles(const std::string& a, const std::string& b) {
   }
 }
 
-void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list) {
+void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list,
+                           partition::Method method = partition::Method::kMetis) {
   const std::string exported = ::testing::TempDir() + "/fg_export_hdg_" + std::to_string(getpid());
   std::filesystem::remove_all(exported);
   o.mutable_output()->set_export_hdg(exported + "/single");
@@ -182,7 +183,7 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
   auto base = (*single)->Run();
   ASSERT_TRUE(base.ok()) << base.status();
   for (int parts : parts_list) {
-    const std::string dir = WriteParts(o, parts, partition::Method::kMetis);
+    const std::string dir = WriteParts(o, parts, method);
     const std::vector<int64_t> source = SourceIds(dir, parts);
     flexgraph::RunConfig po = o;
     po.mutable_dataset()->set_path(dir);
@@ -209,6 +210,10 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
 
 TEST(PartitionedTraining, PinSageWalksAcrossWorkersSelectTheSingleProcessHdg) {
   ExpectSelectionsMatch(Options("pinsage", kCora), {1, 2, 3, 4});
+  for (partition::Method method : {partition::Method::kHash, partition::Method::kBalanced}) {
+    SCOPED_TRACE(partition::MethodName(method));
+    ExpectSelectionsMatch(Options("pinsage", kCora), {2, 3, 4}, method);
+  }
 }
 
 TEST(PartitionedTraining, TypedWalksOnAHeterogeneousDatasetSelectTheSingleProcessHdg) {
@@ -226,6 +231,18 @@ TEST(PartitionedTraining, MagnnInstancesAcrossWorkersAreTheSingleProcessOnes) {
   (*o.mutable_model()->mutable_options())["max_instances"] = "8";
   o.mutable_train()->set_epochs(3);
   ExpectSelectionsMatch(o, {1, 2, 3, 4});
+}
+
+TEST(PartitionedTraining, MagnnMatchesTheSingleProcessRunOnHashAndBalancedParts) {
+  flexgraph::RunConfig o = Options("magnn", std::string(FG_SHARED_DATA_DIR) + "/imdb");
+  o.mutable_model()->set_hidden(16);
+  o.mutable_model()->set_heads(2);
+  (*o.mutable_model()->mutable_options())["max_instances"] = "8";
+  o.mutable_train()->set_epochs(3);
+  for (partition::Method method : {partition::Method::kHash, partition::Method::kBalanced}) {
+    SCOPED_TRACE(partition::MethodName(method));
+    ExpectSelectionsMatch(o, {2, 3, 4}, method);
+  }
 }
 
 TEST(PartitionedTraining, RgcnRelationsAcrossWorkersAreTheSingleProcessOnes) {
