@@ -112,7 +112,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
   ConstantRemote& kept = constant_remote_;
   const bool reuse = keep && kept.source.defined() && kept.source.raw() == m.value().raw();
   if (keep && !reuse) kept = {m.value(), Tensor(), Tensor()};
-  if (!keep) kept = {};
+  if (i == 0 && !keep) kept = {};
   if (!reuse) {  // the messages this pass sends and receives
     MakeRoomForHostBuffers(static_cast<size_t>(ex.rows_sent + ex.partials_sent + ex.recv_chosen) * d * sizeof(float));
   }

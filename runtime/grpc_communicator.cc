@@ -96,15 +96,15 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
     while (reader->Read(&chunk)) {
       const auto key = std::make_pair(chunk.src(), chunk.tag());
       std::string& buf = partial[key];
-      if (buf.empty() && chunk.count() > 1) {
-        // Room for the whole message at once (growing by doubling would copy it and could hold
-        // twice its size); a count beyond the message size limit gets no more than the limit.
-        buf.reserve(std::min<uint64_t>(uint64_t{kMaxChunkBytes} * static_cast<uint32_t>(chunk.count()),
-                                       kMaxGrpcMessageBytes));
-      }
       if (buf.empty() && chunk.count() <= 1) {
         buf = std::move(*chunk.mutable_payload());
       } else {
+        if (buf.empty()) {
+          // Room for the whole message at once (growing by doubling would copy it and could hold
+          // twice its size); a count beyond the message size limit gets no more than the limit.
+          buf.reserve(std::min<uint64_t>(uint64_t{kMaxChunkBytes} * static_cast<uint32_t>(chunk.count()),
+                                         kMaxGrpcMessageBytes));
+        }
         buf.append(chunk.payload());
       }
       if (chunk.index() + 1 == chunk.count()) {

@@ -223,22 +223,23 @@ TEST(PartitionedTraining, TypedWalksOnAHeterogeneousDatasetSelectTheSingleProces
   ExpectSelectionsMatch(o, {2, 3});
 }
 
-TEST(PartitionedTraining, MagnnInstancesAcrossWorkersAreTheSingleProcessOnes) {
-  // Sampled instances (8 per root and metapath) decoded across the workers, two layers.
+// MAGNN on IMDB, small: sampled instances (8 per root and metapath), two layers, 3 epochs.
+flexgraph::RunConfig SmallMagnn() {
   flexgraph::RunConfig o = Options("magnn", std::string(FG_SHARED_DATA_DIR) + "/imdb");
   o.mutable_model()->set_hidden(16);
   o.mutable_model()->set_heads(2);
   (*o.mutable_model()->mutable_options())["max_instances"] = "8";
   o.mutable_train()->set_epochs(3);
-  ExpectSelectionsMatch(o, {1, 2, 3, 4});
+  return o;
+}
+
+TEST(PartitionedTraining, MagnnInstancesAcrossWorkersAreTheSingleProcessOnes) {
+  // Instances decoded across the workers.
+  ExpectSelectionsMatch(SmallMagnn(), {1, 2, 3, 4});
 }
 
 TEST(PartitionedTraining, MagnnMatchesTheSingleProcessRunOnHashAndBalancedParts) {
-  flexgraph::RunConfig o = Options("magnn", std::string(FG_SHARED_DATA_DIR) + "/imdb");
-  o.mutable_model()->set_hidden(16);
-  o.mutable_model()->set_heads(2);
-  (*o.mutable_model()->mutable_options())["max_instances"] = "8";
-  o.mutable_train()->set_epochs(3);
+  const flexgraph::RunConfig o = SmallMagnn();
   for (partition::Method method : {partition::Method::kHash, partition::Method::kBalanced}) {
     SCOPED_TRACE(partition::MethodName(method));
     ExpectSelectionsMatch(o, {2, 3, 4}, method);
