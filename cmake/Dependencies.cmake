@@ -6,6 +6,7 @@ find_package(ZLIB REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # client certificates checked per call (runtime/auth.h)
 
 find_package(OpenBLAS CONFIG REQUIRED)
 add_library(fg_openblas INTERFACE)

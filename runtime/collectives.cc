@@ -1,5 +1,6 @@
 #include "runtime/collectives.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -32,31 +33,42 @@ absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch
   const Collective call{epoch, kPhaseRing, TrafficKind::kAllReduce, step};
   auto lo = [&](int c) { return n * c / p; };
   auto len = [&](int c) { return lo(c + 1) - lo(c); };
+  // Every ring chunk is cut into the same number of segments, each its own message: a segment
+  // moves on as soon as it is reduced, so receiving, reducing and sending overlap.
+  const int64_t most = len(p - 1);
+  const int64_t max_segments = kMaxTagRound / (2 * (p - 1));
+  const int64_t segments = std::clamp<int64_t>((most + kRingSegmentFloats - 1) / kRingSegmentFloats, 1, max_segments);
+  auto seg_lo = [&](int c, int64_t j) { return lo(c) + len(c) * j / segments; };
+  auto seg_len = [&](int c, int64_t j) { return seg_lo(c, j + 1) - seg_lo(c, j); };
+  auto tag = [&](int round, int64_t j) { return call.Tag(static_cast<int>(round * segments + j)); };
   const int right = (r + 1) % p, left = (r + p - 1) % p;
-  // Rounds 0 .. p-2: reduce-scatter; afterwards chunk (r + 1) % p holds the full sum.
-  for (int s = 0; s < p - 1; ++s) {
-    const int send_c = (r - s + p) % p, recv_c = (r - s - 1 + 2 * p) % p;
-    const uint64_t tag = call.Tag(s);
-    comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
-    FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
-    if (bytes.size() != static_cast<size_t>(len(recv_c)) * sizeof(float)) {
-      return BytesToFloats(bytes, nullptr, len(recv_c), left);  // the size error, naming the peer
+  auto send = [&](int round, int c, int64_t j) {
+    comm.Send(right, tag(round, j), FloatsToBytes(data + seg_lo(c, j), seg_len(c, j)));
+  };
+  // Rounds 0 .. p-2 reduce-scatter: round s receives chunk (r - s - 1) % p, adds it and passes it
+  // on as round s + 1; after round p-2, chunk (r + 1) % p holds the full sum. Rounds p-1 .. 2p-3
+  // all-gather the summed chunks the same way, copying instead of adding.
+  for (int64_t j = 0; j < segments; ++j) send(0, r, j);
+  for (int round = 0; round < 2 * (p - 1); ++round) {
+    const int c = ((round < p - 1 ? r - round - 1 : r - (round - p + 1)) % p + p) % p;
+    for (int64_t j = 0; j < segments; ++j) {
+      FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag(round, j)));
+      const int64_t m = seg_len(c, j);
+      float* dst = data + seg_lo(c, j);
+      if (round >= p - 1) {
+        FG_RETURN_IF_ERROR(BytesToFloats(bytes, dst, m, left));
+      } else if (bytes.size() != static_cast<size_t>(m) * sizeof(float)) {
+        return BytesToFloats(bytes, nullptr, m, left);  // the size error, naming the peer
+      } else {
+        const char* src = bytes.data();
+        for (int64_t i = 0; i < m; ++i) {  // straight from the message: no staging copy
+          float x;
+          std::memcpy(&x, src + i * sizeof(float), sizeof(float));
+          dst[i] += x;
+        }
+      }
+      if (round + 1 < 2 * (p - 1)) send(round + 1, c, j);
     }
-    float* dst = data + lo(recv_c);
-    const char* src = bytes.data();
-    for (int64_t i = 0; i < len(recv_c); ++i) {  // straight from the message: no staging copy
-      float x;
-      std::memcpy(&x, src + i * sizeof(float), sizeof(float));
-      dst[i] += x;
-    }
-  }
-  // Rounds p-1 .. 2p-3: all-gather of the summed chunks.
-  for (int s = 0; s < p - 1; ++s) {
-    const int send_c = (r + 1 - s + p) % p, recv_c = (r - s + p) % p;
-    const uint64_t tag = call.Tag(p - 1 + s);
-    comm.Send(right, tag, FloatsToBytes(data + lo(send_c), len(send_c)));
-    FG_ASSIGN_OR_RETURN(std::string bytes, comm.Recv(left, tag));
-    FG_RETURN_IF_ERROR(BytesToFloats(bytes, data + lo(recv_c), len(recv_c), left));
   }
   return absl::OkStatus();
 }

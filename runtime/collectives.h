@@ -18,9 +18,12 @@
 namespace fg::runtime {
 
 // Sums `data` (n floats) across workers in place: reduce-scatter then all-gather around the ring,
-// 2(P-1) messages of about n/P floats per worker, in rounds 0 .. 2P-3. Every worker ends with
-// identical values. At most kMaxRingWorkers workers.
+// 2(P-1) steps of about n/P floats per worker, each step's chunk cut into segments of about
+// kRingSegmentFloats that travel as messages of their own (round = step x segments + segment), so
+// that a segment is passed on while the next one arrives. Every worker ends with identical values.
+// At most kMaxRingWorkers workers.
 inline constexpr int kMaxRingWorkers = 1 << 16;
+inline constexpr int64_t kRingSegmentFloats = int64_t{1} << 18;  // 1 MiB
 static_assert(2 * kMaxRingWorkers - 3 <= kMaxTagRound);
 absl::Status RingAllReduce(Communicator& comm, float* data, int64_t n, int epoch, int step);
 

@@ -24,7 +24,9 @@ namespace fg::runtime {
 class Coordinator::Impl final : public flexgraph::Coordinator::Service {
  public:
   Impl(CoordinatorOptions options, flexgraph::RunConfig train)
-      : options_(std::move(options)), train_(std::move(train)) {}
+      : options_(std::move(options)),
+        train_(std::move(train)),
+        caller_check_(options_.token, options_.tls, "coordinator") {}
 
   absl::Status Init() {
     FG_ASSIGN_OR_RETURN(OwnerPlan plan, PlanOwners(train_, options_.workers, options_.partition_method));
@@ -76,7 +78,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   // --- service ---------------------------------------------------------------------------------
   grpc::Status Register(grpc::ServerContext* ctx, const flexgraph::RegisterRequest* req,
                         flexgraph::RegisterReply* reply) override {
-    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
     // Every process must run the same configuration: a mismatch stops the run, naming the fields.
     flexgraph::RunConfig settings;
@@ -130,7 +132,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const flexgraph::HeartbeatRequest* req,
                          flexgraph::HeartbeatReply* reply) override {
-    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     if (req->rank() >= 0 && req->rank() < options_.workers) last_beat_[req->rank()] = clock_.Seconds();
     if (!failure_.ok()) {
@@ -142,13 +144,13 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   grpc::Status Barrier(grpc::ServerContext* ctx, const flexgraph::BarrierRequest*,
                        flexgraph::BarrierReply*) override {
-    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     return grpc::Status::OK;
   }
 
   grpc::Status ReportMetrics(grpc::ServerContext* ctx, const flexgraph::MetricsRequest* req,
                              flexgraph::MetricsReply*) override {
-    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     const int r = req->rank();
     if (r < 0 || r >= options_.workers) {
@@ -167,7 +169,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   grpc::Status Shutdown(grpc::ServerContext* ctx, const flexgraph::ShutdownRequest* req,
                         flexgraph::ShutdownReply*) override {
-    if (grpc::Status s = CheckToken(*ctx, options_.token, "coordinator"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Fail(absl::CancelledError(absl::StrCat("shutdown requested: ", req->reason())));
     cv_.notify_all();
@@ -219,6 +221,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
 
   CoordinatorOptions options_;
   flexgraph::RunConfig train_;
+  CallerCheck caller_check_;
   std::vector<int32_t> owners_;
   std::string summary_;
   std::unique_ptr<grpc::Server> server_;

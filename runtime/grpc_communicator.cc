@@ -7,10 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -20,77 +18,15 @@
 
 namespace fg::runtime {
 
-grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token, const char* who) {
-  auto it = ctx.client_metadata().find(kTokenMetadata);
-  bool same = it != ctx.client_metadata().end() && it->second.size() == token.size();
-  if (same) {  // constant time in the token's contents
-    unsigned char diff = 0;
-    for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(it->second.data()[i] ^ token[i]);
-    same = diff == 0;
-  }
-  if (same) return grpc::Status::OK;
-  static std::atomic<int> logged{0};
-  if (const int n = logged++; n < 20) {
-    std::fprintf(stderr, "%s: rejected a call from %s: missing or wrong run token%s\n", who,
-                 ctx.peer().c_str(), n == 19 ? " (further rejections are not logged)" : "");
-  }
-  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong run token");
-}
-
-absl::StatusOr<Tls> LoadTls(const std::string& cert_file, const std::string& key_file,
-                            const std::string& ca_file) {
-  Tls tls;
-  if (cert_file.empty() && key_file.empty() && ca_file.empty()) return tls;
-  if (cert_file.empty() || key_file.empty()) {
-    return absl::InvalidArgumentError("--tls_cert and --tls_key go together (and --tls_ca needs both)");
-  }
-  auto read = [](const char* flag, const std::string& path, const char* marker, std::string* out) -> absl::Status {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read it"));
-    *out = ss.str();
-    if (out->find(marker) == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file (no '", marker, "')"));
-    }
-    return absl::OkStatus();
-  };
-  FG_RETURN_IF_ERROR(read("--tls_cert", cert_file, "-----BEGIN CERTIFICATE-----", &tls.cert));
-  FG_RETURN_IF_ERROR(read("--tls_key", key_file, "PRIVATE KEY-----", &tls.key));
-  if (!ca_file.empty()) FG_RETURN_IF_ERROR(read("--tls_ca", ca_file, "-----BEGIN CERTIFICATE-----", &tls.ca));
-  return tls;
-}
-
-std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls) {
-  if (!tls.enabled()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options(tls.ca.empty()
-                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  options.pem_root_certs = tls.ca;
-  options.pem_key_cert_pairs.push_back({tls.key, tls.cert});
-  return grpc::SslServerCredentials(options);
-}
-
-std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls) {
-  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions options;
-  options.pem_root_certs = tls.ca;  // empty: the system's roots
-  if (!tls.ca.empty()) {            // mutual TLS: present this process's certificate
-    options.pem_private_key = tls.key;
-    options.pem_cert_chain = tls.cert;
-  }
-  return grpc::SslCredentials(options);
-}
-
-// Assembles chunked messages into the mailbox; rejects calls without the token.
+// Assembles chunked messages into the mailbox; rejects unauthenticated callers.
 class WorkerServer::Service final : public flexgraph::Worker::Service {
  public:
-  Service(std::string token, std::shared_ptr<Mailbox> mailbox)
-      : token_(std::move(token)), mailbox_(std::move(mailbox)) {}
+  Service(std::string token, const Tls& tls, std::shared_ptr<Mailbox> mailbox)
+      : caller_check_(std::move(token), tls, "worker"), mailbox_(std::move(mailbox)) {}
 
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<flexgraph::Chunk>* reader,
                     flexgraph::PushReply*) override {
-    if (grpc::Status s = CheckToken(*context, token_, "worker"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*context); !s.ok()) return s;
     flexgraph::Chunk chunk;
     std::map<std::pair<int, uint64_t>, std::string> partial;
     while (reader->Read(&chunk)) {
@@ -122,13 +58,13 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
 
   grpc::Status Shutdown(grpc::ServerContext* context, const flexgraph::ShutdownRequest* request,
                         flexgraph::ShutdownReply*) override {
-    if (grpc::Status s = CheckToken(*context, token_, "worker"); !s.ok()) return s;
+    if (grpc::Status s = caller_check_.Check(*context); !s.ok()) return s;
     mailbox_->Abort(absl::CancelledError(absl::StrCat("shutdown: ", request->reason())));
     return grpc::Status::OK;
   }
 
  private:
-  std::string token_;
+  CallerCheck caller_check_;
   std::shared_ptr<Mailbox> mailbox_;
 };
 
@@ -138,7 +74,7 @@ absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const std::str
                                                                   const Tls& tls) {
   std::unique_ptr<WorkerServer> s(new WorkerServer());
   s->mailbox_ = std::make_shared<Mailbox>();
-  s->service_ = std::make_unique<Service>(token, s->mailbox_);
+  s->service_ = std::make_unique<Service>(token, tls, s->mailbox_);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(host, ":", port), ServerCredentials(tls), &s->port_);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);

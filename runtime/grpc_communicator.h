@@ -1,8 +1,7 @@
 // GrpcCommunicator: the Communicator of multi-process runs. Each worker serves the Worker service
 // (proto/flexgraph.proto); a message to a peer travels as a client stream of chunks of at most
 // 4 MiB on one Push call, sent by a background thread per peer (queued messages to the same peer
-// share one call). Every call carries the run's token in the "fg-token" metadata; calls without it
-// are rejected. A peer that cannot be reached fails the communicator with an error naming it.
+// share one call). Every call carries the run's token; the server checks its callers (auth.h). A peer that cannot be reached fails the communicator with an error naming it.
 // Thread-safe.
 #pragma once
 
@@ -11,39 +10,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/auth.h"
 #include "runtime/communicator.h"
 
 namespace grpc {
-class ChannelCredentials;
 class Server;
-class ServerContext;
-class ServerCredentials;
-class Status;
 }
 
 namespace fg::runtime {
-
-inline constexpr char kTokenMetadata[] = "fg-token";
-// The check every served call makes: OK when `ctx` carries `token` (compared in constant time);
-// otherwise UNAUTHENTICATED, and the rejection is logged on stderr as "<who>: rejected a call
-// from <peer address>" (the first 20 of a process).
-grpc::Status CheckToken(const grpc::ServerContext& ctx, const std::string& token, const char* who);
-
-// TLS of a run's gRPC channels (PEM contents); no certificate: plaintext. With a CA, mutual TLS:
-// servers require a client certificate the CA signed, and clients verify servers against the CA;
-// without one, servers ask for no client certificate and clients verify servers against the
-// system's roots. Certificates must name the host peers dial (launch: the coordinator's host name,
-// each worker's advertised host; loopback runs: 127.0.0.1).
-struct Tls {
-  std::string cert, key, ca;
-  bool enabled() const { return !cert.empty(); }
-};
-// Reads the PEM files of --tls_cert, --tls_key and --tls_ca (all empty: plaintext); errors name the
-// flag and the file. A certificate needs its key; a CA needs both.
-absl::StatusOr<Tls> LoadTls(const std::string& cert_file, const std::string& key_file,
-                            const std::string& ca_file);
-std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Tls& tls);
-std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Tls& tls);
 
 // Messages travel in chunks of at most this many bytes, so that beside a message its sender and its
 // receiver hold about one chunk in gRPC's buffers, not a second copy of the whole message.

@@ -20,7 +20,7 @@ struct LaunchOptions {
   int max_restarts = 3;
   bool quiet = false;
   bool pipeline = true;
-  std::string tls_cert, tls_key, tls_ca;  // PEM files every process uses (runtime/grpc_communicator.h)
+  std::string tls_cert, tls_key, tls_ca;  // PEM files every process uses (runtime/auth.h)
   std::vector<std::string> train_args;  // the `train` flags
 };
 

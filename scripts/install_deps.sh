@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libmetis-dev
       libabsl-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev pkg-config ninja-build ccache
-      zlib1g-dev iproute2 procps libopenmpi-dev openmpi-bin openssl)
+      zlib1g-dev libssl-dev iproute2 procps libopenmpi-dev openmpi-bin openssl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

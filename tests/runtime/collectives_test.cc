@@ -1,6 +1,6 @@
 // Collectives over the in-process communicator: the ring all-reduce and the small all-reduce give
 // every worker the exact sums at any worker count (P = 40 included, past the old tag field's
-// limit), back to back; tags keep every field apart and reject values that do not fit; a mailbox
+// limit) and in several segments per chunk, back to back; tags keep every field apart and reject values that do not fit; a mailbox
 // refuses a second message with the same (source, tag) instead of overwriting the first; planned
 // split-phase all-to-alls overlap and name a peer that sends other than planned.
 #include <gtest/gtest.h>
@@ -68,6 +68,12 @@ TEST(Collectives, RingAllReduceSumsIdentically) {
 TEST(Collectives, RingAllReduceAtFortyWorkers) {
   // 2(P-1) = 78 rounds per call: more than the old 32-round step field held.
   ExpectRingSums(40, 1000, 4);
+}
+
+TEST(Collectives, RingAllReduceInSegmentsOfUnequalLength) {
+  // Chunks of about 2.5 segments, passed on segment by segment, back to back.
+  ExpectRingSums(3, 3 * kRingSegmentFloats * 5 / 2 + 5, 2);
+  ExpectRingSums(2, 2 * kRingSegmentFloats + 1, 1);
 }
 
 TEST(Collectives, RingAllReduceWithFewerElementsThanWorkers) {

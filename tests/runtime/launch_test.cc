@@ -188,7 +188,7 @@ TEST(Launch, KillsWhileWritingCheckpointsOrShuttingDownLoseNothing) {
     EXPECT_TRUE(std::filesystem::exists(run + ".fired")) << out;
     EXPECT_NE(out.find("restarting from the last checkpoint"), std::string::npos) << out;
     EXPECT_EQ(Losses(Read(run + "/summary.json")), ref);
-    for (const std::string dir : {run, run + "/ckpt"}) {
+    for (const std::string& dir : {run, run + "/ckpt"}) {
       for (const auto& f : std::filesystem::directory_iterator(dir)) {
         EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << f.path();
       }
@@ -404,7 +404,7 @@ bool MakeCertificates(const std::string& d) {
                " -addext subjectAltName=IP:127.0.0.1") == 0;
 }
 
-TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeers) {
+TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeersNamingThem) {
   const std::string d = Dir("fg_launch_tls");
   if (!MakeCertificates(d)) GTEST_SKIP() << "openssl is needed to make the test certificates";
   const std::string tls = " --tls_cert " + d + "/node.pem --tls_key " + d + "/node.key --tls_ca " + d + "/ca.pem";
@@ -425,8 +425,17 @@ TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeers) {
   EXPECT_EQ(Shell(worker + " --tls_cert " + d + "/other.pem --tls_key " + d + "/other.key --tls_ca " + d + "/other.pem" +
                   kTrain, &out), 1);
   EXPECT_NE(out.find("certificate verify failed"), std::string::npos) << out;
+  // A worker that trusts the coordinator but presents a certificate the CA did not sign is refused
+  // per call, and the coordinator logs it with the caller's address.
+  EXPECT_EQ(Shell(worker + " --tls_cert " + d + "/other.pem --tls_key " + d + "/other.key --tls_ca " + d + "/ca.pem" +
+                  kTrain, &out), 1);
+  EXPECT_NE(out.find("client certificate not accepted"), std::string::npos) << out;
   kill(coord, SIGTERM);
   waitpid(coord, nullptr, 0);
+  EXPECT_NE(Read(d + "/coord.log").find("coordinator: rejected a call from ipv4:127.0.0.1:"), std::string::npos)
+      << Read(d + "/coord.log");
+  EXPECT_NE(Read(d + "/coord.log").find("client certificate not accepted: self-signed certificate"), std::string::npos)
+      << Read(d + "/coord.log");
   // Flags are checked before anything starts, naming the flag and the file.
   EXPECT_EQ(Shell(kFlexgraph + " launch --tls_cert " + d + "/node.pem" + kTrain, &out), 2);
   EXPECT_NE(out.find("--tls_cert and --tls_key go together"), std::string::npos) << out;
