@@ -190,9 +190,16 @@ class MpiCommunicator final : public Communicator {
       return pending;
     }
     CountSent(tag, static_cast<size_t>(send_total));
-    // MPI_Ialltoallv takes one buffer each way.
-    pending->send.reserve(send_total);
-    for (const std::string& part : send) pending->send += part;
+    // MPI_Ialltoallv takes one buffer each way: a lone part is that buffer, several are joined.
+    const int64_t sending = std::count_if(send.begin(), send.end(), [](const std::string& b) { return !b.empty(); });
+    if (sending == 1) {
+      for (std::string& part : send) {
+        if (!part.empty()) pending->send = std::move(part);
+      }
+    } else {
+      pending->send.reserve(send_total);
+      for (const std::string& part : send) pending->send += part;
+    }
     pending->recv.resize(recv_total);
     pending->recv_bytes = std::move(recv_bytes);
     pending->status = MpiError(MPI_Ialltoallv(pending->send.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
@@ -257,6 +264,11 @@ class MpiCommunicator final : public Communicator {
       comm->CountWait(wait.Seconds());
       FG_RETURN_IF_ERROR(status);
       std::vector<std::string> got(recv_bytes.size());
+      const auto from = std::find_if(recv_bytes.begin(), recv_bytes.end(), [](int64_t b) { return b > 0; });
+      if (from != recv_bytes.end() && *from == static_cast<int64_t>(recv.size())) {  // one sender: its part is the buffer
+        got[from - recv_bytes.begin()] = std::move(recv);
+        return got;
+      }
       for (size_t q = 0, at = 0; q < got.size(); at += recv_bytes[q], ++q) got[q] = recv.substr(at, recv_bytes[q]);
       return got;
     }

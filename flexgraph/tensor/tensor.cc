@@ -52,17 +52,25 @@ std::string ShapeToString(const Shape& s) { return absl::StrCat("[", absl::StrJo
 namespace {
 
 // Freed CPU blocks of at least kCacheMin bytes, reused by later allocations of the same size or
-// up to a quarter less (training allocates the same shapes every epoch, mini-batches similar ones;
-// fresh pages cost page faults and zeroing: a third of a GCN epoch on RMAT-22 when its working set
+// up to a quarter less; a mapped block (kMapMin and more) of another size is adapted to the request,
+// grown or cut (training allocates the same shapes every epoch, mini-batches similar ones; fresh
+// pages cost page faults and zeroing: a third of a GCN epoch on RMAT-22 when its working set
 // outgrew a 4 GiB cache). The cache never adds to the process's peak: a fresh block first sends
 // back the least recently freed cached blocks until the blocks held (in use and cached) fit under
 // the most ever in use at once (a worker's many differently sized exchange buffers left 0.5 GiB of
 // unusable cached blocks on top of its peak). At most max_ bytes are kept, half of the machine's
 // memory and at least 4 GiB. Thread-safe.
 class CpuBlockCache {
+  struct Block {
+    size_t size;
+    void* ptr;
+  };
+  using SizeIndex = std::multimap<size_t, std::list<Block>::iterator>;
+
  public:
   static constexpr size_t kCacheMin = size_t{64} << 10;
   static constexpr size_t kMapMin = size_t{1} << 20;
+  static constexpr size_t kPage = 4096;
 
   CpuBlockCache() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -80,15 +88,29 @@ class CpuBlockCache {
     std::lock_guard<std::mutex> lock(mu_);
     // Blocks of 4 MiB and more are 2 MiB aligned, smaller ones 64 B: a larger block fits.
     auto it = by_size_.lower_bound(rounded);
-    if (it != by_size_.end() && it->first <= rounded + rounded / 4) {
-      void* p = it->second->ptr;
-      *size = it->first;
-      lru_.erase(it->second);
-      by_size_.erase(it);
-      cached_ -= *size;
-      ++hits_;
-      TakeInUse(*size);
-      return p;
+    if (it != by_size_.end() && it->first <= rounded + rounded / 4) return TakeCached(it, it->second->ptr, it->first, size);
+    // Mapped requests adapt a mapped block instead of faulting in a fresh one: the largest smaller
+    // block grows in place or moves (mremap keeps its pages; only the growth is fresh), otherwise a
+    // larger one keeps its head and returns the rest to the system.
+    if (rounded >= kMapMin) {
+      const size_t want = (rounded + kPage - 1) / kPage * kPage;
+      if (it != by_size_.begin() && std::prev(it)->first >= std::max(kMapMin, rounded / 2)) {
+        auto smaller = std::prev(it);
+        const size_t have = smaller->first;
+        void* p = FitsUnderLimits(want - have) ? mremap(smaller->second->ptr, have, want, MREMAP_MAYMOVE) : MAP_FAILED;
+        if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) % align == 0) return TakeCached(smaller, p, want, size);
+        if (p != MAP_FAILED) {  // moved off the alignment: released
+          munmap(p, want);
+          Forget(smaller);
+        }
+        it = by_size_.lower_bound(rounded);
+      }
+      if (it != by_size_.end()) {
+        const size_t keep = std::min(it->first, want);
+        void* p = it->second->ptr;
+        if (keep < it->first) munmap(static_cast<char*>(p) + keep, it->first - keep);
+        return TakeCached(it, p, keep, size);
+      }
     }
     // A fresh block: cached blocks go first where keeping them would lift the blocks held (in use
     // and cached) above the most ever in use, so the cache never adds to the peak.
@@ -156,6 +178,20 @@ class CpuBlockCache {
   }
 
  private:
+  // Removes cached block `at` from the cache (its memory is the caller's).
+  void Forget(SizeIndex::iterator at) {
+    cached_ -= at->first;
+    lru_.erase(at->second);
+    by_size_.erase(at);
+  }
+  // Removes cached block `at` (now `bytes` at `p`) and hands it out.
+  void* TakeCached(SizeIndex::iterator at, void* p, size_t bytes, size_t* size) {
+    Forget(at);
+    *size = bytes;
+    ++hits_;
+    TakeInUse(bytes);
+    return p;
+  }
   void TakeInUse(size_t size) {
     in_use_ += size;
     peak_in_use_ = std::max(peak_in_use_, in_use_);
@@ -199,13 +235,9 @@ class CpuBlockCache {
   }
 
  private:
-  struct Block {
-    size_t size;
-    void* ptr;
-  };
   std::mutex mu_;
   std::list<Block> lru_;  // least recently freed first
-  std::multimap<size_t, std::list<Block>::iterator> by_size_;
+  SizeIndex by_size_;
   size_t cached_ = 0;
   size_t in_use_ = 0, peak_in_use_ = 0;
   int64_t fresh_ = 0, hits_ = 0;

@@ -1,5 +1,5 @@
-// The host block cache: freed blocks are reused, and the cache never lifts the blocks held (in use
-// and cached) above the most ever in use at once.
+// The host block cache: freed blocks are reused (mapped ones adapted to other sizes), and the cache
+// never lifts the blocks held (in use and cached) above the most ever in use at once.
 #include <gtest/gtest.h>
 
 #include "flexgraph/tensor/tensor.h"
@@ -37,6 +37,40 @@ TEST(CpuBlockCacheTest, CachedBlocksNeverRaiseTheHeldBytesAboveThePeakInUse) {
   const CpuAllocatorStats s = GetCpuAllocatorStats();
   EXPECT_LE(s.bytes_in_use + s.bytes_cached, s.peak_bytes_in_use);
   EXPECT_GE(s.bytes_in_use, 64 * kMiB);
+}
+
+// Every float of `t` written and read back.
+bool Writable(Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>(i % 1000);
+  for (int64_t i = 0; i < t.numel(); i += 4099) {
+    if (t.f32()[i] != static_cast<float>(i % 1000)) return false;
+  }
+  return true;
+}
+
+TEST(CpuBlockCacheTest, AMappedBlockOfAnotherSizeIsAdaptedInsteadOfFaultedAfresh) {
+  { Tensor a = Block(8); }
+  const CpuAllocatorStats start = GetCpuAllocatorStats();
+  {
+    Tensor grown = Block(12);  // the cached 8 MiB block grows by 4 MiB
+    const CpuAllocatorStats s = GetCpuAllocatorStats();
+    EXPECT_EQ(s.fresh_blocks, start.fresh_blocks);
+    EXPECT_EQ(s.cache_hits, start.cache_hits + 1);
+    EXPECT_EQ(s.bytes_cached, start.bytes_cached - 8 * kMiB);
+    EXPECT_EQ(s.bytes_in_use, start.bytes_in_use + 12 * kMiB);
+    EXPECT_TRUE(Writable(grown));
+  }
+  {
+    Tensor shrunk = Block(3);  // the cached 12 MiB block keeps 3 MiB and returns the rest
+    const CpuAllocatorStats s = GetCpuAllocatorStats();
+    EXPECT_EQ(s.fresh_blocks, start.fresh_blocks);
+    EXPECT_EQ(s.bytes_cached, start.bytes_cached - 8 * kMiB);
+    EXPECT_EQ(s.bytes_in_use, start.bytes_in_use + 3 * kMiB);
+    EXPECT_TRUE(Writable(shrunk));
+  }
+  const CpuAllocatorStats end = GetCpuAllocatorStats();
+  EXPECT_EQ(end.bytes_in_use, start.bytes_in_use);
+  EXPECT_EQ(end.bytes_cached, start.bytes_cached - 5 * kMiB);
 }
 
 TEST(CpuBlockCacheTest, MakesRoomForOtherBuffersUnderThePeak) {
