@@ -55,10 +55,11 @@ namespace {
 // up to a quarter less; a mapped block (kMapMin and more) of another size is adapted to the request,
 // grown or cut (training allocates the same shapes every epoch, mini-batches similar ones; fresh
 // pages cost page faults and zeroing: a third of a GCN epoch on RMAT-22 when its working set
-// outgrew a 4 GiB cache). The cache never adds to the process's peak: a fresh block first sends
-// back the least recently freed cached blocks until the blocks held (in use and cached) fit under
-// the most ever in use at once (a worker's many differently sized exchange buffers left 0.5 GiB of
-// unusable cached blocks on top of its peak). At most max_ bytes are kept, half of the machine's
+// outgrew a 4 GiB cache). The cache adds at most an eighth to the process's peak: a fresh block
+// first sends back the least recently freed cached blocks until the blocks held (in use and cached)
+// fit under the most ever in use at once plus an eighth (a worker's many differently sized exchange
+// buffers left 0.5 GiB of unusable cached blocks on top of its peak; with no slack at all, a
+// mini-batch step that outgrew a cached block evicted the blocks the rest of the step needed). At most max_ bytes are kept, half of the machine's
 // memory and at least 4 GiB. Thread-safe.
 class CpuBlockCache {
   struct Block {
@@ -113,8 +114,8 @@ class CpuBlockCache {
       }
     }
     // A fresh block: cached blocks go first where keeping them would lift the blocks held (in use
-    // and cached) above the most ever in use, so the cache never adds to the peak.
-    const size_t budget = std::max(peak_in_use_, in_use_ + rounded);
+    // and cached) above the budget, so the cache adds at most an eighth to the peak.
+    const size_t budget = std::max(Budget(), in_use_ + rounded);
     while (cached_ > 0 && in_use_ + cached_ + rounded > budget) EvictOldest();
     if (!FitsUnderLimits(rounded)) {
       while (cached_ > 0) EvictOldest();
@@ -163,7 +164,7 @@ class CpuBlockCache {
 
   void MakeRoom(size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    while (cached_ > 0 && in_use_ + cached_ + bytes > peak_in_use_) EvictOldest();
+    while (cached_ > 0 && in_use_ + cached_ + bytes > Budget()) EvictOldest();
   }
 
   CpuAllocatorStats Stats() {
@@ -192,6 +193,10 @@ class CpuBlockCache {
     TakeInUse(bytes);
     return p;
   }
+  // The most the blocks held (in use and cached) may reach before a fresh block: the peak in use,
+  // plus an eighth of it for blocks that the next step of a varying workload (mini-batches) takes
+  // back. Requires mu_.
+  size_t Budget() const { return peak_in_use_ + peak_in_use_ / 8; }
   void TakeInUse(size_t size) {
     in_use_ += size;
     peak_in_use_ = std::max(peak_in_use_, in_use_);

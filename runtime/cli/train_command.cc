@@ -18,7 +18,7 @@ namespace {
 
 int Train(const std::vector<std::string>& args) {
   SetFaultProcess("train");
-  FlagSet flags("train", "Trains a registered model on one machine (full batch).");
+  FlagSet flags("train", "Trains a registered model on one machine: full batch, or sampled mini-batches with --batch_size.");
   AddTrainFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "flexgraph train: %s\n\n%s", std::string(s.message()).c_str(),

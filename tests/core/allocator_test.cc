@@ -1,5 +1,5 @@
 // The host block cache: freed blocks are reused (mapped ones adapted to other sizes), and the cache
-// never lifts the blocks held (in use and cached) above the most ever in use at once.
+// never lifts the blocks held (in use and cached) more than an eighth above the most ever in use.
 #include <gtest/gtest.h>
 
 #include "flexgraph/tensor/tensor.h"
@@ -8,6 +8,9 @@ namespace fg {
 namespace {
 
 constexpr int64_t kMiB = 1 << 20;
+
+// The most the blocks held may reach: the peak in use plus an eighth.
+size_t Budget(const CpuAllocatorStats& s) { return s.peak_bytes_in_use + s.peak_bytes_in_use / 8; }
 
 // A float tensor of `mib` MiB.
 Tensor Block(int64_t mib) { return Tensor::Empty({mib * kMiB / 4}); }
@@ -23,19 +26,20 @@ TEST(CpuBlockCacheTest, ReusesAFreedBlockOfTheSameSize) {
   EXPECT_EQ(after.fresh_blocks, freed.fresh_blocks);
 }
 
-TEST(CpuBlockCacheTest, CachedBlocksNeverRaiseTheHeldBytesAboveThePeakInUse) {
-  // Tensors of 40, 56, 72 MiB, one at a time: each is a new peak, so no block freed before it may
-  // stay cached beside it.
+TEST(CpuBlockCacheTest, CachedBlocksNeverRaiseTheHeldBytesMoreThanAnEighthAboveThePeakInUse) {
+  // Tensors of 40, 56, 72 MiB, one at a time: each is a new peak, and no block freed before it may
+  // stay cached beside it (40 + 56 MiB is more than 56 MiB and an eighth).
   for (int64_t mib : {40, 56, 72}) {
     Tensor t = Block(mib);
     const CpuAllocatorStats s = GetCpuAllocatorStats();
-    EXPECT_LE(s.bytes_in_use + s.bytes_cached, s.peak_bytes_in_use) << mib << " MiB";
+    EXPECT_LE(s.bytes_in_use + s.bytes_cached, Budget(s)) << mib << " MiB";
+    EXPECT_EQ(s.bytes_cached, 0u) << mib << " MiB";
   }
   // Below the peak, a freed block stays for reuse: 72 MiB in use at once, now 40 + 24 in use.
   Tensor a = Block(40);
   Tensor b = Block(24);
   const CpuAllocatorStats s = GetCpuAllocatorStats();
-  EXPECT_LE(s.bytes_in_use + s.bytes_cached, s.peak_bytes_in_use);
+  EXPECT_LE(s.bytes_in_use + s.bytes_cached, Budget(s));
   EXPECT_GE(s.bytes_in_use, 64 * kMiB);
 }
 
@@ -79,7 +83,7 @@ TEST(CpuBlockCacheTest, MakesRoomForOtherBuffersUnderThePeak) {
   ASSERT_GE(before.bytes_cached, 80 * kMiB);
   MakeRoomForHostBuffers(40 * kMiB);
   const CpuAllocatorStats after = GetCpuAllocatorStats();
-  EXPECT_LE(after.bytes_in_use + after.bytes_cached + 40 * kMiB, after.peak_bytes_in_use);
+  EXPECT_LE(after.bytes_in_use + after.bytes_cached + 40 * kMiB, Budget(after));
   EXPECT_LT(after.bytes_cached, before.bytes_cached);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
 }
