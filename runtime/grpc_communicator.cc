@@ -2,7 +2,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>

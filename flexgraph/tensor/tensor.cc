@@ -99,7 +99,11 @@ class CpuBlockCache {
         auto smaller = std::prev(it);
         const size_t have = smaller->first;
         void* p = FitsUnderLimits(want - have) ? mremap(smaller->second->ptr, have, want, MREMAP_MAYMOVE) : MAP_FAILED;
-        if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) % align == 0) return TakeCached(smaller, p, want, size);
+        if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) % align == 0) {
+          TakeCached(smaller, p, want, size);
+          while (cached_ > 0 && in_use_ + cached_ > std::max(Budget(), in_use_)) EvictOldest();  // as for a fresh block
+          return p;
+        }
         if (p != MAP_FAILED) {  // moved off the alignment: released
           munmap(p, want);
           Forget(smaller);
