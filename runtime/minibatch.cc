@@ -1,6 +1,8 @@
 #include "runtime/minibatch.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <future>
 
 #include "absl/strings/numbers.h"
@@ -51,7 +53,23 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   m->parts_ = parts;
   m->batch_size_ = tc.batch_size();
   m->bulk_ = tc.bulk();
-  const int64_t n = parts.task->NumTrainingItems();
+  int64_t n = parts.task->NumTrainingItems();
+  if (parts.owned != nullptr) {
+    // Items over all parts, numbered by source id as a single process numbers them: every worker
+    // learns every other's training vertices' keys (a part may hold none).
+    std::vector<int64_t> local(n);
+    std::iota(local.begin(), local.end(), 0);
+    const Tensor roots = parts.task->BatchRoots(Tensor::FromVector(local), 0);  // item i: roots[i]
+    std::vector<int64_t> keys(n);
+    for (int64_t i = 0; i < n; ++i) keys[i] = parts.owned->keys.i64()[roots.i64()[i] - parts.owned->begin];
+    FG_ASSIGN_OR_RETURN(std::vector<int64_t> all, GatherInt64(*parts.exec->setup().comm, keys));
+    std::sort(all.begin(), all.end());
+    m->local_item_.assign(all.size(), -1);
+    for (int64_t i = 0; i < n; ++i) {
+      m->local_item_[std::lower_bound(all.begin(), all.end(), keys[i]) - all.begin()] = static_cast<int32_t>(i);
+    }
+    n = static_cast<int64_t>(all.size());
+  }
   if (n == 0) {
     return absl::UnimplementedError(absl::StrCat(
         "batch_size: mini-batch training of ", parts.task->Describe(),
@@ -116,13 +134,18 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
   ctx.seed = options_.seed;
   ctx.stats = parts_.stats;
-  ag::Var h = model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
+  // Rows fetched from other parts come with their features and randomness keys.
+  ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs)
+                                     : model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
+  const Tensor& keys = batch.keys.defined() ? batch.keys : batch.blocks[0].table;
+  auto first = [&](int64_t n) {  // a block's table is a prefix of blocks[0].table
+    return n == keys.numel() ? keys : Tensor::FromVector(std::vector<int64_t>(keys.i64(), keys.i64() + n));
+  };
   for (int l = 0; l < model.num_layers(); ++l) {
     const sampling::Block& b = batch.blocks[l];
     ctx.layer = l;
-    ctx.table_global_ids = b.table;
-    const int64_t roots = b.hdg->num_roots();
-    ctx.root_global_ids = Tensor::FromVector(std::vector<int64_t>(b.table.i64(), b.table.i64() + roots));
+    ctx.table_global_ids = first(b.table.numel());
+    ctx.root_global_ids = first(b.hdg->num_roots());
     h = executor_.Run(*b.hdg, executor_.Plan(*b.hdg, model.layer(l)), model.layer(l), h, ctx);
   }
   ag::Var loss;
@@ -143,11 +166,13 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   return loss.value().Item();
 }
 
-absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs) {
+absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs,
+                                                   const std::vector<Tensor>& root_keys) {
   // The layers' neighbourhood matrices, rebuilt when selection has made new HDGs.
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices;
   std::vector<const sampling::NeighbourhoodMatrix*> layers;
-  for (const hdg::HdgPtr& h : layer_hdgs) {
+  for (size_t i = 0; i < layer_hdgs.size(); ++i) {
+    const hdg::HdgPtr& h = layer_hdgs[i];
     auto& m = matrices[h.get()];
     if (m == nullptr) {
       auto it = matrices_.find(h.get());
@@ -155,7 +180,8 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
         m = it->second;
       } else {
         FG_ASSIGN_OR_RETURN(sampling::NeighbourhoodMatrix built,
-                            sampling::NeighbourhoodMatrix::Create(h, parts_.spec->vertices->size()));
+                            sampling::NeighbourhoodMatrix::Create(
+                                h, parts_.spec->vertices->size(), root_keys.empty() ? Tensor() : root_keys[i]));
         m = std::make_shared<const sampling::NeighbourhoodMatrix>(std::move(built));
       }
     }
@@ -165,9 +191,18 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
 
   const std::vector<Tensor> batches = sampling::EpochBatches(items_, batch_size_, options_.seed, epoch);
   const int64_t num = static_cast<int64_t>(batches.size());
-  // This worker's items of every batch: every P-th one (all of them in a single process).
+  // This worker's items of every batch: its own (a partitioned dataset), every P-th one (the
+  // whole graph on every worker), all of them (a single process).
   std::vector<Tensor> mine = batches;
-  if (parts_.exec->distributed()) {
+  if (parts_.owned != nullptr) {
+    for (Tensor& b : mine) {
+      std::vector<int64_t> share;
+      for (int64_t k = 0; k < b.numel(); ++k) {
+        if (const int32_t i = local_item_[b.i64()[k]]; i >= 0) share.push_back(i);
+      }
+      b = Tensor::FromVector(share);
+    }
+  } else if (parts_.exec->distributed()) {
     const int rank = parts_.exec->rank(), size = parts_.exec->setup().comm->size();
     for (Tensor& b : mine) {
       std::vector<int64_t> share;
@@ -179,6 +214,10 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     const int64_t end = std::min<int64_t>(num, first + bulk_);
     std::vector<Tensor> seeds;
     for (int64_t b = first; b < end; ++b) seeds.push_back(parts_.task->BatchRoots(mine[b], epoch));
+    if (parts_.owned != nullptr) {
+      return SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(), *parts_.owned,
+                               layers, options_, epoch, first / bulk_, first, seeds);
+    }
     return sampling::SampleBulk(layers, options_, epoch, first, seeds);
   };
   sampled_edges_ = 0;

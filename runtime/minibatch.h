@@ -3,10 +3,12 @@
 // (sampling/sampler.h), the next bulk on a second thread while the current one trains; per batch,
 // the model's layers run over the batch's blocks with the hybrid executor, then the batch loss,
 // backward and one optimizer step. Evaluation stays with the trainer (full-graph inference).
-// Distributed (every worker holding the whole graph): each worker samples and computes every
-// P-th item of every batch — sampling is keyed by the batch and vertex, so each root's subtree is
-// the single-process one — the gradients are summed across workers every step, and every worker
-// takes the same step. Thread-compatible.
+// Distributed, each worker samples and computes its items of every batch — every P-th one when
+// every worker holds the whole graph; over a partitioned dataset, the training vertices it owns,
+// with frontier vertices drawn by their owners and the input rows fetched from them
+// (runtime/distributed_sampling.h). Sampling is keyed by the batch and the vertex's source id, so
+// each root's subtree is the single-process one; the gradients are summed across workers every
+// step, and every worker takes the same step. Thread-compatible.
 #pragma once
 
 #include <map>
@@ -18,6 +20,7 @@
 #include "nau/executor.h"
 #include "nau/model.h"
 #include "runtime/distributed_executor.h"
+#include "runtime/distributed_sampling.h"
 #include "proto/config.pb.h"
 #include "runtime/task.h"
 #include "sampling/sampler.h"
@@ -34,16 +37,20 @@ class MiniBatchTraining {
     nn::Optimizer* optimizer = nullptr;
     nau::ExecStats* stats = nullptr;
     DistributedExecutor* exec = nullptr;  // the gradient and loss sums across workers
+    // Over a partitioned dataset: this worker's rows, which sampling reads (null: whole graph).
+    const OwnedRows* owned = nullptr;
   };
   // `config` is resolved. Errors: a task without mini-batch loss, a layer whose neighbourhood is
   // not flat, sampler options that do not fit the model.
   static absl::StatusOr<std::unique_ptr<MiniBatchTraining>> Create(const flexgraph::RunConfig& config,
                                                                   Parts parts);
 
-  // One epoch over every training vertex, with the layers' whole-graph HDGs `layer_hdgs` as
-  // neighbourhood matrices (level-1 children and roots are global vertex ids). Returns the mean
-  // batch loss.
-  absl::StatusOr<double> RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs);
+  // One epoch over every training vertex, with the layers' HDGs `layer_hdgs` as neighbourhood
+  // matrices (level-1 children and roots are global vertex ids): over the whole graph, or over
+  // this worker's vertices of a partitioned dataset, whose roots' source ids are `root_keys`
+  // (per layer). Returns the mean batch loss.
+  absl::StatusOr<double> RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs,
+                                  const std::vector<Tensor>& root_keys = {});
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   // Of the last epoch: HDG entries sampled, and the seconds training waited for samples.
@@ -64,7 +71,10 @@ class MiniBatchTraining {
   nau::HybridExecutor executor_;
   int64_t batch_size_ = 0;
   int bulk_ = 1;
-  Tensor items_;  // int64 0 .. n - 1: the task's training items
+  Tensor items_;  // int64 0 .. n - 1: the task's training items (over all parts)
+  // Over a partitioned dataset: the task's item number on this worker of every item (-1: another
+  // worker's), items numbered in source-id order as a single process numbers them.
+  std::vector<int32_t> local_item_;
   int64_t batches_per_epoch_ = 0;
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices_;
   int64_t sampled_edges_ = 0;

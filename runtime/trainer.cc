@@ -67,17 +67,25 @@ absl::Status Trainer::Init() {
   FG_RETURN_IF_ERROR(EnsureHdgs(0));
   ReleaseFreedMemory();  // loading's and planning's temporaries: not resident through training
   if (config_.train().batch_size() > 0) {
-    if (dataset_.part) {
-      return absl::UnimplementedError(absl::StrCat(
-          "batch_size: mini-batch training reads the whole graph on every worker; ",
-          config_.dataset().path(), " is a partitioned dataset (train on its source dataset, or "
-          "on the parts with batch_size 0)"));
+    if (dataset_.part && distributed()) {  // sampling reads the other parts' rows from them
+      const auto features = dataset_.features.find(space_.type_name(0));
+      if (space_.num_types() != 1 || task_->kind() != nau::Task::kNodeClassification ||
+          features == dataset_.features.end() || !features->second.defined()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "batch_size: mini-batches over a partitioned dataset take node classification on a "
+            "homogeneous graph with features; ", config_.dataset().path(), " holds ",
+            task_->Describe(), " over ", space_.num_types(), " node types (train it on its "
+            "source dataset, or on the parts with batch_size 0)"));
+      }
+      owned_rows_ = OwnedRows{.begin = dataset_.part->begin(0), .features = features->second,
+                              .keys = table_.keys};
     }
     FG_ASSIGN_OR_RETURN(minibatch_,
                         MiniBatchTraining::Create(config_, {.model = model_.get(), .spec = &spec_,
                                                             .task = task_.get(),
                                                             .optimizer = optimizer_.get(),
-                                                            .stats = &stats_, .exec = &exec_}));
+                                                            .stats = &stats_, .exec = &exec_,
+                                                            .owned = owned_rows_ ? &*owned_rows_ : nullptr}));
     if (!config_.output().quiet()) std::fprintf(stderr, "%s\n", minibatch_->Describe().c_str());
   }
   if (all_rows()) {  // the task pairs rows of different workers: it sees all of them
@@ -318,7 +326,8 @@ void Trainer::ReleaseHdgs() {
 }
 
 absl::Status Trainer::WholeGraphHdgs(int epoch) {
-  if (!distributed()) return absl::OkStatus();  // layer_graphs_ select every vertex
+  // Alone, layer_graphs_ select every vertex; a part samples its own and asks the others.
+  if (!distributed() || dataset_.part) return absl::OkStatus();
   ScopedTimer timer(&stats_.selection);
   whole_graphs_.resize(model_->num_layers());
   std::map<std::string, int> by_key;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,7 @@ class Trainer {
   const void* input_sparse_source_ = nullptr;
   nau::ExecStats stats_;
   std::unique_ptr<MiniBatchTraining> minibatch_;  // train.batch_size > 0
+  std::optional<OwnedRows> owned_rows_;            // mini-batches over a partitioned dataset
 };
 
 }  // namespace fg::runtime

@@ -75,9 +75,12 @@ double Trainer::TrainStep(int epoch) {
     if (absl::Status s = WholeGraphHdgs(epoch); !s.ok()) {
       loss = s;
     } else {
+      const bool whole = distributed() && !dataset_.part;
       std::vector<hdg::HdgPtr> hdgs;
-      for (const LayerGraph& lg : distributed() ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
-      loss = minibatch_->RunEpoch(epoch, hdgs);
+      for (const LayerGraph& lg : whole ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
+      std::vector<Tensor> keys;  // a part's roots are renumbered: their source ids key sampling
+      for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) keys.push_back(layer_roots_[i].keys);
+      loss = minibatch_->RunEpoch(epoch, hdgs, keys);
     }
     if (!loss.ok()) exec_.RecordError(loss.status());
     return loss.ok() ? *loss : std::nan("");

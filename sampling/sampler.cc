@@ -8,20 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
+#include "flexgraph/base/status.h"
 #include "hdg/builder.h"
 
 namespace fg::sampling {
 namespace {
 
 constexpr uint64_t kBatchOrderTag = 0xBA7C4, kNodeWiseTag = 0x5A3F1, kLayerWiseTag = 0x1AD1E5;
-
-// One batch's sampled rows at one layer: row j (the batch's frontier vertex j) keeps
-// cols[offsets[j] .. offsets[j + 1]) (global ids), with weights when the matrix is weighted.
-struct SampledRows {
-  std::vector<int64_t> offsets;
-  std::vector<int32_t> cols;
-  std::vector<float> weights;
-};
 
 // Uniform integer in [0, n) from one 32-bit draw (multiply-shift; bias below n / 2^32).
 int64_t Below(RandomStream& rng, int64_t n) {
@@ -46,94 +39,6 @@ void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t
     out->resize(k);
   }
   std::sort(out->begin(), out->end());
-}
-
-// Node-wise sampling of every batch's frontier at once: the rows of A for all frontiers (Q·A),
-// then `fanout` of each row's entries. Rows are visited in groups whose loads are issued before
-// they are used (prefetches), so that the random reads of offsets and column ids overlap.
-void SampleNodeWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanout, int epoch,
-                    int layer, int64_t first_index, const std::vector<std::vector<int64_t>>& frontier,
-                    const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
-  const int64_t K = static_cast<int64_t>(frontier.size());
-  const Csr& csr = a.csr();
-  const int64_t* row_ptr = csr.row_ptr();
-  const int32_t* col = csr.col();
-  const float* w = a.weights();
-  // Stacked rows: batch k's row j is stacked row base[k] + j.
-  std::vector<int64_t> base(K + 1, 0);
-  for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(rows[k].size());
-  const int64_t R = base[K];
-  constexpr int64_t kChunk = 512, kAhead = 48;  // rows per task; rows prefetched ahead
-  auto locate = [&](int64_t r) {  // (batch, row within it)
-    const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
-    return std::pair<int64_t, int64_t>(k, r - base[k]);
-  };
-  std::vector<int64_t> flat(R);
-  for (int64_t k = 0; k < K; ++k) std::copy(rows[k].begin(), rows[k].end(), flat.begin() + base[k]);
-  // Each stacked row's first entry and degree.
-  std::vector<int64_t> begin(R), degree(R);
-  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
-    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
-    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(row_ptr + flat[r]);
-    for (int64_t r = lo; r < hi; ++r) {
-      if (r + kAhead < hi) __builtin_prefetch(row_ptr + flat[r + kAhead]);
-      begin[r] = row_ptr[flat[r]];
-      degree[r] = row_ptr[flat[r] + 1] - begin[r];
-    }
-  });
-  for (int64_t k = 0; k < K; ++k) {
-    SampledRows& s = (*out)[k];
-    s.offsets.assign(rows[k].size() + 1, 0);
-    for (size_t j = 0; j < rows[k].size(); ++j) {
-      const int64_t d = degree[base[k] + j];
-      s.offsets[j + 1] = s.offsets[j] + (fanout > 0 ? std::min<int64_t>(fanout, d) : d);
-    }
-    s.cols.resize(s.offsets.back());
-    s.weights.resize(w != nullptr ? s.offsets.back() : 0);
-  }
-  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
-    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
-    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(col + begin[r]);
-    // First every row's chosen entries (CSR entry ids), their column ids prefetched; then the copy.
-    thread_local std::vector<int64_t> picked, entries;
-    entries.clear();
-    const auto [k0, j0] = locate(lo);
-    int64_t k = k0, j = j0;
-    for (int64_t r = lo; r < hi; ++r, ++j) {
-      if (r + kAhead < hi) __builtin_prefetch(col + begin[r + kAhead]);
-      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
-      const SampledRows& s = (*out)[k];
-      const int64_t b = begin[r], d = degree[r];
-      const int64_t keep = s.offsets[j + 1] - s.offsets[j];
-      if (keep == d) {
-        for (int64_t t = 0; t < d; ++t) entries.push_back(b + t);
-        continue;
-      }
-      RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
-                                      static_cast<uint64_t>(first_index + k),
-                                      static_cast<uint64_t>(layer), static_cast<uint64_t>(frontier[k][j])));
-      ChooseDistinct(rng, d, keep, &picked);
-      for (int64_t t : picked) {
-        __builtin_prefetch(col + b + t);
-        entries.push_back(b + t);
-      }
-    }
-    const int64_t* e = entries.data();
-    k = k0, j = j0;
-    for (int64_t r = lo; r < hi; ++r, ++j) {
-      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
-      SampledRows& s = (*out)[k];
-      const int64_t keep = s.offsets[j + 1] - s.offsets[j];
-      int32_t* cols = s.cols.data() + s.offsets[j];
-      for (int64_t t = 0; t < keep; ++t) cols[t] = col[e[t]];
-      if (w != nullptr) {
-        const float scale = static_cast<float>(degree[r]) / static_cast<float>(keep);
-        float* weights = s.weights.data() + s.offsets[j];
-        for (int64_t t = 0; t < keep; ++t) weights[t] = keep == degree[r] ? w[e[t]] : w[e[t]] * scale;
-      }
-      e += keep;
-    }
-  });
 }
 
 // Per-block scratch over the global vertex space: a slot per vertex (-1: unused), reset after use.
@@ -257,7 +162,8 @@ const char* SamplerKindName(SamplerKind kind) {
 }
 
 absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
-                                                                int64_t num_vertices) {
+                                                                int64_t num_vertices,
+                                                                Tensor root_keys) {
   if (hdg->schema().kind() != hdg::SchemaKind::kFlat || hdg->num_levels() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "mini-batch sampling needs a flat neighbourhood (one HDG level), got ",
@@ -267,6 +173,25 @@ absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
   m.row_of_.assign(num_vertices, -1);
   const Tensor& roots = hdg->roots();
   for (int64_t r = 0; r < roots.numel(); ++r) m.row_of_[roots.i32()[r]] = static_cast<int32_t>(r);
+  if (root_keys.defined() && root_keys.numel() != roots.numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("root_keys: ", root_keys.numel(), " keys for ",
+                                                   roots.numel(), " roots"));
+  }
+  const Csr& csr = hdg->level(1).csr();
+  std::vector<int32_t> own(roots.numel(), -1);
+  std::atomic<bool> any{false};
+  ParallelFor(0, roots.numel(), [&](int64_t r) {
+    const int32_t v = roots.i32()[r];
+    for (int64_t e = csr.row_ptr()[r]; e < csr.row_ptr()[r + 1]; ++e) {
+      if (csr.col()[e] == v) {
+        own[r] = static_cast<int32_t>(e - csr.row_ptr()[r]);
+        any.store(true, std::memory_order_relaxed);
+        break;
+      }
+    }
+  });
+  if (any.load()) m.own_entry_ = std::move(own);
+  m.keys_ = std::move(root_keys);
   m.hdg_ = std::move(hdg);
   return m;
 }
@@ -299,17 +224,12 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     return absl::InvalidArgumentError(
         absl::StrCat("layer_size: must be positive for the ladies sampler, got ", options.layer_size));
   }
-  std::vector<MiniBatch> out(K);
-  std::vector<std::vector<int64_t>> frontier(K);
-  for (int64_t k = 0; k < K; ++k) {
-    out[k].index = first_index + k;
-    out[k].seeds = seeds[k];
-    out[k].blocks.resize(num_layers);
-    frontier[k].assign(seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
-  }
+  std::vector<int64_t> batch(K);
+  std::iota(batch.begin(), batch.end(), first_index);
   const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
-  std::vector<Scratch> scratch(num_blocks);
-  for (int l = num_layers - 1; l >= 0; --l) {
+  std::vector<Scratch> scratch(options.kind == SamplerKind::kLayerWise ? num_blocks : 0);
+  auto local = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
+                   std::vector<SampledRows>* out) -> absl::Status {
     const NeighbourhoodMatrix& a = *layers[l];
     // Q·A: the rows of A that every batch's frontier selects.
     std::vector<std::vector<int64_t>> rows(K);
@@ -331,20 +251,48 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
       return absl::InvalidArgumentError(absl::StrCat("vertex ", missing.load(), " has no neighbourhood in layer ", l,
                                                      " (not one of its roots)"));
     }
-    std::vector<SampledRows> sampled(K);
+    if (options.kind == SamplerKind::kNodeWise) {
+      SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, rows, out);
+      return absl::OkStatus();
+    }
     for (Scratch& s : scratch) {
       if (s.slot.empty()) s.slot.assign(a.num_vertices(), -1);
     }
-    if (options.kind == SamplerKind::kNodeWise) {
-      SampleNodeWise(a, options, options.fanouts[num_layers - 1 - l], epoch, l, first_index,
-                     frontier, rows, &sampled);
+    ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &scratch[block], &(*out)[k]);
+      }
+    });
+    return absl::OkStatus();
+  };
+  return SampleBlocks(layers, options, first_index, seeds, local);
+}
+
+absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(
+    const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
+    int64_t first_index, const std::vector<Tensor>& seeds, const FrontierSampler& sample) {
+  const int num_layers = static_cast<int>(layers.size());
+  const int64_t K = static_cast<int64_t>(seeds.size());
+  std::vector<MiniBatch> out(K);
+  std::vector<std::vector<int64_t>> frontier(K);
+  for (int64_t k = 0; k < K; ++k) {
+    out[k].index = first_index + k;
+    out[k].seeds = seeds[k];
+    out[k].blocks.resize(num_layers);
+    frontier[k].assign(seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
+  }
+  const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
+  std::vector<std::vector<int32_t>> slot(num_blocks);
+  for (int l = num_layers - 1; l >= 0; --l) {
+    const NeighbourhoodMatrix& a = *layers[l];
+    std::vector<SampledRows> sampled(K);
+    FG_RETURN_IF_ERROR(sample(l, frontier, &sampled));
+    for (std::vector<int32_t>& s : slot) {
+      if (static_cast<int64_t>(s.size()) < a.num_vertices()) s.assign(a.num_vertices(), -1);
     }
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) {
-        if (options.kind == SamplerKind::kLayerWise) {
-          SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &scratch[block], &sampled[k]);
-        }
-        Block b = MakeBlock(a.schema(), frontier[k], sampled[k], &scratch[block].slot);
+        Block b = MakeBlock(a.schema(), frontier[k], sampled[k], &slot[block]);
         out[k].sampled_edges += b.hdg->level(1).csr().nnz();
         frontier[k].assign(b.table.i64(), b.table.i64() + b.table.numel());
         out[k].blocks[l] = std::move(b);
@@ -352,6 +300,97 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     });
   }
   return out;
+}
+
+// Node-wise sampling of every group's rows at once: the rows of A for all frontiers (Q·A), then
+// `fanout` of each row's entries. Rows are visited in chunks whose loads are issued before they
+// are used (prefetches), so that the random reads of offsets and column ids overlap.
+void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanout, int epoch,
+                int layer, const std::vector<int64_t>& batch,
+                const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
+  const int64_t K = static_cast<int64_t>(rows.size());
+  const Csr& csr = a.csr();
+  const int64_t* row_ptr = csr.row_ptr();
+  const int32_t* col = csr.col();
+  const float* w = a.weights();
+  // Stacked rows: batch k's row j is stacked row base[k] + j.
+  std::vector<int64_t> base(K + 1, 0);
+  for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(rows[k].size());
+  const int64_t R = base[K];
+  constexpr int64_t kChunk = 512, kAhead = 48;  // rows per task; rows prefetched ahead
+  auto locate = [&](int64_t r) {  // (batch, row within it)
+    const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
+    return std::pair<int64_t, int64_t>(k, r - base[k]);
+  };
+  std::vector<int64_t> flat(R);
+  for (int64_t k = 0; k < K; ++k) std::copy(rows[k].begin(), rows[k].end(), flat.begin() + base[k]);
+  // Each stacked row's first entry and degree.
+  std::vector<int64_t> begin(R), degree(R);
+  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
+    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
+    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(row_ptr + flat[r]);
+    for (int64_t r = lo; r < hi; ++r) {
+      if (r + kAhead < hi) __builtin_prefetch(row_ptr + flat[r + kAhead]);
+      begin[r] = row_ptr[flat[r]];
+      degree[r] = row_ptr[flat[r] + 1] - begin[r];
+    }
+  });
+  for (int64_t k = 0; k < K; ++k) {
+    SampledRows& s = (*out)[k];
+    s.offsets.assign(rows[k].size() + 1, 0);
+    for (size_t j = 0; j < rows[k].size(); ++j) {
+      const int64_t d = degree[base[k] + j];
+      s.offsets[j + 1] = s.offsets[j] + (fanout > 0 ? std::min<int64_t>(fanout, d) : d);
+    }
+    s.cols.resize(s.offsets.back());
+    s.weights.resize(w != nullptr ? s.offsets.back() : 0);
+  }
+  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
+    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
+    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(col + begin[r]);
+    // First every row's chosen entries (CSR entry ids), their column ids prefetched; then the copy.
+    thread_local std::vector<int64_t> picked, entries;
+    entries.clear();
+    const auto [k0, j0] = locate(lo);
+    int64_t k = k0, j = j0;
+    for (int64_t r = lo; r < hi; ++r, ++j) {
+      if (r + kAhead < hi) __builtin_prefetch(col + begin[r + kAhead]);
+      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
+      const SampledRows& s = (*out)[k];
+      const int64_t b = begin[r], d = degree[r];
+      const int64_t keep = s.offsets[j + 1] - s.offsets[j];
+      if (keep == d) {
+        for (int64_t t = 0; t < d; ++t) entries.push_back(b + t);
+        continue;
+      }
+      RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
+                                      static_cast<uint64_t>(batch[k]), static_cast<uint64_t>(layer),
+                                      a.KeyOfRow(rows[k][j])));
+      ChooseDistinct(rng, d, keep, &picked);
+      if (const int64_t own = a.OwnEntry(rows[k][j]); own >= 0) {  // index 0: the root's own entry
+        for (int64_t& t : picked) t = t == 0 ? own : (t - 1 < own ? t - 1 : t);
+      }
+      for (int64_t t : picked) {
+        __builtin_prefetch(col + b + t);
+        entries.push_back(b + t);
+      }
+    }
+    const int64_t* e = entries.data();
+    k = k0, j = j0;
+    for (int64_t r = lo; r < hi; ++r, ++j) {
+      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
+      SampledRows& s = (*out)[k];
+      const int64_t keep = s.offsets[j + 1] - s.offsets[j];
+      int32_t* cols = s.cols.data() + s.offsets[j];
+      for (int64_t t = 0; t < keep; ++t) cols[t] = col[e[t]];
+      if (w != nullptr) {
+        const float scale = static_cast<float>(degree[r]) / static_cast<float>(keep);
+        float* weights = s.weights.data() + s.offsets[j];
+        for (int64_t t = 0; t < keep; ++t) weights[t] = keep == degree[r] ? w[e[t]] : w[e[t]] * scale;
+      }
+      e += keep;
+    }
+  });
 }
 
 }  // namespace fg::sampling

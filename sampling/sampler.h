@@ -22,10 +22,16 @@
 //                                                                             batches.begin() + 8}));
 //   // bulk[k].blocks[l]: layer l's input rows (global ids) and HDG.
 //
-// Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk is reentrant.
+// A distributed run over a partitioned dataset (runtime/distributed_sampling.h) samples with the
+// same steps: SampleBlocks takes the layer step from its caller, which sends the frontier vertices
+// of other parts to their owners; the owners draw them with SampleRows under the same keys.
+//
+// Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk, SampleRows and SampleBlocks are
+// reentrant.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,10 +59,21 @@ struct SamplerOptions {
 // whose level-1 children are global vertex ids, with the row of every global vertex.
 class NeighbourhoodMatrix {
  public:
-  // `num_vertices`: size of the global vertex space. Errors: a schema that is not flat.
-  static absl::StatusOr<NeighbourhoodMatrix> Create(hdg::HdgPtr hdg, int64_t num_vertices);
+  // `num_vertices`: size of the global vertex space. `root_keys` (int64, one per root; undefined:
+  // the roots' ids): the keys that sampling's randomness uses for each root, the source dataset's
+  // ids where a partitioned dataset renumbers them. Errors: a schema that is not flat.
+  static absl::StatusOr<NeighbourhoodMatrix> Create(hdg::HdgPtr hdg, int64_t num_vertices,
+                                                    Tensor root_keys = Tensor());
   // Row of global vertex v, -1 when v is not a root of the HDG.
   int64_t RowOf(int64_t v) const { return row_of_[v]; }
+  uint64_t KeyOfRow(int64_t row) const {
+    return static_cast<uint64_t>(keys_.defined() ? keys_.i64()[row] : hdg_->roots().i32()[row]);
+  }
+  // Sampling sees a row as its root's own entry first (where it has one), then the others in
+  // stored order: a selection that places the root among its neighbours by id (GCN's Â) places
+  // it differently where a partitioned dataset renumbers them, and the sample must not change.
+  // The stored position of row r's own entry, -1 when it has none.
+  int64_t OwnEntry(int64_t row) const { return own_entry_.empty() ? -1 : own_entry_[row]; }
   const Csr& csr() const { return hdg_->level(1).csr(); }
   const float* weights() const {
     return hdg_->level(1).weights.defined() ? hdg_->level(1).weights.f32() : nullptr;
@@ -68,6 +85,8 @@ class NeighbourhoodMatrix {
   NeighbourhoodMatrix() = default;
   hdg::HdgPtr hdg_;
   std::vector<int32_t> row_of_;
+  Tensor keys_;
+  std::vector<int32_t> own_entry_;  // empty: no row holds its root
 };
 
 // One layer of a mini-batch: its input rows and its HDG over them.
@@ -82,6 +101,18 @@ struct MiniBatch {
   Tensor seeds;              // int64 global ids: the last layer's roots
   std::vector<Block> blocks;  // one per layer, bottom-up; blocks[0].table: the input rows
   int64_t sampled_edges = 0;  // HDG entries over all blocks
+  // Set where the rows came from other workers (runtime/distributed_sampling.h): the input rows'
+  // features (float [rows, f]) and the randomness keys (int64) of blocks[0].table's rows. Every
+  // block's table is a prefix of blocks[0].table, so its keys are a prefix of these.
+  Tensor inputs, keys;
+};
+
+// One batch's sampled rows at one layer: row j keeps cols[offsets[j] .. offsets[j + 1]) (global
+// ids), with weights when the matrix is weighted.
+struct SampledRows {
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> cols;
+  std::vector<float> weights;
 };
 
 // The seed batches of `epoch`: `ids` (int64 global ids) in a random order keyed by (seed, epoch),
@@ -94,5 +125,22 @@ std::vector<Tensor> EpochBatches(const Tensor& ids, int64_t batch_size, uint64_t
 absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
     int epoch, int64_t first_index, const std::vector<Tensor>& seeds);
+
+// Node-wise sampling of layer `layer` with `fanout` (0: every entry): group g draws the rows
+// `rows[g]` of `a` for batch number `batch[g]` into out[g], each row keyed by (seed, epoch, batch,
+// layer, a.KeyOfRow(row)), so that a row gives the same sample wherever it is drawn.
+void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int fanout, int epoch,
+                int layer, const std::vector<int64_t>& batch,
+                const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out);
+
+// The layer step of SampleBlocks: samples layer `layer` for every batch's frontier (global ids)
+// into out[k] (one row per frontier vertex, in order).
+using FrontierSampler = std::function<absl::Status(
+    int layer, const std::vector<std::vector<int64_t>>& frontier, std::vector<SampledRows>* out)>;
+// SampleBulk with the layer step `sample` (node-wise only; `layers` give the schemas and the
+// vertex space). Errors: those of `sample`.
+absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(
+    const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
+    int64_t first_index, const std::vector<Tensor>& seeds, const FrontierSampler& sample);
 
 }  // namespace fg::sampling

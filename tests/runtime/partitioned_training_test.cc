@@ -3,8 +3,10 @@
 // 1e-4 relative at every epoch, same test accuracy) for GCN, GraphSAGE and GIN, with the parts
 // written by every partitioning method for P = 2, 3, 4. PinSage's random walks and MAGNN's
 // metapath instances (parts by every method), and R-GCN's per-relation neighbours, run across the
-// workers, select the single-process HDGs and match its losses; PinSage's link prediction trains on the parts' own pairs. A selection that declares nothing, and a worker count other than the part
-// count, are refused with clear errors.
+// workers, select the single-process HDGs and match its losses; PinSage's link prediction trains
+// on the parts' own pairs. Mini-batches sampled across the parts are the single-process ones. A
+// selection that declares nothing, and a worker count other than the part count, are refused with
+// clear errors.
 #include <unistd.h>
 
 #include <cmath>
@@ -81,6 +83,21 @@ std::vector<absl::StatusOr<TrainResult>> RunWorkers(
   return results;
 }
 
+// Every worker's losses within 1e-4 relative of `base`'s at every epoch, and the same test accuracy.
+void ExpectSameRun(const std::vector<absl::StatusOr<TrainResult>>& results, const TrainResult& base,
+                   const std::string& what) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    ASSERT_TRUE(results[r].ok()) << what << ": " << results[r].status();
+    const TrainResult& got = *results[r];
+    ASSERT_EQ(got.losses.size(), base.losses.size()) << what;
+    for (size_t e = 0; e < base.losses.size(); ++e) {
+      EXPECT_NEAR(got.losses[e], base.losses[e], 1e-4 * std::fabs(base.losses[e]))
+          << what << " worker " << r << " epoch " << e + 1;
+    }
+    EXPECT_EQ(got.test_accuracy, base.test_accuracy) << what;
+  }
+}
+
 TEST(PartitionedTraining, DnfaModelsMatchTheSingleProcessRunForEveryMethodAndP2To4) {
   const std::vector<partition::Method> methods = {partition::Method::kHash, partition::Method::kMetis,
                                                   partition::Method::kBalanced};
@@ -97,20 +114,43 @@ TEST(PartitionedTraining, DnfaModelsMatchTheSingleProcessRunForEveryMethodAndP2T
       const int parts = key.second;
       const std::string what = absl::StrCat(model, " ", partition::MethodName(key.first), " P=", parts);
       auto results = RunWorkers(Options(model, dir), parts);
-      for (int r = 0; r < parts; ++r) {
-        ASSERT_TRUE(results[r].ok()) << what << ": " << results[r].status();
-        const TrainResult& got = *results[r];
-        ASSERT_EQ(got.losses.size(), base->losses.size()) << what;
-        for (size_t e = 0; e < base->losses.size(); ++e) {
-          EXPECT_NEAR(got.losses[e], base->losses[e], 1e-4 * std::fabs(base->losses[e]))
-              << what << " worker " << r << " epoch " << e + 1;
-        }
-        EXPECT_EQ(got.test_accuracy, base->test_accuracy) << what;
-        EXPECT_GT(got.bytes_features + got.bytes_partials, 0) << what;
-      }
+      ExpectSameRun(results, *base, what);
+      for (const auto& got : results) EXPECT_GT(got->bytes_features + got->bytes_partials, 0) << what;
     }
   }
   for (const auto& [key, dir] : dirs) std::filesystem::remove_all(dir);
+}
+
+// Mini-batches over the parts: each worker samples its own training vertices' share of every
+// batch, frontier vertices drawn by their owners and input rows fetched from them; the batches,
+// and so the losses and the accuracy, are the single-process run's on the source dataset.
+TEST(PartitionedTraining, MiniBatchesAcrossPartsMatchTheSingleProcessRun) {
+  auto batches = [](flexgraph::RunConfig o) {
+    o.mutable_train()->set_epochs(3);
+    o.mutable_train()->set_batch_size(32);  // 5 batches of Cora's 140, in bulks of 3
+    o.mutable_train()->set_fanouts("4,3");
+    o.mutable_train()->set_bulk(3);
+    return o;
+  };
+  for (int parts : {2, 3}) {
+    const std::string dir = WriteParts(Options("gcn", kCora), parts, partition::Method::kMetis);
+    for (const std::string model : {"sage", "gcn"}) {
+      const std::string what = absl::StrCat(model, " P=", parts);
+      auto single = Trainer::Create(batches(Options(model, kCora)));
+      ASSERT_TRUE(single.ok()) << single.status();
+      auto base = (*single)->Run();
+      ASSERT_TRUE(base.ok()) << base.status();
+      auto results = RunWorkers(batches(Options(model, dir)), parts);
+      ExpectSameRun(results, *base, what);
+    }
+    // What the parts cannot sample is refused naming the flag.
+    flexgraph::RunConfig ladies = batches(Options("gcn", dir));
+    ladies.mutable_train()->set_sampler("ladies");
+    auto refused = RunWorkers(ladies, parts);
+    ASSERT_FALSE(refused[0].ok());
+    EXPECT_THAT(refused[0].status().message(), HasSubstr("sampler: ladies"));
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // Global id -> source-dataset global id, from every part of `dir`.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -94,6 +95,30 @@ TEST(NodeWiseSampler, KeepsEverySubsetOfFanoutNeighboursEquallyOften) {
     expected.push_back(draws / 10.0);
   }
   EXPECT_LT(ChiSquare(observed, expected), 27.88) << "chi-square, 9 degrees of freedom, p = 0.001";
+}
+
+// A row that holds its root samples the same entries wherever the root sits among them (a
+// partitioned dataset renumbers the neighbours, and GCN places the root among them by id).
+TEST(NodeWiseSampler, TheRootsOwnEntryDoesNotMoveTheSample) {
+  Lists first(7), middle(7);
+  first[0] = {{0, 9.0f}, {1, 1.0f}, {2, 2.0f}, {3, 3.0f}, {4, 4.0f}, {5, 5.0f}, {6, 6.0f}};
+  middle[0] = {{1, 1.0f}, {2, 2.0f}, {3, 3.0f}, {0, 9.0f}, {4, 4.0f}, {5, 5.0f}, {6, 6.0f}};
+  const NeighbourhoodMatrix a = MatrixOf(first, true), b = MatrixOf(middle, true);
+  EXPECT_EQ(a.OwnEntry(0), 0);
+  EXPECT_EQ(b.OwnEntry(0), 3);
+  EXPECT_EQ(a.OwnEntry(1), -1);
+  std::set<int64_t> seen;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    auto x = SampleBulk({&a}, {.fanouts = {3}, .seed = seed}, 0, 0, Repeat({0}, 1));
+    auto y = SampleBulk({&b}, {.fanouts = {3}, .seed = seed}, 0, 0, Repeat({0}, 1));
+    ASSERT_TRUE(x.ok() && y.ok());
+    auto kx = Kept((*x)[0].blocks[0], 0), ky = Kept((*y)[0].blocks[0], 0);
+    std::sort(kx.begin(), kx.end());
+    std::sort(ky.begin(), ky.end());
+    EXPECT_EQ(kx, ky) << "seed " << seed;
+    for (auto [u, w] : kx) seen.insert(u);
+  }
+  EXPECT_EQ(seen.size(), 7u);  // every entry, the root's own included, is drawn at some seed
 }
 
 // Roots 0 and 1 reach columns 2..5:  0 -> 2 (w 1), 3 (w 2);  1 -> 3 (w 1), 4 (w 1), 5 (w 3).
