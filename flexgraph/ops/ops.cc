@@ -3,6 +3,7 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
+#include "flexgraph/ops/shared/elementwise.h"
 
 namespace fg::ops {
 namespace {
@@ -454,7 +455,7 @@ Csr SparseDropout(const Csr& x, float p, uint64_t seed, const Tensor& row_ids) {
   Csr y = x;
   y.values = Tensor::Empty({x.nnz()});
   const float keep = 1.0f / (1.0f - p);
-  const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0f));
+  const uint32_t threshold = shared::DropoutThreshold(p);
   const int64_t* off = x.row_ptr();
   const int32_t* col = x.col();
   const float* v = x.val();
@@ -462,8 +463,8 @@ Csr SparseDropout(const Csr& x, float p, uint64_t seed, const Tensor& row_ids) {
   ParallelFor(0, x.num_rows, [&](int64_t r) {
     const uint64_t id = row_ids.defined() ? static_cast<uint64_t>(row_ids.i64()[r]) : r;
     for (int64_t e = off[r]; e < off[r + 1]; ++e) {
-      const Philox4 b = PhiloxBlock(seed, static_cast<uint64_t>(col[e] / 4), id);
-      out[e] = (b.v[col[e] % 4] >> 8) >= threshold ? v[e] * keep : 0.0f;
+      const Philox4 b = PhiloxBlock(seed, static_cast<uint64_t>(col[e] / shared::kDropoutBlockCols), id);
+      out[e] = shared::DropoutBits(b, col[e]) >= threshold ? v[e] * keep : 0.0f;
     }
   });
   return y;

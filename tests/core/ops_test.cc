@@ -280,20 +280,22 @@ TEST(Dropout, SeededAndUnbiased) {
   Tensor full = ops::DropoutMask(200, 50, 0.5f, 7);
   for (int j = 0; j < 100; ++j) EXPECT_EQ(m.f32()[j], full.f32()[250 + j]);
   EXPECT_EQ(ag::Dropout(Var(x), 0.5f, 7, false).value().f32(), x.f32());
-  // Entry (r, j) is decided by Philox block (seed; j / 4, r), lane j % 4 (base/rng.h).
+  // Entry (r, j) is decided by Philox block (seed; j / 8, r) (base/rng.h), 16 bits of it: half
+  // j % 2 of word (j % 8) / 2, kept iff at least p * 2^16.
   for (int64_t r : {0, 3, 199}) {
     for (int64_t j : {0, 5, 47, 49}) {
-      const Philox4 b = PhiloxBlock(7, j / 4, r);
-      const float expect = U32ToUniform(b.v[j % 4]) >= 0.5f ? 2.0f : 0.0f;
+      const Philox4 b = PhiloxBlock(7, j / 8, r);
+      const uint32_t bits = (b.v[(j % 8) / 2] >> (16 * (j % 2))) & 0xFFFF;
+      const float expect = bits >= 32768 ? 2.0f : 0.0f;
       EXPECT_EQ(full.f32()[r * 50 + j], expect) << r << "," << j;
     }
   }
   ExpectGradientsMatch(
       [](const std::vector<Var>& v) { return ag::Dropout(v[0], 0.3f, 3, true); },
       {RandomTensor({5, 4}, 53)});
-  ExpectGradientsMatch(  // 70 columns: the 64-column vector stretch and a partial block
+  ExpectGradientsMatch(  // 133 columns: the 128-column vector stretch and a partial block
       [](const std::vector<Var>& v) { return ag::Dropout(v[0], 0.4f, 9, true); },
-      {RandomTensor({3, 70}, 54)});
+      {RandomTensor({3, 133}, 54)});
 }
 
 TEST(Dropout, SameRowsTwiceShareOneResultAndGradientsAddUp) {
@@ -327,23 +329,27 @@ TEST(Dropout, FusedIsExactlyTheMaskProduct) {
   }
 }
 
-// Rows wide enough for the vectorised 64-column stretches give exactly the per-block masks that
-// every device computes (ops/shared), signed inputs included.
+// Rows wide enough for the vectorised 128-column stretches give exactly the per-block masks that
+// every device computes (ops/shared), signed inputs included; the keep rate is 1 - p.
 TEST(Dropout, WideRowsMatchTheBlockReference) {
-  for (int64_t cols : {64, 130, 256}) {
+  for (int64_t cols : {128, 130, 256, 300}) {
     Tensor x = RandomTensor({9, cols}, 70 + cols);
     Tensor ids = Tensor::Empty({9}, DType::kInt64);
     for (int64_t r = 0; r < 9; ++r) ids.i64()[r] = 77 * r + 5;
     const Tensor got = ops::Dropout(x, 0.3f, 21, ids);
     std::vector<float> expect(x.numel());
     for (int64_t r = 0; r < 9; ++r) {
-      for (int64_t j = 0; j < cols; j += 4) {
+      for (int64_t j = 0; j < cols; j += ops::shared::kDropoutBlockCols) {
         ops::shared::DropoutBlock(21, static_cast<uint64_t>(ids.i64()[r]), j, cols, 0.3f, 1.0f / 0.7f,
                                   x.f32() + r * cols, expect.data() + r * cols);
       }
     }
     EXPECT_EQ(0, std::memcmp(expect.data(), got.f32(), expect.size() * sizeof(float))) << cols;
   }
+  const Tensor mask = ops::DropoutMask(400, 256, 0.3f, 4);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < mask.numel(); ++i) kept += mask.f32()[i] != 0.0f;
+  EXPECT_NEAR(static_cast<double>(kept) / mask.numel(), 0.7, 0.005);  // 4.4 standard deviations
 }
 
 TEST(Autograd, AccumulatesAndNoGrad) {

@@ -109,7 +109,7 @@ TEST(SharedElementwise, DropoutBlocksMatchTheCpuMaskAndKeepRate) {
   std::vector<float> got(rows * cols, -1.0f);
   int64_t kept = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < cols; j += 4) {
+    for (int64_t j = 0; j < cols; j += ops::shared::kDropoutBlockCols) {
       ops::shared::DropoutBlock(42, ids.i64()[r], j, cols, p, 1.0f / (1.0f - p), nullptr,
                                 got.data() + r * cols);
     }

@@ -137,8 +137,11 @@ TEST(Distributed, PinSageLinkPredictionMatchesSingleProcess) {
     int64_t vertices = 0;
     for (int64_t n : (*single)->dataset().graph.num_nodes) vertices += n;
     for (const TrainResult& r : RunWorkers(o, parts, ExchangeMode::kAuto, vertices)) {
-      for (const char* key : {"valid_auc", "test_auc", "test_hits_at_10"}) {
-        EXPECT_NEAR(r.extra.at(key), base->extra.at(key), 1e-4) << key << " P=" << parts;
+      // Hits@10 counts pairs ranked above a cut-off: rounding in the distributed sums may move
+      // a pair scored at a tie across it (one pair of LastFM's test split is 1.6e-4).
+      for (const auto& [key, tolerance] : {std::pair<const char*, double>{"valid_auc", 1e-4},
+                                           {"test_auc", 1e-4}, {"test_hits_at_10", 5e-4}}) {
+        EXPECT_NEAR(r.extra.at(key), base->extra.at(key), tolerance) << key << " P=" << parts;
       }
     }
   }

@@ -318,8 +318,10 @@ TEST(PartitionedTraining, PinSageLinkPredictionOnPartsMatchesTheSingleProcessRun
         EXPECT_NEAR(results[r]->losses[e], base->losses[e], 1e-4 * std::fabs(base->losses[e]))
             << "P=" << parts << " epoch " << e + 1;
       }
-      for (const char* key : {"valid_auc", "test_auc", "test_hits_at_10"}) {
-        EXPECT_NEAR(results[r]->extra.at(key), base->extra.at(key), 1e-4) << key << " P=" << parts;
+      // Hits@10 may move a pair scored at a tie across its cut-off (one pair is 1.6e-4).
+      for (const auto& [key, tolerance] : {std::pair<const char*, double>{"valid_auc", 1e-4},
+                                           {"test_auc", 1e-4}, {"test_hits_at_10", 5e-4}}) {
+        EXPECT_NEAR(results[r]->extra.at(key), base->extra.at(key), tolerance) << key << " P=" << parts;
       }
     }
     std::filesystem::remove_all(dir);

@@ -495,11 +495,11 @@ TEST(PinSageTraining, ExportedHdgIsTheNeighbourSelection) {
 TEST(PinSageTraining, LastFmLinkPrediction) {
   // Link prediction takes the walk defaults of its task (count=all, top_k 30 of 20 traces, 4
   // negatives); the trainer's defaults are Cora's, so one layer and a higher learning rate here.
-  // Full-batch training converges slowly: AUC passes 0.95 after about 120 epochs (best valid at
-  // 141 for this seed); item-based CF reaches 0.950 and LightGCN about 0.953 on the same negatives.
+  // Full-batch training converges slowly: AUC reaches 0.95 after about 170 epochs for this seed
+  // (0.9506 at 180); item-based CF reaches 0.950 and LightGCN about 0.953 on the same negatives.
   flexgraph::RunConfig o = Options(kData + "/lastfm");
   o.mutable_train()->set_seed(1);
-  o.mutable_train()->set_epochs(150);
+  o.mutable_train()->set_epochs(180);
   o.mutable_model()->set_layers(1);
   o.mutable_train()->set_lr(0.03f);
   o.mutable_model()->set_dropout(0.1f);

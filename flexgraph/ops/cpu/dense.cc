@@ -1,11 +1,12 @@
 // CPU kernels for dense ops: OpenBLAS GEMM (called outside OpenMP regions) and OpenMP elementwise
 // loops. Every output element is written by one thread, so results do not depend on thread count.
 #include <cblas.h>
-#if defined(__AVX512F__) && defined(__BMI2__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -278,58 +279,45 @@ void Philox16(uint64_t key, uint64_t lo0, uint64_t hi, uint32_t out[4][16]) {
 
 void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
              const float* x, float* y) {
-  const float keep_scale = 1.0f / (1.0f - p);
-  const int64_t blocks = (cols + 3) / 4;
+  static_assert(std::endian::native == std::endian::little, "mask bits are read as halves of words");
+  constexpr int64_t kBlockCols = shared::kDropoutBlockCols;
+  constexpr int64_t kStretch = 16 * kBlockCols;  // the columns of one Philox16
+  const float keep = 1.0f / (1.0f - p);
+  const uint32_t threshold = shared::DropoutThreshold(p);
   ParallelFor(0, rows, [&](int64_t r) {
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
     const float* xr = x != nullptr ? x + r * cols : nullptr;
     float* yr = y + r * cols;
-    int64_t b = 0;
-    // Kept iff U32ToUniform(x) >= p, i.e. (x >> 8) >= p * 2^24 (exact in float).
-    const uint32_t threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0f));
-    const float keep = keep_scale;
-    for (; b + 16 <= blocks && (b + 16) * 4 <= cols; b += 16) {
+    int64_t j = 0;
+    for (; j + kStretch <= cols; j += kStretch) {
       uint32_t out[4][16];
-      Philox16(seed, static_cast<uint64_t>(b), id, out);
-      float* dst = yr + b * 4;
-      const float* src = xr != nullptr ? xr + b * 4 : nullptr;
-#if defined(__AVX512F__) && defined(__BMI2__)
-      // Bit 4 l + t: lane l of block t is kept (column 4 l + t of this 64-column stretch).
-      const __m512i thr = _mm512_set1_epi32(static_cast<int>(threshold));
-      uint64_t kept = 0;
-      for (int t = 0; t < 4; ++t) {
-        const __m512i u = _mm512_srli_epi32(_mm512_loadu_si512(out[t]), 8);
-        kept |= _pdep_u64(_mm512_cmpge_epu32_mask(u, thr), 0x1111111111111111ull << t);
+      Philox16(seed, static_cast<uint64_t>(j / kBlockCols), id, out);
+      // Block l's words in order, read as 16-bit halves (little-endian), are the bits of columns
+      // 8 l .. 8 l + 7 (shared::DropoutBits).
+      alignas(64) uint32_t words[16][4];
+      for (int l = 0; l < 16; ++l) {
+        for (int t = 0; t < 4; ++t) words[l][t] = out[t][l];
       }
-      const __m512 keep_v = _mm512_set1_ps(keep);
-      for (int v = 0; v < 4; ++v) {
-        const __m512 m = _mm512_maskz_mov_ps(static_cast<__mmask16>(kept >> (16 * v)), keep_v);
-        _mm512_storeu_ps(dst + 16 * v,
-                         src != nullptr ? _mm512_mul_ps(_mm512_loadu_ps(src + 16 * v), m) : m);
+      alignas(64) uint16_t bits[kStretch];
+      std::memcpy(bits, words, sizeof(bits));
+      float* dst = yr + j;
+      const float* src = xr != nullptr ? xr + j : nullptr;
+#if defined(__AVX2__)
+      const __m256i below = _mm256_set1_epi32(static_cast<int>(threshold) - 1);
+      const __m256 keep_v = _mm256_set1_ps(keep);
+      for (int c = 0; c < kStretch; c += 8) {
+        const __m256i b = _mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(bits + c)));
+        const __m256 m = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(b, below)), keep_v);
+        _mm256_storeu_ps(dst + c, src != nullptr ? _mm256_mul_ps(_mm256_loadu_ps(src + c), m) : m);
       }
 #else
-      float lanes[4][16];
-      for (int t = 0; t < 4; ++t) {
-#pragma omp simd
-        for (int l = 0; l < 16; ++l) lanes[t][l] = (out[t][l] >> 8) >= threshold ? keep : 0.0f;
-      }
-      // Lane l of block t is column 4 l + t of this 64-column stretch.
-      float m[64];
-      for (int l = 0; l < 16; ++l) {
-        for (int t = 0; t < 4; ++t) m[l * 4 + t] = lanes[t][l];
-      }
-      if (src != nullptr) {
-#pragma omp simd
-        for (int j = 0; j < 64; ++j) dst[j] = src[j] * m[j];
-      } else {
-#pragma omp simd
-        for (int j = 0; j < 64; ++j) dst[j] = m[j];
+      for (int c = 0; c < kStretch; ++c) {
+        const float m = bits[c] >= threshold ? keep : 0.0f;
+        dst[c] = src != nullptr ? src[c] * m : m;
       }
 #endif
     }
-    for (int64_t j = b * 4; j < cols; j += 4) {
-      shared::DropoutBlock(seed, id, j, cols, p, keep_scale, xr, yr);
-    }
+    for (; j < cols; j += kBlockCols) shared::DropoutBlock(seed, id, j, cols, p, keep, xr, yr);
   });
 }
 

@@ -70,15 +70,16 @@ __global__ void __launch_bounds__(kThreads)
   FG_GRID_STRIDE(j, cols) { y[j] = shared::SumColumn(x, rows, cols, j); }
 }
 
-// One thread per block of four mask entries (one Philox block).
+// One thread per block of eight mask entries (one Philox block).
 __global__ void __launch_bounds__(kThreads)
     DropoutKernel(uint64_t seed, const int64_t* __restrict__ row_ids, int64_t rows, int64_t cols,
                   float p, float keep_scale, const float* __restrict__ x, float* __restrict__ y) {
-  const int64_t blocks_per_row = (cols + 3) / 4;
+  constexpr int64_t kCols = shared::kDropoutBlockCols;
+  const int64_t blocks_per_row = (cols + kCols - 1) / kCols;
   FG_GRID_STRIDE(i, rows * blocks_per_row) {
     const int64_t r = i / blocks_per_row;
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    shared::DropoutBlock(seed, id, (i % blocks_per_row) * 4, cols, p, keep_scale,
+    shared::DropoutBlock(seed, id, (i % blocks_per_row) * kCols, cols, p, keep_scale,
                          x != nullptr ? x + r * cols : nullptr, y + r * cols);
   }
 }

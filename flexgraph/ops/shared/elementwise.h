@@ -100,15 +100,32 @@ FG_HD void CopyColumnsElement(const float* x, int64_t x_width, int64_t x_at, flo
   y[r * y_width + y_at + c] = x[r * x_width + x_at + c];
 }
 
-// Dropout entries j0 .. j0+3 (clipped to cols) of the row with global id `row_id`: one Philox
-// block keyed by (seed; j0 / 4, row_id) gives four uniforms; the mask value m is 1 / (1 - p) for
-// kept entries and 0 otherwise, and y_row[j] = x_row[j] * m (m itself when x_row is null).
+// Dropout masks draw 16 bits per entry: entry j of the row with global id `row_id` takes half
+// j % 2 of word (j % 8) / 2 of the Philox block keyed by (seed; j / 8, row_id), and is kept iff
+// those bits are >= DropoutThreshold(p) (p rounded up to a multiple of 2^-16; exact for p = 0.5).
 // The mask depends on (seed, row_id, column) only.
+inline constexpr int kDropoutBlockCols = 8;
+FG_HD uint32_t DropoutThreshold(float p) {
+  return static_cast<uint32_t>(ceilf(p * 65536.0f));
+}
+FG_HD uint32_t DropoutBits(const Philox4& block, int64_t j) {
+  return (block.v[(j % 8) / 2] >> (16 * (j % 2))) & 0xFFFFu;
+}
+
+// Dropout entries j0 .. j0+7 (j0 a multiple of 8, clipped to cols) of the row with global id
+// `row_id`: the mask value m is 1 / (1 - p) for kept entries and 0 otherwise, and
+// y_row[j] = x_row[j] * m (m itself when x_row is null).
 FG_HD void DropoutBlock(uint64_t seed, uint64_t row_id, int64_t j0, int64_t cols, float p,
                         float keep_scale, const float* x_row, float* y_row) {
-  const Philox4 block = PhiloxBlock(seed, static_cast<uint64_t>(j0 / 4), row_id);
-  for (int t = 0; t < 4 && j0 + t < cols; ++t) {
-    const float m = U32ToUniform(block.v[t]) >= p ? keep_scale : 0.0f;
+  const Philox4 block = PhiloxBlock(seed, static_cast<uint64_t>(j0 / kDropoutBlockCols), row_id);
+  const uint32_t threshold = DropoutThreshold(p);
+  // Constant word indices once unrolled (no local memory on the GPU).
+  const uint32_t bits[kDropoutBlockCols] = {block.v[0] & 0xFFFFu, block.v[0] >> 16, block.v[1] & 0xFFFFu,
+                                            block.v[1] >> 16,     block.v[2] & 0xFFFFu, block.v[2] >> 16,
+                                            block.v[3] & 0xFFFFu, block.v[3] >> 16};
+  const int64_t n = cols - j0 < kDropoutBlockCols ? cols - j0 : kDropoutBlockCols;
+  for (int64_t t = 0; t < n; ++t) {
+    const float m = bits[t] >= threshold ? keep_scale : 0.0f;
     y_row[j0 + t] = x_row != nullptr ? x_row[j0 + t] * m : m;
   }
 }
