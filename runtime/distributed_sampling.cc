@@ -76,8 +76,8 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
   FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
                       Exchange(comm, std::move(requests),
                                Tag(epoch, layer, TrafficKind::kControl, kStepRowRequest, bulk), what));
-  // Groups to draw: (worker q, batch k) -> rows of `a`.
-  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(P) * K);
+  // Groups to draw: (worker q, batch k) -> vertices and their rows of `a`.
+  std::vector<std::vector<int64_t>> vertices(static_cast<size_t>(P) * K), rows(static_cast<size_t>(P) * K);
   std::vector<int64_t> batch(static_cast<size_t>(P) * K);
   for (int q = 0; q < P; ++q) {
     std::vector<int64_t> counts, ids;
@@ -99,8 +99,10 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
       batch[q * K + k] = first_index + k;
       const int64_t n = q == me ? static_cast<int64_t>(asked[me * K + k].size()) : counts[k];
       g.resize(n);
+      vertices[q * K + k].resize(n);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t v = q == me ? asked[me * K + k][j] : ids[at++];
+        vertices[q * K + k][j] = v;
         const int64_t row = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
         if (row < 0) {
           return q == me ? absl::InvalidArgumentError(absl::StrCat(
@@ -114,7 +116,7 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
     }
   }
   std::vector<sampling::SampledRows> drawn(static_cast<size_t>(P) * K);
-  sampling::SampleRows(a, o, fanout, epoch, layer, batch, rows, &drawn);
+  sampling::SampleRows(a, o, fanout, epoch, layer, batch, vertices, rows, &drawn);
   const bool weighted = a.weights() != nullptr;
   std::vector<std::string> replies(P);
   for (int q = 0; q < P; ++q) {

@@ -252,7 +252,7 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
                                                      " (not one of its roots)"));
     }
     if (options.kind == SamplerKind::kNodeWise) {
-      SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, rows, out);
+      SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, frontier, rows, out);
       return absl::OkStatus();
     }
     for (Scratch& s : scratch) {
@@ -307,6 +307,7 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(
 // are used (prefetches), so that the random reads of offsets and column ids overlap.
 void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanout, int epoch,
                 int layer, const std::vector<int64_t>& batch,
+                const std::vector<std::vector<int64_t>>& vertices,
                 const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
   const int64_t K = static_cast<int64_t>(rows.size());
   const Csr& csr = a.csr();
@@ -325,14 +326,28 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   std::vector<int64_t> flat(R);
   for (int64_t k = 0; k < K; ++k) std::copy(rows[k].begin(), rows[k].end(), flat.begin() + base[k]);
   // Each stacked row's first entry and degree.
-  std::vector<int64_t> begin(R), degree(R);
+  // Each stacked row's first entry, degree, key and own entry (per-row reads issued together).
+  std::vector<int64_t> begin(R), degree(R), own(R);
+  std::vector<uint64_t> key(R);
+  const int32_t* own_entry = a.own_entries();
+  const int64_t* keys = a.keys();
   ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
     const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
-    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(row_ptr + flat[r]);
-    for (int64_t r = lo; r < hi; ++r) {
-      if (r + kAhead < hi) __builtin_prefetch(row_ptr + flat[r + kAhead]);
+    auto prefetch = [&](int64_t r) {
+      __builtin_prefetch(row_ptr + flat[r]);
+      if (own_entry != nullptr) __builtin_prefetch(own_entry + flat[r]);
+      if (keys != nullptr) __builtin_prefetch(keys + flat[r]);
+    };
+    for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) prefetch(r);
+    const auto [k0, j0] = locate(lo);
+    int64_t k = k0, j = j0;
+    for (int64_t r = lo; r < hi; ++r, ++j) {
+      if (r + kAhead < hi) prefetch(r + kAhead);
+      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;
       begin[r] = row_ptr[flat[r]];
       degree[r] = row_ptr[flat[r] + 1] - begin[r];
+      own[r] = own_entry != nullptr ? own_entry[flat[r]] : -1;
+      key[r] = static_cast<uint64_t>(keys != nullptr ? keys[flat[r]] : vertices[k][j]);
     }
   });
   for (int64_t k = 0; k < K; ++k) {
@@ -365,10 +380,10 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
       }
       RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
                                       static_cast<uint64_t>(batch[k]), static_cast<uint64_t>(layer),
-                                      a.KeyOfRow(rows[k][j])));
+                                      key[r]));
       ChooseDistinct(rng, d, keep, &picked);
-      if (const int64_t own = a.OwnEntry(rows[k][j]); own >= 0) {  // index 0: the root's own entry
-        for (int64_t& t : picked) t = t == 0 ? own : (t - 1 < own ? t - 1 : t);
+      if (const int64_t e = own[r]; e >= 0) {  // index 0: the root's own entry
+        for (int64_t& t : picked) t = t == 0 ? e : (t - 1 < e ? t - 1 : t);
       }
       for (int64_t t : picked) {
         __builtin_prefetch(col + b + t);

@@ -66,14 +66,14 @@ class NeighbourhoodMatrix {
                                                     Tensor root_keys = Tensor());
   // Row of global vertex v, -1 when v is not a root of the HDG.
   int64_t RowOf(int64_t v) const { return row_of_[v]; }
-  uint64_t KeyOfRow(int64_t row) const {
-    return static_cast<uint64_t>(keys_.defined() ? keys_.i64()[row] : hdg_->roots().i32()[row]);
-  }
+  // The keys of the rows (null: each row's key is its root's global id).
+  const int64_t* keys() const { return keys_.defined() ? keys_.i64() : nullptr; }
   // Sampling sees a row as its root's own entry first (where it has one), then the others in
   // stored order: a selection that places the root among its neighbours by id (GCN's Â) places
   // it differently where a partitioned dataset renumbers them, and the sample must not change.
   // The stored position of row r's own entry, -1 when it has none.
   int64_t OwnEntry(int64_t row) const { return own_entry_.empty() ? -1 : own_entry_[row]; }
+  const int32_t* own_entries() const { return own_entry_.empty() ? nullptr : own_entry_.data(); }
   const Csr& csr() const { return hdg_->level(1).csr(); }
   const float* weights() const {
     return hdg_->level(1).weights.defined() ? hdg_->level(1).weights.f32() : nullptr;
@@ -127,10 +127,12 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     int epoch, int64_t first_index, const std::vector<Tensor>& seeds);
 
 // Node-wise sampling of layer `layer` with `fanout` (0: every entry): group g draws the rows
-// `rows[g]` of `a` for batch number `batch[g]` into out[g], each row keyed by (seed, epoch, batch,
-// layer, a.KeyOfRow(row)), so that a row gives the same sample wherever it is drawn.
+// `rows[g]` of `a`, whose roots are the vertices `vertices[g]`, for batch number `batch[g]` into
+// out[g]; each row is keyed by (seed, epoch, batch, layer, the row's key: a.keys()[row], or the
+// vertex), so that a row gives the same sample wherever it is drawn.
 void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int fanout, int epoch,
                 int layer, const std::vector<int64_t>& batch,
+                const std::vector<std::vector<int64_t>>& vertices,
                 const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out);
 
 // The layer step of SampleBlocks: samples layer `layer` for every batch's frontier (global ids)
