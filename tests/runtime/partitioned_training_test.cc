@@ -123,7 +123,9 @@ TEST(PartitionedTraining, DnfaModelsMatchTheSingleProcessRunForEveryMethodAndP2T
 
 // Mini-batches over the parts: each worker samples its own training vertices' share of every
 // batch, frontier vertices drawn by their owners and input rows fetched from them; the batches,
-// and so the losses and the accuracy, are the single-process run's on the source dataset.
+// and so the losses and the accuracy, are the single-process run's on the source dataset — for
+// GCN (whose Â places the root among its renumbered neighbours), SAGE, GIN and PinSage (whose
+// neighbourhoods are random walks across the workers).
 TEST(PartitionedTraining, MiniBatchesAcrossPartsMatchTheSingleProcessRun) {
   auto batches = [](flexgraph::RunConfig o) {
     o.mutable_train()->set_epochs(3);
@@ -134,7 +136,7 @@ TEST(PartitionedTraining, MiniBatchesAcrossPartsMatchTheSingleProcessRun) {
   };
   for (int parts : {2, 3}) {
     const std::string dir = WriteParts(Options("gcn", kCora), parts, partition::Method::kMetis);
-    for (const std::string model : {"sage", "gcn"}) {
+    for (const std::string model : {"sage", "gcn", "gin", "pinsage"}) {
       const std::string what = absl::StrCat(model, " P=", parts);
       auto single = Trainer::Create(batches(Options(model, kCora)));
       ASSERT_TRUE(single.ok()) << single.status();
