@@ -105,8 +105,9 @@ class LayerContext {
   // Stage timings (optional).
   ExecStats* stats = nullptr;
   // The layer input as a sparse matrix, when it is a constant, mostly-zero table (bag-of-words
-  // features of layer 0); DropoutLinear uses it. Null otherwise.
-  SparseMatrixPtr input_sparse;
+  // features of layer 0), and its first `roots_sparse` rows when the layer's roots are those rows
+  // (a mini-batch block); DropoutLinear uses them. Null otherwise.
+  SparseMatrixPtr input_sparse, roots_sparse;
   // Set by the framework in distributed runs: sums a small Var over the workers, differentiably
   // (null: one process). Layers use the declared reductions below, never this directly.
   std::function<ag::Var(const ag::Var&)> sum_across_workers;

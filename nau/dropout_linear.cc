@@ -11,10 +11,16 @@ ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& r
 
 ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const ag::Var& weight, const ag::Var& bias, float p, int site) {
-  const bool sparse = ctx.input_sparse != nullptr && !x.requires_grad() &&
-                      ctx.input_sparse->csr().num_rows == x.rows() &&
-                      ctx.input_sparse->csr().num_cols == x.row_width();
-  if (!sparse) {
+  // A constant input with a sparse view of as many rows: the table, or its roots.
+  SparseMatrixPtr view;
+  for (const SparseMatrixPtr& v : {ctx.input_sparse, ctx.roots_sparse}) {
+    if (v != nullptr && !x.requires_grad() && v->csr().num_rows == x.rows() &&
+        v->csr().num_cols == x.row_width()) {
+      view = v;
+      break;
+    }
+  }
+  if (view == nullptr) {
     const int64_t in = weight.value().dim(0);
     FG_CHECK(x.row_width() == in) << "DropoutMatMul: input " << x.value().ShapeString()
                                   << " for weight " << weight.value().ShapeString();
@@ -23,7 +29,7 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
     ag::Var y = ag::MatMul(d, weight);
     return bias.defined() ? ag::AddBias(y, bias) : y;
   }
-  SparseMatrixPtr a = ctx.input_sparse;
+  SparseMatrixPtr a = view;
   if (ctx.training && p > 0.0f) {
     a = std::make_shared<SparseMatrix>(
         ops::SparseDropout(a->csr(), p, ctx.DropoutSeed(site), row_ids));

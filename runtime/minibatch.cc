@@ -117,6 +117,25 @@ std::string MiniBatchTraining::Describe() const {
                       " batches per epoch");
 }
 
+void MiniBatchTraining::SparseInputViews(const ag::Var& h, int64_t roots, nau::LayerContext* ctx) {
+  const Tensor& x = h.value();
+  if (sparse_input_ < 0) {  // decided on the first batch, as the trainer does for the whole table
+    const int64_t nonzero = std::count_if(x.f32(), x.f32() + x.numel(), [](float v) { return v != 0; });
+    sparse_input_ = !h.requires_grad() && x.rank() == 2 && x.numel() > 0 && nonzero < x.numel() / 10;
+  }
+  if (sparse_input_ == 0) return;
+  Csr table = ops::DenseToCsr(x);
+  const int64_t nnz = table.row_ptr()[roots];
+  Csr prefix;  // the roots: the table's first rows
+  prefix.num_rows = roots;
+  prefix.num_cols = table.num_cols;
+  prefix.offsets = Tensor::FromVector(std::vector<int64_t>(table.row_ptr(), table.row_ptr() + roots + 1));
+  prefix.indices = Tensor::FromVector(std::vector<int32_t>(table.col(), table.col() + nnz));
+  prefix.values = Tensor::FromVector(std::vector<float>(table.val(), table.val() + nnz));
+  ctx->input_sparse = std::make_shared<SparseMatrix>(std::move(table));
+  ctx->roots_sparse = std::make_shared<SparseMatrix>(std::move(prefix));
+}
+
 double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Tensor& items,
                                      int64_t batch_total, int epoch, int64_t step) {
   nau::Model& model = *parts_.model;
@@ -137,6 +156,7 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   // Rows fetched from other parts come with their features and randomness keys.
   ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs)
                                      : model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
+  SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &ctx);
   const Tensor& keys = batch.keys.defined() ? batch.keys : batch.blocks[0].table;
   auto first = [&](int64_t n) {  // a block's table is a prefix of blocks[0].table
     return n == keys.numel() ? keys : Tensor::FromVector(std::vector<int64_t>(keys.i64(), keys.i64() + n));
@@ -144,6 +164,7 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   for (int l = 0; l < model.num_layers(); ++l) {
     const sampling::Block& b = batch.blocks[l];
     ctx.layer = l;
+    if (l == 1) ctx.input_sparse = ctx.roots_sparse = nullptr;
     ctx.table_global_ids = first(b.table.numel());
     ctx.root_global_ids = first(b.hdg->num_roots());
     h = executor_.Run(*b.hdg, executor_.Plan(*b.hdg, model.layer(l)), model.layer(l), h, ctx);

@@ -66,7 +66,12 @@ class MiniBatchTraining {
   double TrainBatch(const sampling::MiniBatch& batch, const Tensor& items, int64_t batch_total,
                     int epoch, int64_t step);
 
+  // Sparse views of a constant, mostly-zero layer-0 input `h` (bag-of-words features) and of its
+  // first `roots` rows, for DropoutLinear's SpMM path (LayerContext::input_sparse).
+  void SparseInputViews(const ag::Var& h, int64_t roots, nau::LayerContext* ctx);
+
   Parts parts_;
+  int sparse_input_ = -1;  // whether layer-0 inputs are sparse: -1 undecided, 0 no, 1 yes
   sampling::SamplerOptions options_;
   nau::HybridExecutor executor_;
   int64_t batch_size_ = 0;

@@ -3,6 +3,9 @@
 # does nothing if the venv already imports the pinned dgl and torch_geometric.
 #   bash bench/baselines/setup_venv.sh          # create / verify
 #   FORCE=1 bash bench/baselines/setup_venv.sh  # recreate from scratch
+#   WITH_TORCH_SPARSE=1 bash bench/baselines/setup_venv.sh
+#       # also builds torch-scatter and torch-sparse from PyPI's sources (no wheels there for torch
+#       # 2.1.2; about 40 minutes on 2 cores): PyG's NeighborLoader and sparse adj_t need them
 # Env: PYTHON (default python3), VENV (default bench/.venv),
 #      TORCH_INDEX_URL (default: the PyTorch CPU wheel index if reachable, else PyPI).
 set -euo pipefail
@@ -31,7 +34,18 @@ print(f"baseline venv ok: torch {torch.__version__}, dgl {dgl.__version__}, torc
 PY
 }
 
+with_sparse() {
+  [[ "${WITH_TORCH_SPARSE:-0}" != "1" ]] && return 0
+  "$VENV/bin/python" -c "import torch_sparse" 2>/dev/null && return 0
+  echo "setup_venv: building torch-scatter and torch-sparse from source (MAX_JOBS=${MAX_JOBS:-2})"
+  "$VENV/bin/python" -m pip --disable-pip-version-check install -q wheel==0.48.0
+  MAX_JOBS="${MAX_JOBS:-2}" "$VENV/bin/python" -m pip --disable-pip-version-check install -q \
+    --no-build-isolation torch-scatter==2.1.2 torch-sparse==0.6.18
+  "$VENV/bin/python" -c "import torch_geometric.typing as t; assert t.WITH_TORCH_SPARSE; print('torch_sparse ok')"
+}
+
 if [[ "${FORCE:-0}" != "1" && -x "$VENV/bin/python" ]] && check 2>/dev/null; then
+  with_sparse
   exit 0
 fi
 
@@ -60,3 +74,4 @@ else
 fi
 "${PIP[@]}" install -q -r "$REQ"
 check
+with_sparse

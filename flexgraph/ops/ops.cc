@@ -473,26 +473,36 @@ Csr SparseDropout(const Csr& x, float p, uint64_t seed, const Tensor& row_ids) {
 Csr DenseToCsr(const Tensor& x) {
   FG_CHECK(x.dtype() == DType::kFloat32 && x.device() == Device::kCpu) << "DenseToCsr: cpu float32";
   const int64_t n = x.rows(), d = x.row_width();
-  std::vector<int64_t> off(n + 1, 0);
-  for (int64_t r = 0; r < n; ++r) {
+  const float* xs = x.f32();
+  // Rows in parallel: counts, their prefix sums, then each row's entries at its offset.
+  Tensor offsets = Tensor::Empty({n + 1}, DType::kInt64);
+  int64_t* off = offsets.i64();
+  off[0] = 0;
+  ParallelFor(0, n, [&](int64_t r) {
+    const float* row = xs + r * d;
     int64_t k = 0;
-    for (int64_t j = 0; j < d; ++j) k += x.f32()[r * d + j] != 0.0f;
-    off[r + 1] = off[r] + k;
-  }
-  std::vector<int32_t> idx(off[n]);
-  std::vector<float> val(off[n]);
-  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < d; ++j) k += row[j] != 0.0f;
+    off[r + 1] = k;
+  });
+  for (int64_t r = 0; r < n; ++r) off[r + 1] += off[r];
+  Csr c;
+  c.num_rows = n;
+  c.num_cols = d;
+  c.offsets = std::move(offsets);
+  c.indices = Tensor::Empty({off[n]}, DType::kInt32);
+  c.values = Tensor::Empty({off[n]}, DType::kFloat32);
+  int32_t* idx = c.indices.i32();
+  float* val = c.values.f32();
+  ParallelFor(0, n, [&](int64_t r) {
+    const float* row = xs + r * d;
     int64_t at = off[r];
     for (int64_t j = 0; j < d; ++j) {
-      const float v = x.f32()[r * d + j];
-      if (v != 0.0f) {
+      if (row[j] != 0.0f) {
         idx[at] = static_cast<int32_t>(j);
-        val[at++] = v;
+        val[at++] = row[j];
       }
     }
-  }
-  Csr c = Csr::FromVectors(n, d, off, idx, {});
-  c.values = Tensor::FromVector(val);
+  });
   return c;
 }
 
