@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
+#include "runtime/collectives.h"
 
 namespace fg::runtime {
 namespace {
@@ -20,22 +21,12 @@ uint64_t Tag(int epoch, int layer, TrafficKind kind, int step, int64_t bulk) {
                  static_cast<int>(bulk % (static_cast<int64_t>(kMaxTagRound) + 1)));
 }
 
-// Sends parts[q] to every peer q and returns what each sent (entry rank(): parts[rank()]), over
-// point-to-point messages.
+// AllToAllVOverMessages (point to point only, beside the training thread's collectives), its
+// errors (which name the worker) prefixed with `what`.
 absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vector<std::string> parts,
                                                   uint64_t tag, const std::string& what) {
-  const int P = comm.size(), me = comm.rank();
-  for (int q = 0; q < P; ++q) {
-    if (q != me) comm.Send(q, tag, std::move(parts[q]));
-  }
-  std::vector<std::string> got(P);
-  got[me] = std::move(parts[me]);
-  for (int q = 0; q < P; ++q) {
-    if (q == me) continue;
-    absl::StatusOr<std::string> m = comm.Recv(q, tag);
-    if (!m.ok()) return Annotate(m.status(), absl::StrCat(what, ": worker ", q));
-    got[q] = std::move(*m);
-  }
+  absl::StatusOr<std::vector<std::string>> got = AllToAllVOverMessages(comm, std::move(parts), tag);
+  if (!got.ok()) return Annotate(got.status(), what);
   return got;
 }
 
@@ -297,7 +288,7 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
                        l, bulk, first_index, frontier, out);
   };
   FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> batches,
-                      sampling::SampleBlocks(layers, options, first_index, seeds, step));
+                      sampling::SampleBlocks(layers, first_index, seeds, step));
   FG_RETURN_IF_ERROR(FetchInputs(comm, owners, mine, epoch, bulk, &batches));
   return batches;
 }

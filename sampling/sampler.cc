@@ -265,12 +265,12 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     });
     return absl::OkStatus();
   };
-  return SampleBlocks(layers, options, first_index, seeds, local);
+  return SampleBlocks(layers, first_index, seeds, local);
 }
 
-absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(
-    const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
-    int64_t first_index, const std::vector<Tensor>& seeds, const FrontierSampler& sample) {
+absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const NeighbourhoodMatrix*>& layers,
+                                                    int64_t first_index, const std::vector<Tensor>& seeds,
+                                                    const FrontierSampler& sample) {
   const int num_layers = static_cast<int>(layers.size());
   const int64_t K = static_cast<int64_t>(seeds.size());
   std::vector<MiniBatch> out(K);
@@ -325,7 +325,6 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   };
   std::vector<int64_t> flat(R);
   for (int64_t k = 0; k < K; ++k) std::copy(rows[k].begin(), rows[k].end(), flat.begin() + base[k]);
-  // Each stacked row's first entry and degree.
   // Each stacked row's first entry, degree, key and own entry (per-row reads issued together).
   std::vector<int64_t> begin(R), degree(R), own(R);
   std::vector<uint64_t> key(R);

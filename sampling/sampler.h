@@ -71,8 +71,7 @@ class NeighbourhoodMatrix {
   // Sampling sees a row as its root's own entry first (where it has one), then the others in
   // stored order: a selection that places the root among its neighbours by id (GCN's Â) places
   // it differently where a partitioned dataset renumbers them, and the sample must not change.
-  // The stored position of row r's own entry, -1 when it has none.
-  int64_t OwnEntry(int64_t row) const { return own_entry_.empty() ? -1 : own_entry_[row]; }
+  // Per row, the stored position of its own entry, -1 when it has none (null: no row has one).
   const int32_t* own_entries() const { return own_entry_.empty() ? nullptr : own_entry_.data(); }
   const Csr& csr() const { return hdg_->level(1).csr(); }
   const float* weights() const {
@@ -139,10 +138,11 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int
 // into out[k] (one row per frontier vertex, in order).
 using FrontierSampler = std::function<absl::Status(
     int layer, const std::vector<std::vector<int64_t>>& frontier, std::vector<SampledRows>* out)>;
-// SampleBulk with the layer step `sample` (node-wise only; `layers` give the schemas and the
-// vertex space). Errors: those of `sample`.
-absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(
-    const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
-    int64_t first_index, const std::vector<Tensor>& seeds, const FrontierSampler& sample);
+// SampleBulk's blocks with the layer step `sample` (`layers` give the schemas and the vertex
+// space): per layer, from the seeds down, the sampled rows, then each batch's block and next
+// frontier. Errors: those of `sample`.
+absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const NeighbourhoodMatrix*>& layers,
+                                                    int64_t first_index, const std::vector<Tensor>& seeds,
+                                                    const FrontierSampler& sample);
 
 }  // namespace fg::sampling

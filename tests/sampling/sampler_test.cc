@@ -104,9 +104,11 @@ TEST(NodeWiseSampler, TheRootsOwnEntryDoesNotMoveTheSample) {
   first[0] = {{0, 9.0f}, {1, 1.0f}, {2, 2.0f}, {3, 3.0f}, {4, 4.0f}, {5, 5.0f}, {6, 6.0f}};
   middle[0] = {{1, 1.0f}, {2, 2.0f}, {3, 3.0f}, {0, 9.0f}, {4, 4.0f}, {5, 5.0f}, {6, 6.0f}};
   const NeighbourhoodMatrix a = MatrixOf(first, true), b = MatrixOf(middle, true);
-  EXPECT_EQ(a.OwnEntry(0), 0);
-  EXPECT_EQ(b.OwnEntry(0), 3);
-  EXPECT_EQ(a.OwnEntry(1), -1);
+  ASSERT_NE(a.own_entries(), nullptr);
+  ASSERT_NE(b.own_entries(), nullptr);
+  EXPECT_EQ(a.own_entries()[0], 0);
+  EXPECT_EQ(b.own_entries()[0], 3);
+  EXPECT_EQ(a.own_entries()[1], -1);
   std::set<int64_t> seen;
   for (uint64_t seed = 0; seed < 40; ++seed) {
     auto x = SampleBulk({&a}, {.fanouts = {3}, .seed = seed}, 0, 0, Repeat({0}, 1));
