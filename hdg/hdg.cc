@@ -14,6 +14,15 @@ Hdg::Hdg(SchemaTree schema, int64_t num_vertices, Tensor roots, std::vector<HdgL
       roots_(std::move(roots)),
       levels_(std::move(levels)) {}
 
+Hdg Hdg::OnDevice(Device device) const {
+  std::vector<HdgLevel> levels = levels_;
+  for (HdgLevel& l : levels) {
+    l.matrix = l.matrix->OnDevice(device);
+    l.weights = l.weights.To(device);
+  }
+  return Hdg(schema_, num_vertices_, roots_, std::move(levels));
+}
+
 size_t Hdg::Bytes() const {
   size_t b = roots_.nbytes();
   for (const auto& l : levels_) b += l.csr().bytes() + (l.weights.defined() ? l.weights.nbytes() : 0);

@@ -51,6 +51,9 @@ class Hdg {
   int64_t num_roots() const { return roots_.numel(); }
   size_t Bytes() const;
   HdgStats Stats() const;
+  // This HDG with its levels (matrices with their transposes, weights) on `device`; the roots stay
+  // on the host. Stats() and WriteNpy read host levels only.
+  Hdg OnDevice(Device device) const;
 
  private:
   SchemaTree schema_;

@@ -48,10 +48,15 @@ ag::Var LevelInput::GatherBlock(int t) const {
   FG_CHECK(arity >= 0) << "GatherBlock: block " << t << " of level " << level
                        << " has variable arity";
   const int64_t lo = l.type_offsets[t], hi = l.type_offsets[t + 1];
-  const int64_t e_lo = l.csr().row_ptr()[lo], e_hi = l.csr().row_ptr()[hi];
+  const Csr host = l.csr().offsets.device() == Device::kCpu
+                       ? l.csr()
+                       : Csr{.offsets = l.csr().offsets.To(Device::kCpu),
+                             .indices = l.csr().indices.To(Device::kCpu),
+                             .values = Tensor()};
+  const int64_t e_lo = host.row_ptr()[lo], e_hi = host.row_ptr()[hi];
   Tensor idx = Tensor::Empty({e_hi - e_lo}, DType::kInt32);
-  std::copy(l.csr().col() + e_lo, l.csr().col() + e_hi, idx.i32());
-  ag::Var g = ag::GatherRows(children, idx);
+  std::copy(host.col() + e_lo, host.col() + e_hi, idx.i32());
+  ag::Var g = ag::GatherRows(children, idx.To(children.value().device()));
   return ag::Reshape(g, {hi - lo, arity, children.row_width()});
 }
 

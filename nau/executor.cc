@@ -11,19 +11,19 @@ bool UniformArity(const hdg::HdgLevel& l) {
   return l.block_arity.size() == 1 && l.block_arity[0] > 0;
 }
 
-// Per-entry weights normalised to sum to one within each node.
+// Per-entry weights normalised to sum to one within each node, on the weights' device (computed
+// on the host).
 Tensor NormalizedWeights(const hdg::HdgLevel& l) {
-  const Csr& c = l.csr();
-  Tensor w = Tensor::Empty({c.nnz()});
-  for (int64_t i = 0; i < c.num_rows; ++i) {
+  const Tensor offsets = l.csr().offsets.To(Device::kCpu), weights = l.weights.To(Device::kCpu);
+  const int64_t* o = offsets.i64();
+  Tensor w = Tensor::Empty({weights.numel()});
+  for (int64_t i = 0; i + 1 < offsets.numel(); ++i) {
     double s = 0.0;
-    for (int64_t e = c.row_ptr()[i]; e < c.row_ptr()[i + 1]; ++e) s += l.weights.f32()[e];
+    for (int64_t e = o[i]; e < o[i + 1]; ++e) s += weights.f32()[e];
     const float inv = s > 0 ? static_cast<float>(1.0 / s) : 0.0f;
-    for (int64_t e = c.row_ptr()[i]; e < c.row_ptr()[i + 1]; ++e) {
-      w.f32()[e] = l.weights.f32()[e] * inv;
-    }
+    for (int64_t e = o[i]; e < o[i + 1]; ++e) w.f32()[e] = weights.f32()[e] * inv;
   }
-  return w;
+  return w.To(l.weights.device());
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x) {
   const Tensor& roots = hdg.roots();
   bool identity = roots.numel() == x.rows();
   for (int64_t i = 0; identity && i < roots.numel(); ++i) identity = roots.i32()[i] == i;
-  return identity ? x : ag::GatherRows(x, roots);
+  return identity ? x : ag::GatherRows(x, roots.To(x.value().device()));
 }
 
 std::vector<LevelPlan> HybridExecutor::Plan(const hdg::Hdg& hdg, const Layer& layer) const {
@@ -132,7 +132,7 @@ ag::Var HybridExecutor::Aggregate(const hdg::Hdg& hdg, const std::vector<LevelPl
         if (w.defined()) flat = ag::ScaleRows(flat, w);
         std::vector<int64_t> off(n + 1);
         for (int64_t i = 0; i <= n; ++i) off[i] = i * arity;
-        x = ag::SegmentReduce(Tensor::FromVector(off), flat,
+        x = ag::SegmentReduce(Tensor::FromVector(off).To(flat.value().device()), flat,
                               agg.reduction() == Reduction::kMean ? ops::SegmentReduceOp::kMean
                                                                   : ops::SegmentReduceOp::kSum);
         break;

@@ -56,13 +56,20 @@ TypedInput::TypedInput(const ModelSpec& spec, int64_t width, Featureless feature
 }
 
 ag::Var TypedInput::Forward(const ModelSpec& spec) const {
+  // Rows of unread types are zeros on the parameters' device.
+  Device device = Device::kCpu;
+  for (const Projection& p : projections_) {
+    for (const ag::Var& v : {p.linear.weight(), p.embedding.table()}) {
+      if (v.defined()) device = v.value().device();
+    }
+  }
   std::vector<ag::Var> parts;
   int64_t rows = 0;
   for (int t = 0; t < spec.vertices->num_types(); ++t) {
     const Projection& p = projections_[t];
     ag::Var h;
     if (!p.read) {
-      h = ag::Var(Tensor::Zeros({p.zero_rows, width_}));
+      h = ag::Var(Tensor::Zeros({p.zero_rows, width_}, DType::kFloat32, device));
     } else if (p.has_features) {
       h = p.linear.Forward(ag::Var(spec.dataset->features.at(spec.vertices->type_name(t))));
     } else {
@@ -75,7 +82,7 @@ ag::Var TypedInput::Forward(const ModelSpec& spec) const {
     rows += h.rows();
     parts.push_back(ag::Reshape(h, {1, h.rows() * width_}));
   }
-  if (parts.empty()) return ag::Var(Tensor::Zeros({0, width_}));
+  if (parts.empty()) return ag::Var(Tensor::Zeros({0, width_}, DType::kFloat32, device));
   if (parts.size() == 1) return ag::Reshape(parts[0], {rows, width_});
   return ag::Reshape(ag::Concat(parts), {rows, width_});
 }

@@ -7,6 +7,8 @@
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/message_differencer.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -171,8 +173,10 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (t.select_on() != "accuracy" && t.select_on() != "macro_f1") {
     return bad("select_on", absl::StrCat("unknown metric '", t.select_on(), "' (accuracy or macro_f1)"));
   }
-  if (t.device() != "cpu" && t.device() != "cuda") {
-    return bad("device", absl::StrCat("unknown device '", t.device(), "' (cpu or cuda)"));
+  if (int index; t.device() != "cpu" && t.device() != "cuda" &&
+                 !(absl::StartsWith(t.device(), "cuda:") &&
+                   absl::SimpleAtoi(t.device().substr(5), &index) && index >= 0)) {
+    return bad("device", absl::StrCat("unknown device '", t.device(), "' (cpu, cuda or cuda:N)"));
   }
   nau::Strategy s;
   if (!t.exec().empty() && !nau::ParseStrategy(t.exec(), &s)) {
@@ -191,6 +195,16 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (t.batch_size() > 0) FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers()).status());
   if (c.dataset().path().empty()) return bad("dataset", "is empty");
   return absl::OkStatus();
+}
+
+Device DeviceOf(const std::string& device) {
+  return absl::StartsWith(device, "cuda") ? Device::kCuda : Device::kCpu;
+}
+
+int CudaDeviceIndex(const std::string& device) {
+  int index = 0;
+  if (absl::StartsWith(device, "cuda:") && absl::SimpleAtoi(device.substr(5), &index)) return index;
+  return 0;
 }
 
 }  // namespace fg::runtime

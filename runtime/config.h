@@ -44,5 +44,9 @@ std::string ConfigDifferences(const flexgraph::RunConfig& a, const flexgraph::Ru
 
 // Checks ranges (positive sizes, dropout in [0, 1), known optimizer/device/exec), naming the field.
 absl::Status ValidateConfig(const flexgraph::RunConfig& config);
+// The device a validated `train.device` names ("cpu", "cuda" or "cuda:N") and its index (0 for
+// "cpu" and "cuda").
+Device DeviceOf(const std::string& device);
+int CudaDeviceIndex(const std::string& device);
 
 }  // namespace fg::runtime

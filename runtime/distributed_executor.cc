@@ -50,6 +50,22 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
   const Tensor& root_ids = roots.ids;
   if (!distributed()) {
     p.levels = executor_.Plan(*p.hdg, layer);
+    bool custom = false;  // a custom aggregator reads the HDG's structure on the host
+    for (int k = 1; k <= p.hdg->num_levels(); ++k) {
+      custom = custom || layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom;
+    }
+    if (device_ != Device::kCpu) {  // the dropout keys live there
+      p.input.keys = p.input.keys.To(device_);
+      p.roots.keys = p.roots.keys.To(device_);
+    }
+    if (device_ != Device::kCpu && !custom) {  // and the HDG, when only the executor reads it
+      std::shared_ptr<const hdg::Hdg> placed;  // layers over one HDG share its device copy
+      for (int j = 0; j < i && placed == nullptr; ++j) {
+        if (layers_[j].source == p.hdg) placed = layers_[j].hdg;
+      }
+      p.source = p.hdg;
+      p.hdg = placed ? placed : std::make_shared<const hdg::Hdg>(p.hdg->OnDevice(device_));
+    }
     return absl::OkStatus();
   }
   FG_ASSIGN_OR_RETURN(p.exchange, BuildLayerExchange(*setup_.comm, *p.hdg, layer.LevelAggregator(1),

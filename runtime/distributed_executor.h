@@ -46,6 +46,8 @@ class DistributedExecutor {
   void SetOwnership(Ownership owners) { owners_ = std::move(owners); }
   const Ownership& ownership() const { return owners_; }
   void SetOverride(std::optional<nau::Strategy> s) { executor_.SetOverride(s); }
+  // Where the layers run: a planned layer's HDG and row keys are placed there (one process).
+  void SetDevice(Device device) { device_ = device; }
 
   // The ids (int64) of a layer's rows: global ids in this run's vertex space, and the keys its
   // randomness (dropout masks) uses — the source dataset's ids, which a partitioned dataset
@@ -97,6 +99,7 @@ class DistributedExecutor {
     LayerExchange exchange;  // distributed runs
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
+    std::shared_ptr<const hdg::Hdg> source;  // the host HDG that `hdg` was placed from (device runs)
   };
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
   // Layer 0's message of a constant input (features that are not trained, no dropout in this
@@ -116,6 +119,7 @@ class DistributedExecutor {
   ExchangeContext xctx_;
   std::vector<LayerPlan> layers_;
   ConstantRemote constant_remote_;
+  Device device_ = Device::kCpu;
   bool constant_in_training_ = false;  // the last training pass's layer-0 message was constant
   LayerExchange all_rows_;
   Tensor all_rows_order_, all_keys_;

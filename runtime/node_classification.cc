@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/nn/metrics.h"
 #include "nau/context.h"
@@ -101,7 +102,15 @@ ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
   if (train_rows_.numel() == 0) {
     return ag::Scale(ag::Sum(output), 0.0f);  // no local labels: still runs the exchanges
   }
-  ag::Var loss = ag::NllLoss(ag::LogSoftmax(output), labels_, train_rows_);
+  if (output.value().device() != placed_labels_.device() || !placed_labels_.defined()) {
+    for (int64_t k = 0; k < train_rows_.numel(); ++k) {  // once: a GPU does not check them
+      const int64_t y = labels_.i64()[train_rows_.i32()[k]];
+      FG_CHECK(y >= 0 && y < num_classes_) << "label " << y << " outside [0, " << num_classes_ << ")";
+    }
+    placed_labels_ = labels_.To(output.value().device());
+    placed_train_rows_ = train_rows_.To(output.value().device());
+  }
+  ag::Var loss = ag::NllLoss(ag::LogSoftmax(output), placed_labels_, placed_train_rows_);
   if (train_rows_.numel() == global_train_) return loss;
   return ag::Scale(loss, static_cast<float>(train_rows_.numel()) / global_train_);
 }

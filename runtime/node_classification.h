@@ -39,6 +39,7 @@ class NodeClassificationTask : public Task {
   int64_t global_train_ = 0;                    // training vertices over all workers
   Tensor labels_;                               // int64, per output row
   Tensor train_rows_, valid_rows_, test_rows_;  // int32 output rows
+  mutable Tensor placed_labels_, placed_train_rows_;  // on the outputs' device (placed once)
   std::vector<int64_t> train_ids_;              // global ids of the training vertices, ascending
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/base/parallel.h"
@@ -42,16 +43,23 @@ Trainer::~Trainer() = default;
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunConfig& config,
                                                          DistributedSetup dist) {
   FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, ResolveConfig(config));
-  if (resolved.train().device() == "cuda") {
+  if (absl::StartsWith(resolved.train().device(), "cuda")) {
     if (!CudaAvailable()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("device: cuda requested but unusable: ", CudaUnavailableReason()));
+          absl::StrCat("device: ", resolved.train().device(), " requested but unusable: ",
+                       CudaUnavailableReason()));
     }
-    // The ops run on CUDA (tests/cuda); placing the trainer's tensors on the GPU is not wired yet,
-    // and training silently on the CPU instead would mislead.
-    return absl::UnimplementedError(
-        "device: cuda is not supported by the trainer yet (its tensors stay on the CPU); use "
-        "--device cpu");
+    const bool several = dist.comm != nullptr && dist.comm->size() > 1;
+    if (several || resolved.train().batch_size() > 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "device: ", resolved.train().device(), " trains whole-graph in one process; ",
+          several ? "several workers" : "mini-batches (batch_size)", " run on the CPU only (use "
+          "--device cpu)"));
+    }
+    if (std::string error = UseCudaDevice(CudaDeviceIndex(resolved.train().device()));
+        !error.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("device: ", error));
+    }
   }
   std::unique_ptr<Trainer> t(new Trainer(std::move(resolved), std::move(dist)));
   FG_RETURN_IF_ERROR(t->Init());
@@ -60,10 +68,15 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunCon
 
 absl::Status Trainer::Init() {
   if (config_.train().threads() > 0) SetNumThreads(config_.train().threads());
+  device_ = DeviceOf(config_.train().device());
+  exec_.SetDevice(device_);
   Progress::SetQuiet(config_.output().quiet());
   FG_RETURN_IF_ERROR(LoadData());
   FG_RETURN_IF_ERROR(BuildModel());
   PlaceRows();
+  if (device_ != Device::kCpu) {  // the inputs' features: placed once, read by the models there
+    for (auto& [type, feat] : dataset_.features) feat = feat.To(device_);
+  }
   FG_RETURN_IF_ERROR(EnsureHdgs(0));
   ReleaseFreedMemory();  // loading's and planning's temporaries: not resident through training
   if (config_.train().batch_size() > 0) {
@@ -190,6 +203,9 @@ absl::Status Trainer::BuildModel() {
   }
   if (!tc.init_weights().empty()) {
     FG_RETURN_IF_ERROR(LoadInitialParameters(tc.init_weights(), model_->parameters()));
+  }
+  for (const nn::NamedParameter& p : model_->parameters()) {  // placed once; trained there
+    p.var.mutable_value() = p.var.value().To(device_);
   }
   nn::OptimizerKind kind = tc.optimizer() == "sgd"    ? nn::OptimizerKind::kSgd
                            : tc.optimizer() == "adamw" ? nn::OptimizerKind::kAdamW

@@ -119,6 +119,9 @@ class Trainer {
   // Keys of the global row lists: each layer's roots, and the table (every vertex).
   std::vector<uint64_t> roots_key_;
   uint64_t table_key_ = 0;
+  Device device_ = Device::kCpu;  // where parameters, HDGs and activations live
+  Tensor input_on_device_;        // the constant layer-0 input placed on device_ (once)
+  const void* input_on_device_source_ = nullptr;
   bool sparse_checked_ = false;
   SparseMatrixPtr input_sparse_;     // sparse view of a constant, mostly-zero layer-0 input
   const void* input_sparse_source_ = nullptr;

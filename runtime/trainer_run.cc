@@ -40,10 +40,19 @@ ag::Var Trainer::Forward(int epoch, bool training, int last, ag::Var* capture) {
   if (h.rows() != table_.ids.numel()) {  // a model that lays out every vertex: keep our rows
     Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
     for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table_.ids.i64()[k]);
-    h = ag::GatherRows(h, idx);
+    h = ag::GatherRows(h, idx.To(h.value().device()));
   }
-  // A constant, mostly-zero input (bag-of-words features) also gets a sparse view, built once.
-  if (!sparse_checked_ && !h.requires_grad() && h.value().rank() == 2 && h.value().numel() > 0) {
+  if (h.value().device() != device_) {  // a constant input (features): placed once
+    FG_CHECK(!h.requires_grad()) << "a trained model input on " << DeviceName(h.value().device());
+    if (input_on_device_source_ != h.value().raw()) {
+      input_on_device_ = h.value().To(device_);
+      input_on_device_source_ = h.value().raw();
+    }
+    h = ag::Var(input_on_device_);
+  }
+  // A constant, mostly-zero input (bag-of-words features) also gets a sparse view, built once (on
+  // the CPU: a GPU multiplies the dense rows faster).
+  if (!sparse_checked_ && device_ == Device::kCpu && !h.requires_grad() && h.value().rank() == 2 && h.value().numel() > 0) {
     sparse_checked_ = true;
     const Tensor& x = h.value();
     const int64_t nonzero = std::count_if(x.f32(), x.f32() + x.numel(), [](float v) { return v != 0; });
@@ -102,6 +111,7 @@ double Trainer::TrainStep(int epoch) {
   ScopedTimer t(&stats_.optimizer);
   optimizer_->Step();
   optimizer_->ZeroGrad();
+  if (device_ != Device::kCpu) DeviceStreamSynchronize();  // the epoch's time includes its kernels
   return value[0];
 }
 
@@ -116,7 +126,7 @@ double Trainer::EvalLoss() {
 EpochMetrics Trainer::Evaluate(int epoch) {
   ScopedTimer timer(&stats_.evaluation);
   ag::NoGradGuard guard;
-  Tensor output = TaskRows(Forward(epoch, false)).value();
+  Tensor output = TaskRows(Forward(epoch, false)).value().To(Device::kCpu);  // metrics: host
   int step = kStepMetrics;
   return task_->Evaluate(output, [&](std::vector<double>* v) {
     FG_CHECK(step <= kMaxTagStep) << "evaluation needs too many sums";
@@ -136,7 +146,7 @@ absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids, bool nb
   ag::Var captured;
   Tensor out = Forward(epoch, false, layer, nbr ? &captured : nullptr).value();
   *ids = layer < 0 ? table_.ids : layer_roots_[layer].ids;
-  return nbr ? captured.value() : out;
+  return (nbr ? captured.value() : out).To(Device::kCpu);
 }
 
 absl::StatusOr<EpochMetrics> Trainer::EvaluateAt(int epoch) {
@@ -227,7 +237,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       if (!out.save_model().empty()) {  // the parameters the run selects
         best_params.clear();
         for (const nn::NamedParameter& p : model_->parameters()) {
-          best_params.emplace_back(p.name, p.var.value().Clone());
+          best_params.emplace_back(p.name, p.var.value().To(Device::kCpu).Clone());
         }
       }
     } else {
@@ -262,7 +272,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       saved.set_test_macro_f1(r.test_macro_f1);
     } else {  // resumed past its best epoch: the best parameters are not at hand, the last are
       saved.set_epoch(r.epochs);
-      for (const nn::NamedParameter& p : model_->parameters()) best_params.emplace_back(p.name, p.var.value());
+      for (const nn::NamedParameter& p : model_->parameters()) {
+        best_params.emplace_back(p.name, p.var.value().To(Device::kCpu));
+      }
     }
     FG_RETURN_IF_ERROR(SaveModel(out.save_model(), saved, best_params));
     if (!out.quiet()) {

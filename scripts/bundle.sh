@@ -14,6 +14,7 @@ build=${1:-build/release}
 out=${2:-gpu_bundle}
 data=${FLEXGRAPH_SHARED_DATA:-../shared/data}
 targets=(flexgraph cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test
+         runtime_device_training_test
          runtime_nccl_test)
 
 if ! command -v patchelf > /dev/null; then

@@ -10,18 +10,6 @@ namespace {
 
 using ops::SpmmReduce;
 
-// 1 / degree per row (0 for empty rows), on the matrix's device (computed on the host).
-Tensor InvDegree(const Csr& c) {
-  Tensor inv = Tensor::Empty({c.num_rows});
-  const Tensor offsets = c.offsets.To(Device::kCpu);
-  const int64_t* o = offsets.i64();
-  for (int64_t i = 0; i < c.num_rows; ++i) {
-    const int64_t d = o[i + 1] - o[i];
-    inv.f32()[i] = d > 0 ? 1.0f / static_cast<float>(d) : 0.0f;
-  }
-  return inv.To(c.offsets.device());
-}
-
 void CheckSameShape(const Var& a, const Var& b, const char* op) {
   FG_CHECK(a.value().numel() == b.value().numel())
       << op << ": shape mismatch " << a.value().ShapeString() << " vs " << b.value().ShapeString();
@@ -326,7 +314,7 @@ Var Spmm(const SparseMatrixPtr& a, const Var& x, SpmmReduce reduce, const Var& e
                     [a, x = GradRef(x), edge_w = GradRef(edge_w), xv, wv, reduce](const Tensor& g) {
     const Csr& c = a->csr();
     Tensor gs = g;  // gradient w.r.t. the un-normalised sum
-    if (reduce == SpmmReduce::kMean) gs = ops::ScaleRows(g, InvDegree(c));
+    if (reduce == SpmmReduce::kMean) gs = ops::ScaleRows(g, a->inv_degree());
     if (x.requires_grad()) {
       Tensor wt;
       if (wv.defined()) {
@@ -446,40 +434,16 @@ Var LogSoftmax(const Var& x) {
   });
 }
 
-// The losses reduce to one number: they run on the host (inputs copied from a GPU, the loss and
-// the gradient copied back), which costs one [n, C] transfer per step.
-Var NllLoss(const Var& logp, const Tensor& labels_in, const Tensor& rows_in) {
-  const Device device = logp.value().device();
-  const Tensor lp = logp.value().To(Device::kCpu);
-  const Tensor labels = labels_in.To(Device::kCpu), rows = rows_in.To(Device::kCpu);
-  FG_CHECK(lp.rank() == 2) << "NllLoss: log-probabilities must be [n, C], got " << lp.ShapeString();
-  FG_CHECK(labels.dtype() == DType::kInt64 && labels.numel() == lp.dim(0))
-      << "NllLoss: labels must be int64 [" << lp.dim(0) << "], got " << labels.ShapeString();
-  FG_CHECK(rows.dtype() == DType::kInt32) << "NllLoss: rows must be int32";
-  const int64_t m = rows.numel(), classes = lp.dim(1);
-  FG_CHECK(m > 0) << "NllLoss: no rows";
-  double total = 0.0;
-  for (int64_t k = 0; k < m; ++k) {
-    const int32_t r = rows.i32()[k];
-    const int64_t y = labels.i64()[r];
-    FG_CHECK(y >= 0 && y < classes) << "NllLoss: label " << y << " of row " << r << " outside [0, "
-                                    << classes << ")";
-    total -= lp.f32()[r * classes + y];
-  }
-  Tensor out = Tensor::Full({1}, static_cast<float>(total / m)).To(device);
-  return MakeResult(out, "NllLoss", {logp}, [logp, labels, rows, device](const Tensor& g) {
-    const Tensor& lp = logp.value();
-    const int64_t m = rows.numel(), classes = lp.dim(1);
-    Tensor gl = Tensor::Zeros(lp.shape());
-    const float scale = -g.Item() / static_cast<float>(m);
-    for (int64_t k = 0; k < m; ++k) {
-      const int32_t r = rows.i32()[k];
-      gl.f32()[r * classes + labels.i64()[r]] += scale;
-    }
-    AccumulateGrad(logp, gl.To(device), "NllLoss");
+Var NllLoss(const Var& logp, const Tensor& labels, const Tensor& rows) {
+  Tensor out = ops::NllLoss(logp.value(), labels, rows);
+  return MakeResult(out, "NllLoss", {logp},
+                    [logp = GradRef(logp), lp = logp.value(), labels, rows](const Tensor& g) {
+    AccumulateGrad(logp, ops::NllLossBackward(g, lp, labels, rows), "NllLoss");
   });
 }
 
+// BCE reduces to one number on the host (inputs copied from a GPU, the loss and the gradient
+// copied back), which costs one transfer of the logits per step.
 Var BceWithLogits(const Var& logits, const Tensor& targets_in) {
   const Device device = logits.value().device();
   const Tensor x = logits.value().To(Device::kCpu);

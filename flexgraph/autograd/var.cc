@@ -95,7 +95,7 @@ void AccumulateGrad(const GradRef& v, const Tensor& g, const char* op) {
 void Var::Backward() const {
   FG_CHECK(node_->value.numel() == 1)
       << "Backward() without a seed needs a scalar, got " << node_->value.ShapeString();
-  Backward(Tensor::Full(node_->value.shape(), 1.0f));
+  Backward(Tensor::Full(node_->value.shape(), 1.0f).To(node_->value.device()));
 }
 
 void Var::Backward(const Tensor& seed) const {

@@ -12,6 +12,13 @@ namespace fg::ops {
 
 enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
 
+// The constants of one optimizer update (nn::Optimizer): kind 0 SGD, 1 Adam, 2 AdamW; bc1, bc2 are
+// Adam's bias corrections 1 - beta^step.
+struct OptimizerStepArgs {
+  int kind = 0;
+  float lr = 0, weight_decay = 0, momentum = 0, beta1 = 0, beta2 = 0, eps = 0, bc1 = 1, bc2 = 1;
+};
+
 #define FG_KERNEL_DECLS                                                                          \
   /* C[m,n] = alpha * op(A) op(B) + beta * C; batch > 1 uses strides m*k, k*n, m*n. */              \
   void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,              \
@@ -42,9 +49,11 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
   /* out rows = sum_e w(e, head) * x[col[e]] over row segments (reduce: 0 sum, 1 mean). */         \
   void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,               \
             int64_t rows, const float* x, int64_t width, int mean, float* out);                     \
-  /* Spmm with the dense operand's row count `x_rows` (the CUDA backend hands it to cuSPARSE). */   \
+  /* Spmm with the dense operand's row count `x_rows` and the entry count `nnz` (the CUDA backend  \
+     hands both to cuSPARSE). */                                                                   \
   void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,            \
-               int64_t rows, int64_t x_rows, const float* x, int64_t width, int mean, float* out);  \
+               int64_t rows, int64_t x_rows, int64_t nnz, const float* x, int64_t width, int mean, \
+               float* out);                                                                        \
   /* out = max over row segments of x[col[e]]; argmax holds the winning column (-1 if empty). */  \
   void SpmmMax(const int64_t* off, const int32_t* col, int64_t rows, const float* x,               \
                int64_t width, float* out, int32_t* argmax);                                        \
@@ -80,7 +89,17 @@ enum class UnaryOp { kRelu, kLeakyRelu, kElu, kTanh, kSigmoid, kExp };
                const float* x, float* y);                                                          \
   /* y[r, y_at + c] = x[r, x_at + c] for r < rows, c < width (column blocks; Concat and Split). */  \
   void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, int64_t width,     \
-                   float* y, int64_t y_width, int64_t y_at);
+                   float* y, int64_t y_width, int64_t y_at);                                     \
+  /* Updates parameters w in place from gradients g (null: zero) and the state m (momentum or    \
+     first moment) and v (second moment; null for SGD), n elements. */                           \
+  void OptimizerStep(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,     \
+                     int64_t n);                                                                   \
+  /* out[0] = -(1/m) sum_k lp[rows[k], labels[rows[k]]] over log-probabilities [*, classes]. */    \
+  void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int32_t* rows,       \
+               int64_t m, float* out);                                                             \
+  /* gl[rows[k], labels[rows[k]]] += -g[0] / m over a zeroed gl [*, classes]; rows distinct. */   \
+  void NllLossBackward(const float* g, int64_t classes, const int64_t* labels, const int32_t* rows, \
+                       int64_t m, float* gl);
 
 namespace cpu {
 FG_KERNEL_DECLS

@@ -14,25 +14,41 @@ void CheckFloat(const Tensor& t, const char* op, const char* arg) {
       << op << ": " << arg << " must be float32, got " << DTypeName(t.dtype());
 }
 
+// Two dense operands of one shape, on one device.
 void CheckSameNumel(const Tensor& a, const Tensor& b, const char* op) {
   FG_CHECK(a.numel() == b.numel())
       << op << ": shape mismatch " << a.ShapeString() << " vs " << b.ShapeString();
+  FG_CHECK(a.device() == b.device()) << op << ": operands on " << DeviceName(a.device()) << " and "
+                                     << DeviceName(b.device());
 }
 
-// Index arrays (CSR structure, segment offsets, argmax) must live on the dense operand's device.
-void CheckSameDevice(const Tensor& index, const Tensor& x, const char* op, const char* arg) {
-  FG_CHECK(!index.defined() || index.device() == x.device())
+// Dense float operands must share one device.
+void CheckSameDevice(const Tensor& t, const Tensor& x, const char* op, const char* arg) {
+  FG_CHECK(!t.defined() || t.device() == x.device())
+      << op << ": " << arg << " is on " << DeviceName(t.device()) << " but the operand is on "
+      << DeviceName(x.device()) << " (move it with Tensor::To)";
+}
+
+// An index array (CSR structure, segment offsets, row indices, argmax) on the dense operand's
+// device: one held on the host is copied there for this call (place it there once where it is
+// reused); one on a device with a host operand is an error.
+Tensor Placed(const Tensor& index, const Tensor& x, const char* op, const char* arg) {
+  if (!index.defined() || index.device() == x.device()) return index;
+  FG_CHECK(index.device() == Device::kCpu)
       << op << ": " << arg << " is on " << DeviceName(index.device()) << " but the operand is on "
-      << DeviceName(x.device()) << " (move it with Tensor::To or ops::CsrToDevice)";
+      << DeviceName(x.device());
+  return index.To(x.device());
 }
 
-// A sparse operand: int32 column ids, every array on the dense operand's device.
-void CheckCsr(const Csr& c, const Tensor& x, const char* op) {
+// A sparse operand: int32 column ids, every array on the dense operand's device (placed there).
+Csr PlacedCsr(const Csr& c, const Tensor& x, const char* op) {
   FG_CHECK(!c.has_int64_indices()) << op << ": sparse operands take int32 column ids (convert with "
                                     << "Csr::WithInt32Indices)";
-  CheckSameDevice(c.offsets, x, op, "csr offsets");
-  CheckSameDevice(c.indices, x, op, "csr indices");
-  CheckSameDevice(c.values, x, op, "csr values");
+  Csr out = c;
+  out.offsets = Placed(c.offsets, x, op, "csr offsets");
+  out.indices = Placed(c.indices, x, op, "csr indices");
+  out.values = Placed(c.values, x, op, "csr values");
+  return out;
 }
 
 // offsets[segments], read from either device.
@@ -46,11 +62,11 @@ int64_t LastOffset(const Tensor& offsets) {
   return last;
 }
 
-void CheckCsrOperand(const Csr& c, const Tensor& x, const char* op) {
+Csr PlacedCsrOperand(const Csr& c, const Tensor& x, const char* op) {
   CheckFloat(x, op, "x");
-  CheckCsr(c, x, op);
   FG_CHECK(x.rows() == c.num_cols) << op << ": sparse matrix has " << c.num_cols
                                    << " columns but dense operand has shape " << x.ShapeString();
+  return PlacedCsr(c, x, op);
 }
 
 Shape WithRows(const Tensor& x, int64_t rows) {
@@ -89,6 +105,8 @@ void MatmulInto(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, fl
                     << (trans_a ? "^T" : "") << " x " << b.ShapeString() << (trans_b ? "^T" : "");
   FG_CHECK(c->rank() == 2 && c->dim(0) == m && c->dim(1) == n)
       << "Matmul: output shape " << c->ShapeString() << " != [" << m << ", " << n << "]";
+  CheckSameDevice(b, a, "Matmul", "b");
+  CheckSameDevice(*c, a, "Matmul", "the output");
   FG_DISPATCH(a.device(), Gemm, trans_a, trans_b, m, n, k, alpha, a.f32(), b.f32(), beta,
               c->f32(), 1);
 }
@@ -111,6 +129,7 @@ Tensor MatmulBiasRelu(const Tensor& a, const Tensor& w, const Tensor& bias) {
 Tensor BatchedMatmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   CheckFloat(a, "BatchedMatmul", "a");
   CheckFloat(b, "BatchedMatmul", "b");
+  CheckSameDevice(b, a, "BatchedMatmul", "b");
   FG_CHECK(a.rank() == 3 && b.rank() == 3 && a.dim(0) == b.dim(0))
       << "BatchedMatmul: expects [B, m, k] and [B, k, n], got " << a.ShapeString() << " and "
       << b.ShapeString();
@@ -144,6 +163,7 @@ Tensor ApplyBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor&
 Tensor Add(const Tensor& a, const Tensor& b, float alpha) {
   CheckFloat(a, "Add", "a");
   CheckFloat(b, "Add", "b");
+  CheckSameDevice(b, a, "Add", "b");
   int64_t period = 0;
   if (a.numel() != b.numel()) {
     FG_CHECK(a.rank() >= 1 && b.numel() == a.dim(-1))
@@ -198,6 +218,7 @@ Tensor Scale(const Tensor& x, float s) {
 Tensor ScaleRows(const Tensor& x, const Tensor& s) {
   CheckFloat(x, "ScaleRows", "x");
   CheckFloat(s, "ScaleRows", "s");
+  CheckSameDevice(s, x, "ScaleRows", "s");
   const int64_t heads = s.row_width();
   FG_CHECK(s.rows() == x.rows() && heads > 0 && x.row_width() % heads == 0)
       << "ScaleRows: scales " << s.ShapeString() << " do not fit " << x.ShapeString();
@@ -260,8 +281,8 @@ Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge
   return out;
 }
 
-void SpmmInto(const Csr& a, const Tensor& x, SpmmReduce reduce, float* out, const Tensor& edge_w) {
-  CheckCsrOperand(a, x, "Spmm");
+void SpmmInto(const Csr& a_in, const Tensor& x, SpmmReduce reduce, float* out, const Tensor& edge_w) {
+  const Csr a = PlacedCsrOperand(a_in, x, "Spmm");
   const float* w = nullptr;
   int64_t heads = 1;
   if (edge_w.defined()) {
@@ -276,12 +297,12 @@ void SpmmInto(const Csr& a, const Tensor& x, SpmmReduce reduce, float* out, cons
   } else if (a.values.defined()) {
     w = a.val();
   }
-  FG_DISPATCH(x.device(), SpmmCsr, a.row_ptr(), a.col(), w, heads, a.num_rows, x.rows(), x.f32(),
-              x.row_width(), reduce == SpmmReduce::kMean ? 1 : 0, out);
+  FG_DISPATCH(x.device(), SpmmCsr, a.row_ptr(), a.col(), w, heads, a.num_rows, x.rows(), a.nnz(),
+              x.f32(), x.row_width(), reduce == SpmmReduce::kMean ? 1 : 0, out);
 }
 
-Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax) {
-  CheckCsrOperand(a, x, "SpmmMax");
+Tensor SpmmMax(const Csr& a_in, const Tensor& x, Tensor* argmax) {
+  const Csr a = PlacedCsrOperand(a_in, x, "SpmmMax");
   Tensor out = Tensor::Empty(WithRows(x, a.num_rows), DType::kFloat32, x.device());
   *argmax = Tensor::Empty(out.shape(), DType::kInt32, x.device());
   FG_DISPATCH(x.device(), SpmmMax, a.row_ptr(), a.col(), a.num_rows, x.f32(), x.row_width(),
@@ -289,10 +310,10 @@ Tensor SpmmMax(const Csr& a, const Tensor& x, Tensor* argmax) {
   return out;
 }
 
-Tensor SpmmMaxBackward(const Csr& at, const Tensor& argmax, const Tensor& gy) {
-  CheckSameNumel(argmax, gy, "SpmmMaxBackward");
-  CheckCsr(at, gy, "SpmmMaxBackward");
-  CheckSameDevice(argmax, gy, "SpmmMaxBackward", "argmax");
+Tensor SpmmMaxBackward(const Csr& at_in, const Tensor& argmax_in, const Tensor& gy) {
+  CheckSameNumel(argmax_in, gy, "SpmmMaxBackward");
+  const Csr at = PlacedCsr(at_in, gy, "SpmmMaxBackward");
+  const Tensor argmax = Placed(argmax_in, gy, "SpmmMaxBackward", "argmax");
   Tensor gx = Tensor::Empty(WithRows(gy, at.num_rows), DType::kFloat32, gy.device());
   FG_DISPATCH(gy.device(), SpmmMaxBackward, at.row_ptr(), at.col(), at.num_rows, argmax.i32(),
               gy.f32(), gy.row_width(), gx.f32());
@@ -306,10 +327,10 @@ Tensor SddmmDot(const Csr& c, const Tensor& a, const Tensor& b, int64_t heads) {
            a.row_width() % heads == 0)
       << "SddmmDot: operands " << a.ShapeString() << " and " << b.ShapeString() << " for a "
       << c.num_rows << "x" << c.num_cols << " matrix with " << heads << " heads";
-  CheckCsr(c, a, "SddmmDot");
+  const Csr placed = PlacedCsr(c, a, "SddmmDot");
   CheckSameDevice(b, a, "SddmmDot", "b");
   Tensor out = Tensor::Empty({c.nnz(), heads}, DType::kFloat32, a.device());
-  FG_DISPATCH(a.device(), SddmmDot, c.row_ptr(), c.col(), c.num_rows, a.f32(), b.f32(),
+  FG_DISPATCH(a.device(), SddmmDot, placed.row_ptr(), placed.col(), c.num_rows, a.f32(), b.f32(),
               a.row_width(), heads, out.f32());
   return out;
 }
@@ -320,17 +341,17 @@ Tensor SddmmAdd(const Csr& c, const Tensor& u, const Tensor& v) {
   FG_CHECK(u.rows() == c.num_rows && v.rows() == c.num_cols && u.row_width() == v.row_width())
       << "SddmmAdd: operands " << u.ShapeString() << " and " << v.ShapeString() << " for a "
       << c.num_rows << "x" << c.num_cols << " matrix";
-  CheckCsr(c, u, "SddmmAdd");
+  const Csr placed = PlacedCsr(c, u, "SddmmAdd");
   CheckSameDevice(v, u, "SddmmAdd", "v");
   Tensor out = Tensor::Empty({c.nnz(), u.row_width()}, DType::kFloat32, u.device());
-  FG_DISPATCH(u.device(), SddmmAdd, c.row_ptr(), c.col(), c.num_rows, u.f32(), v.f32(),
+  FG_DISPATCH(u.device(), SddmmAdd, placed.row_ptr(), placed.col(), c.num_rows, u.f32(), v.f32(),
               u.row_width(), out.f32());
   return out;
 }
 
-Tensor SegmentSoftmax(const Tensor& offsets, const Tensor& scores) {
+Tensor SegmentSoftmax(const Tensor& offsets_in, const Tensor& scores) {
   CheckFloat(scores, "SegmentSoftmax", "scores");
-  CheckSameDevice(offsets, scores, "SegmentSoftmax", "offsets");
+  const Tensor offsets = Placed(offsets_in, scores, "SegmentSoftmax", "offsets");
   const int64_t segs = offsets.numel() - 1;
   const int64_t covered = LastOffset(offsets);
   FG_CHECK(covered == scores.rows()) << "SegmentSoftmax: segments cover " << covered
@@ -341,18 +362,18 @@ Tensor SegmentSoftmax(const Tensor& offsets, const Tensor& scores) {
   return y;
 }
 
-Tensor SegmentSoftmaxBackward(const Tensor& offsets, const Tensor& y, const Tensor& gy) {
+Tensor SegmentSoftmaxBackward(const Tensor& offsets_in, const Tensor& y, const Tensor& gy) {
   CheckSameNumel(y, gy, "SegmentSoftmaxBackward");
-  CheckSameDevice(offsets, y, "SegmentSoftmaxBackward", "offsets");
+  const Tensor offsets = Placed(offsets_in, y, "SegmentSoftmaxBackward", "offsets");
   Tensor gs = Tensor::Empty(y.shape(), DType::kFloat32, y.device());
   FG_DISPATCH(y.device(), SegmentSoftmaxBackward, offsets.i64(), offsets.numel() - 1, y.f32(),
               gy.f32(), y.row_width(), gs.f32());
   return gs;
 }
 
-Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op, Tensor* argmax) {
+Tensor SegmentReduce(const Tensor& offsets_in, const Tensor& x, SegmentReduceOp op, Tensor* argmax) {
   CheckFloat(x, "SegmentReduce", "x");
-  CheckSameDevice(offsets, x, "SegmentReduce", "offsets");
+  const Tensor offsets = Placed(offsets_in, x, "SegmentReduce", "offsets");
   const int64_t segs = offsets.numel() - 1;
   const int64_t covered = LastOffset(offsets);
   FG_CHECK(covered == x.rows()) << "SegmentReduce: segments cover " << covered << " rows, x is "
@@ -369,10 +390,10 @@ Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op,
   return out;
 }
 
-Tensor GatherRows(const Tensor& x, const Tensor& idx) {
+Tensor GatherRows(const Tensor& x, const Tensor& idx_in) {
   CheckFloat(x, "GatherRows", "x");
-  FG_CHECK(idx.dtype() == DType::kInt32) << "GatherRows: indices must be int32";
-  CheckSameDevice(idx, x, "GatherRows", "idx");
+  FG_CHECK(idx_in.dtype() == DType::kInt32) << "GatherRows: indices must be int32";
+  const Tensor idx = Placed(idx_in, x, "GatherRows", "idx");
   Tensor out = Tensor::Empty(WithRows(x, idx.numel()), DType::kFloat32, x.device());
   FG_DISPATCH(x.device(), GatherRows, x.f32(), x.row_width(), idx.i32(), idx.numel(), out.f32());
   return out;
@@ -413,6 +434,42 @@ Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows) {
   FG_CHECK(idx.numel() == x.rows()) << "ScatterAddRows: " << idx.numel() << " indices for x "
                                     << x.ShapeString();
   return Spmm(GroupByIndex(idx, num_rows), x, SpmmReduce::kSum);
+}
+
+Tensor NllLoss(const Tensor& logp, const Tensor& labels_in, const Tensor& rows_in) {
+  CheckFloat(logp, "NllLoss", "logp");
+  FG_CHECK(logp.rank() == 2) << "NllLoss: log-probabilities must be [n, C], got " << logp.ShapeString();
+  FG_CHECK(labels_in.dtype() == DType::kInt64 && labels_in.numel() == logp.dim(0))
+      << "NllLoss: labels must be int64 [" << logp.dim(0) << "], got " << labels_in.ShapeString();
+  FG_CHECK(rows_in.dtype() == DType::kInt32) << "NllLoss: rows must be int32";
+  FG_CHECK(rows_in.numel() > 0) << "NllLoss: no rows";
+  const int64_t classes = logp.dim(1);
+  if (logp.device() == Device::kCpu) {
+    for (int64_t k = 0; k < rows_in.numel(); ++k) {
+      const int32_t r = rows_in.i32()[k];
+      FG_CHECK(r >= 0 && r < logp.dim(0)) << "NllLoss: row " << r << " outside [0, " << logp.dim(0) << ")";
+      const int64_t y = labels_in.i64()[r];
+      FG_CHECK(y >= 0 && y < classes) << "NllLoss: label " << y << " of row " << r << " outside [0, "
+                                      << classes << ")";
+    }
+  }
+  const Tensor labels = Placed(labels_in, logp, "NllLoss", "labels");
+  const Tensor rows = Placed(rows_in, logp, "NllLoss", "rows");
+  Tensor out = Tensor::Empty({1}, DType::kFloat32, logp.device());
+  FG_DISPATCH(logp.device(), NllLoss, logp.f32(), classes, labels.i64(), rows.i32(), rows.numel(),
+              out.f32());
+  return out;
+}
+
+Tensor NllLossBackward(const Tensor& g, const Tensor& logp, const Tensor& labels_in,
+                       const Tensor& rows_in) {
+  CheckSameDevice(g, logp, "NllLossBackward", "g");
+  const Tensor labels = Placed(labels_in, logp, "NllLossBackward", "labels");
+  const Tensor rows = Placed(rows_in, logp, "NllLossBackward", "rows");
+  Tensor gl = Tensor::Zeros(logp.shape(), DType::kFloat32, logp.device());
+  FG_DISPATCH(logp.device(), NllLossBackward, g.f32(), logp.dim(1), labels.i64(), rows.i32(),
+              rows.numel(), gl.f32());
+  return gl;
 }
 
 Tensor LogSoftmax(const Tensor& x) {
@@ -513,11 +570,12 @@ Tensor ApplyDropout(const Tensor* x, int64_t rows, int64_t cols, float p, uint64
   FG_CHECK(p >= 0.0f && p < 1.0f) << op << ": p must be in [0, 1), got " << p;
   Tensor y = Tensor::Empty(x != nullptr ? x->shape() : Shape{rows, cols}, DType::kFloat32, device);
   const int64_t* ids = nullptr;
+  Tensor placed_ids;
   if (row_ids.defined()) {
     FG_CHECK(row_ids.dtype() == DType::kInt64 && row_ids.numel() == rows)
         << op << ": row ids must be int64 [" << rows << "]";
-    CheckSameDevice(row_ids, y, op, "row_ids");
-    ids = row_ids.i64();
+    placed_ids = Placed(row_ids, y, op, "row_ids");
+    ids = placed_ids.i64();
   }
   FG_DISPATCH(device, Dropout, seed, ids, rows, cols, p, x != nullptr ? x->f32() : nullptr,
               y.f32());

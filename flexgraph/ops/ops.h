@@ -1,7 +1,10 @@
 // Tensor ops: the public entry points of every kernel (no autograd; see autograd/functions.h).
 // Each op validates shapes, allocates its output on the input's device and dispatches to the CPU
 // kernels (ops/cpu) or CUDA kernels (ops/cuda). Shape errors are programmer errors (FG_CHECK naming
-// the op and the shapes). Thread-safe: ops have no shared mutable state.
+// the op and the shapes). Dense float operands must share a device; index operands (a Csr's
+// arrays, offsets, row indices, row ids) held on the host are copied to a GPU operand's device for
+// the call, so code that runs often places them there once (ops::CsrToDevice, Tensor::To).
+// Thread-safe: ops have no shared mutable state.
 //
 //   Tensor h = ops::Matmul(x, w);                        // [n, k] x [k, m]
 //   Tensor agg = ops::Spmm(adj, h, ops::SpmmReduce::kMean);  // mean over in-neighbours
@@ -79,8 +82,7 @@ Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows);
 // The Csr grouping positions k by idx[k] (rows = num_rows), for repeated scatter-adds; on idx's
 // device (built on the host).
 Csr GroupByIndex(const Tensor& idx, int64_t num_rows);
-// A copy of `c` whose arrays live on `device` (a no-op view when already there). Sparse ops need
-// the Csr on the dense operand's device.
+// A copy of `c` whose arrays live on `device` (a no-op view when already there).
 Csr CsrToDevice(const Csr& c, Device device);
 
 // --- normalisation, losses, dropout ------------------------------------------------------------
@@ -88,6 +90,13 @@ Tensor LogSoftmax(const Tensor& x);
 Tensor LogSoftmaxBackward(const Tensor& y, const Tensor& gy);
 Tensor RowL2Normalize(const Tensor& x, float eps, Tensor* norms);
 Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor& gy, float eps);
+// The mean negative log-likelihood of rows' labels: -(1/m) sum_k logp[rows[k], labels[rows[k]]]
+// ([1] on logp's device); labels int64 per row of logp, rows int32 (distinct), both index operands.
+// Labels must lie in [0, C): checked on the host for host operands (a caller placing labels on a
+// GPU checks them once).
+Tensor NllLoss(const Tensor& logp, const Tensor& labels, const Tensor& rows);
+// Its gradient w.r.t. logp for the loss's gradient g ([1], on logp's device: read there).
+Tensor NllLossBackward(const Tensor& g, const Tensor& logp, const Tensor& labels, const Tensor& rows);
 // Inverted dropout on the stored entries of x (values required): entry (r, c) keeps its value
 // times 1/(1-p) exactly when DropoutMask keeps dense element (r, c), so sparse and dense inputs
 // see the same mask. CPU only.

@@ -194,6 +194,37 @@ Tensor SparseMatrix::TransposedValues(const Tensor& w, bool constant) const {
   }
   return t;
 }
+std::shared_ptr<const SparseMatrix> SparseMatrix::OnDevice(Device device) const {
+  auto to = [device](const Csr& c) {
+    Csr out = c;
+    out.offsets = c.offsets.To(device);
+    out.indices = c.indices.To(device);
+    out.values = c.values.To(device);
+    return out;
+  };
+  auto m = std::make_shared<SparseMatrix>(to(csr_));
+  EnsureTranspose();
+  const bool shared = transpose_.offsets.raw() == csr_.offsets.raw();
+  std::call_once(m->once_, [&] {
+    m->transpose_ = shared ? m->csr_ : to(transpose_);
+    m->perm_ = perm_.To(device);
+  });
+  return m;
+}
+
+const Tensor& SparseMatrix::inv_degree() const {
+  std::call_once(inv_degree_once_, [this] {
+    const Tensor offsets = csr_.offsets.To(Device::kCpu);
+    Tensor inv = Tensor::Empty({csr_.num_rows});
+    for (int64_t i = 0; i < csr_.num_rows; ++i) {
+      const int64_t d = offsets.i64()[i + 1] - offsets.i64()[i];
+      inv.f32()[i] = d > 0 ? 1.0f / static_cast<float>(d) : 0.0f;
+    }
+    inv_degree_ = inv.To(csr_.offsets.device());
+  });
+  return inv_degree_;
+}
+
 const Csr& SparseMatrix::transpose() const {
   EnsureTranspose();
   return transpose_;

@@ -78,6 +78,11 @@ class SparseMatrix {
   // constant w (never written while this matrix lives) the result is kept, holding w, and reused
   // by the next call with w; when it equals w, w itself is returned.
   Tensor TransposedValues(const Tensor& w, bool constant) const;
+  // 1 / degree per row (0 for empty rows), float [num_rows] on the matrix's device; computed once.
+  const Tensor& inv_degree() const;
+  // This matrix with its arrays on `device`, its transpose and entry permutation computed (on the
+  // host) and placed there too, so that backward passes never leave the device.
+  std::shared_ptr<const SparseMatrix> OnDevice(Device device) const;
 
  private:
   void EnsureTranspose() const;
@@ -85,6 +90,8 @@ class SparseMatrix {
   mutable std::once_flag once_;
   mutable Csr transpose_;
   mutable Tensor perm_;
+  mutable std::once_flag inv_degree_once_;
+  mutable Tensor inv_degree_;
   mutable std::mutex values_mu_;
   mutable Tensor values_source_, values_transposed_;
 };

@@ -19,6 +19,8 @@ bool CudaAvailable();
 // Why CudaAvailable() is false, for users ("no CUDA device: cudaGetDeviceCount returned
 // cudaErrorNoDevice (no CUDA-capable device is detected)"); empty when it is true.
 std::string CudaUnavailableReason();
+// Makes CUDA device `index` the calling thread's device; returns why not ("" on success).
+std::string UseCudaDevice(int index);
 
 // Device memory of `bytes` (nullptr for 0), from the caching allocator; aborts with the reason when
 // no device is usable or memory is exhausted. Blocks are reused by later allocations on the same

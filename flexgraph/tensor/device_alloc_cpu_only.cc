@@ -12,6 +12,7 @@ constexpr char kNoBackend[] =
 
 bool CudaAvailable() { return false; }
 std::string CudaUnavailableReason() { return kNoBackend; }
+std::string UseCudaDevice(int) { return kNoBackend; }
 void* DeviceAlloc(size_t) {
   FG_CHECK(false) << kNoBackend;
   return nullptr;

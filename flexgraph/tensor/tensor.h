@@ -41,6 +41,8 @@ std::string ShapeToString(const Shape& s);
 class OutOfMemory : public std::bad_alloc {
  public:
   explicit OutOfMemory(size_t bytes);
+  // A failure described by the allocator itself (device memory).
+  explicit OutOfMemory(std::string message) : message_(std::move(message)) {}
   const char* what() const noexcept override { return message_.c_str(); }
 
  private:

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "flexgraph/autograd/var.h"
+#include "flexgraph/nn/optim.h"
 #include "flexgraph/ops/ops.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "tests/core/gradcheck.h"
@@ -205,6 +207,30 @@ TEST_P(DeviceOpsTest, DropoutMaskIsDeviceIndependent) {
   Tensor x = Tensor::Empty({4, 23});
   for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = static_cast<float>(i % 7) - 3.0f;
   ExpectClose(ops::Dropout(x, 0.4f, 77, ids), ops::Dropout(On(x), 0.4f, 77, On(ids)), 0.0f);
+}
+
+// Three steps of every optimizer from the same gradients (one missing) give the CPU's parameters.
+TEST_P(DeviceOpsTest, OptimizerStepsMatchTheCpu) {
+  for (nn::OptimizerKind kind : {nn::OptimizerKind::kSgd, nn::OptimizerKind::kAdam, nn::OptimizerKind::kAdamW}) {
+    const Tensor w0 = RandomTensor({37, 5}, 11), g0 = RandomTensor({37, 5}, 12);
+    const Tensor b0 = RandomTensor({5}, 13);
+    auto run = [&](Device device) {
+      std::vector<nn::NamedParameter> params = {{"w", ag::Var(w0.Clone().To(device), true)},
+                                                {"b", ag::Var(b0.Clone().To(device), true)}};
+      nn::Optimizer opt(kind, params, {.lr = 0.1f, .weight_decay = 0.01f, .momentum = 0.9f});
+      for (int step = 0; step < 3; ++step) {
+        ag::AccumulateGrad(params[0].var, ops::Scale(g0.To(device), 1.0f + step), "test");
+        opt.Step();  // "b" has no gradient: it decays only
+        opt.ZeroGrad();
+      }
+      return std::pair{params[0].var.value(), params[1].var.value()};
+    };
+    const auto [w_cpu, b_cpu] = run(Device::kCpu);
+    const auto [w_dev, b_dev] = run(dev());
+    EXPECT_EQ(w_dev.device(), dev());
+    ExpectClose(w_cpu, w_dev, 1e-5f);
+    ExpectClose(b_cpu, b_dev, 1e-5f);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceOpsTest, ::testing::Values(Device::kCpu, Device::kCuda),

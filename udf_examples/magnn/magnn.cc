@@ -24,7 +24,10 @@ ag::Var ConcatRows(const std::vector<ag::Var>& parts, int64_t width) {
     flat.push_back(ag::Reshape(p, {1, p.rows() * width}));
     rows += p.rows();
   }
-  if (flat.empty()) return ag::Var(Tensor::Zeros({0, width}));
+  if (flat.empty()) {
+    return ag::Var(Tensor::Zeros({0, width}, DType::kFloat32,
+                                 parts.empty() ? Device::kCpu : parts[0].value().device()));
+  }
   if (flat.size() == 1) return parts.size() == 1 ? parts[0] : ag::Reshape(flat[0], {rows, width});
   return ag::Reshape(ag::Concat(flat), {rows, width});
 }
@@ -365,7 +368,7 @@ class MagnnLayer : public nau::Layer {
                                                            : ag::Var());
     }
     if (opt_.encoder == Encoder::kLinear) return ConcatRows(linear, heads_ * d_);
-    if (blocks.empty()) return ag::Var(Tensor::Zeros({0, d_}));
+    if (blocks.empty()) return ag::Var(Tensor::Zeros({0, d_}, DType::kFloat32, in.children.value().device()));
     return ag::EncodeInstances(in.children, blocks, rotations);
   }
 
@@ -451,7 +454,8 @@ class MagnnLayer : public nau::Layer {
       const int t = run_type[k];
       const std::vector<int32_t>& rows = run_rows[k];
       if (by_type_[t].empty()) {  // no metapath starts here: nothing to aggregate
-        parts.push_back(ag::Var(Tensor::Zeros({static_cast<int64_t>(rows.size()), width})));
+        parts.push_back(ag::Var(Tensor::Zeros({static_cast<int64_t>(rows.size()), width},
+                                              DType::kFloat32, in.children.value().device())));
         continue;
       }
       std::vector<ag::Var> h;

@@ -321,9 +321,10 @@ void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, 
   });
 }
 
-// The CPU SpMM (ops/cpu/sparse.cc) does not need the dense operand's row count.
+// The CPU SpMM (ops/cpu/sparse.cc) needs neither the dense operand's row count nor nnz.
 void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
-             int64_t /*x_rows*/, const float* x, int64_t width, int mean, float* out) {
+             int64_t /*x_rows*/, int64_t /*nnz*/, const float* x, int64_t width, int mean,
+             float* out) {
   Spmm(off, col, w, w_heads, rows, x, width, mean, out);
 }
 
@@ -336,6 +337,27 @@ void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, in
       std::memcpy(y + r * y_width + y_at, x + r * x_width + x_at, width * sizeof(float));
     }
   });
+}
+
+void OptimizerStep(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,
+                   int64_t n) {
+  ParallelFor(0, (n + 4095) / 4096, [&](int64_t c) {
+    const int64_t hi = std::min<int64_t>(n, (c + 1) * 4096);
+    for (int64_t j = c * 4096; j < hi; ++j) shared::OptimizerUpdate(o, w, g, m, v, j);
+  });
+}
+
+void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int32_t* rows,
+             int64_t m, float* out) {
+  double total = 0.0;
+  for (int64_t k = 0; k < m; ++k) total -= lp[rows[k] * classes + labels[rows[k]]];
+  out[0] = static_cast<float>(total / static_cast<double>(m));
+}
+
+void NllLossBackward(const float* g, int64_t classes, const int64_t* labels, const int32_t* rows,
+                     int64_t m, float* gl) {
+  const float scale = -g[0] / static_cast<float>(m);
+  for (int64_t k = 0; k < m; ++k) gl[rows[k] * classes + labels[rows[k]]] += scale;
 }
 
 }  // namespace fg::ops::cpu

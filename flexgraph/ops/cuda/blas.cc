@@ -64,16 +64,12 @@ void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_head
 // wants matching index types, so the int64 offsets are narrowed to int32 in a scratch buffer (the
 // entry count is below 2^31 by the Csr contract).
 void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows,
-             int64_t x_rows, const float* x, int64_t width, int mean, float* out) {
+             int64_t x_rows, int64_t nnz, const float* x, int64_t width, int mean, float* out) {
   if (rows == 0 || width == 0) return;
   if (w_heads > 1) {
     LaunchSpmmElementwise(off, col, w, w_heads, rows, x, width, mean, out);
     return;
   }
-  int64_t nnz = 0;
-  FG_CUDA_CHECK(cudaMemcpyAsync(&nnz, off + rows, sizeof(int64_t), cudaMemcpyDeviceToHost,
-                                CurrentStream()));
-  FG_CUDA_CHECK(cudaStreamSynchronize(CurrentStream()));
   if (nnz == 0) {
     FG_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * rows * width, CurrentStream()));
     return;

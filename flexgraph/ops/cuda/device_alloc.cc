@@ -19,6 +19,7 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/ops/cuda/cuda_util.h"
 #include "flexgraph/tensor/device_alloc.h"
+#include "flexgraph/tensor/tensor.h"
 
 namespace fg {
 namespace {
@@ -85,9 +86,13 @@ class CachingAllocator {
     }
     if (err != cudaSuccess) {
       const DeviceAllocatorStats s = Stats();
-      FG_CHECK(false) << "cudaMalloc of " << cls << " bytes failed: " << cudaGetErrorName(err)
-                      << " (" << cudaGetErrorString(err) << "); " << s.bytes_in_use
-                      << " bytes in use, " << s.bytes_cached << " cached";
+      (void)cudaGetLastError();
+      size_t free_bytes = 0, total_bytes = 0;
+      (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+      throw OutOfMemory(absl::StrCat("out of GPU memory: cudaMalloc of ", cls, " bytes (",
+                                     cls >> 20, " MiB) failed with ", cudaGetErrorName(err), "; ",
+                                     s.bytes_in_use >> 20, " MiB in use by tensors, ",
+                                     free_bytes >> 20, " MiB free of ", total_bytes >> 20));
     }
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.device_mallocs;
@@ -157,6 +162,22 @@ cudaMemcpyKind Kind(bool dst_on_device, bool src_on_device) {
 
 bool CudaAvailable() { return GetProbe().available; }
 std::string CudaUnavailableReason() { return GetProbe().reason; }
+std::string UseCudaDevice(int index) {
+  if (!CudaAvailable()) return GetProbe().reason;
+  int count = 0;
+  (void)cudaGetDeviceCount(&count);
+  if (index < 0 || index >= count) {
+    return absl::StrCat("cuda:", index, " does not exist: this machine has ", count,
+                        " CUDA device", count == 1 ? "" : "s", " (cuda:0 to cuda:", count - 1, ")");
+  }
+  const cudaError_t err = cudaSetDevice(index);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return absl::StrCat("cudaSetDevice(", index, ") failed: ", cudaGetErrorName(err), " (",
+                        cudaGetErrorString(err), ")");
+  }
+  return "";
+}
 
 void* DeviceAlloc(size_t bytes) {
   RequireCuda("DeviceAlloc");

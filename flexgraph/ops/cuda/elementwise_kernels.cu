@@ -109,6 +109,37 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+__global__ void __launch_bounds__(kThreads)
+    OptimizerStepKernel(OptimizerStepArgs o, float* __restrict__ w, const float* __restrict__ g,
+                        float* __restrict__ m, float* __restrict__ v, int64_t n) {
+  FG_GRID_STRIDE(i, n) { shared::OptimizerUpdate(o, w, g, m, v, i); }
+}
+
+// One block sums in a fixed order (each thread a strided range, then a tree): deterministic.
+constexpr int kNllThreads = 512;
+__global__ void __launch_bounds__(kNllThreads)
+    NllLossKernel(const float* __restrict__ lp, int64_t classes, const int64_t* __restrict__ labels,
+                  const int32_t* __restrict__ rows, int64_t m, float* __restrict__ out) {
+  __shared__ double partial[kNllThreads];
+  double s = 0.0;
+  for (int64_t k = threadIdx.x; k < m; k += kNllThreads) s -= lp[rows[k] * classes + labels[rows[k]]];
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = kNllThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = static_cast<float>(partial[0] / static_cast<double>(m));
+}
+
+__global__ void __launch_bounds__(kThreads)
+    NllLossBackwardKernel(const float* __restrict__ g, int64_t classes,
+                          const int64_t* __restrict__ labels, const int32_t* __restrict__ rows,
+                          int64_t m, float* __restrict__ gl) {
+  const float scale = -g[0] / static_cast<float>(m);
+  FG_GRID_STRIDE(k, m) { gl[rows[k] * classes + labels[rows[k]]] += scale; }
+}
+
 }  // namespace
 
 void Unary(UnaryOp op, float alpha, const float* x, float* y, int64_t n) {
@@ -218,6 +249,27 @@ void LaunchScaleByInverseDegree(const int64_t* off, int64_t rows, int64_t width,
   const int64_t n = rows * width;
   if (n == 0) return;
   ScaleByInverseDegreeKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, width, out, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void OptimizerStep(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,
+                   int64_t n) {
+  if (n == 0) return;
+  OptimizerStepKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(o, w, g, m, v, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int32_t* rows,
+             int64_t m, float* out) {
+  NllLossKernel<<<1, kNllThreads, 0, CurrentStream()>>>(lp, classes, labels, rows, m, out);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void NllLossBackward(const float* g, int64_t classes, const int64_t* labels, const int32_t* rows,
+                     int64_t m, float* gl) {
+  if (m == 0) return;
+  NllLossBackwardKernel<<<BlocksFor(m), kThreads, 0, CurrentStream()>>>(g, classes, labels, rows, m,
+                                                                         gl);
   FG_CUDA_CHECK_LAUNCH();
 }
 

@@ -130,4 +130,23 @@ FG_HD void DropoutBlock(uint64_t seed, uint64_t row_id, int64_t j0, int64_t cols
   }
 }
 
+// Element j of an optimizer update (nn::Optimizer's rules; the CPU and CUDA steps run this).
+FG_HD void OptimizerUpdate(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,
+                           int64_t j) {
+  float gj = g != nullptr ? g[j] : 0.0f;
+  if (o.kind == 0) {  // SGD with optional momentum
+    gj += o.weight_decay * w[j];
+    m[j] = o.momentum * m[j] + gj;
+    w[j] -= o.lr * (o.momentum > 0.0f ? m[j] : gj);
+    return;
+  }
+  if (o.kind == 1) gj += o.weight_decay * w[j];  // Adam: L2 in the gradient
+  m[j] = o.beta1 * m[j] + (1.0f - o.beta1) * gj;
+  v[j] = o.beta2 * v[j] + (1.0f - o.beta2) * gj * gj;
+  const float mhat = m[j] / o.bc1;
+  const float denom = sqrtf(v[j] / o.bc2) + o.eps;
+  if (o.kind == 2) w[j] -= o.lr * o.weight_decay * w[j];  // AdamW: decoupled decay
+  w[j] -= o.lr * mhat / denom;
+}
+
 }  // namespace fg::ops::shared
