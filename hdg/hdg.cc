@@ -12,11 +12,33 @@ Hdg::Hdg(SchemaTree schema, int64_t num_vertices, Tensor roots, std::vector<HdgL
     : schema_(std::move(schema)),
       num_vertices_(num_vertices),
       roots_(std::move(roots)),
-      levels_(std::move(levels)) {}
+      levels_(std::move(levels)) {
+  for (int64_t r = 0; r < roots_.numel() && roots_are_first_rows_; ++r) {
+    roots_are_first_rows_ = roots_.i32()[r] == r;
+  }
+}
 
-Hdg Hdg::OnDevice(Device device) const {
+Tensor HdgLevel::NormalizedWeights() const {
+  if (normalized_weights.defined()) return normalized_weights;
+  const Tensor offsets = csr().offsets.To(Device::kCpu), w = weights.To(Device::kCpu);
+  const int64_t* o = offsets.i64();
+  Tensor out = Tensor::Empty({w.numel()});
+  for (int64_t i = 0; i + 1 < offsets.numel(); ++i) {
+    double s = 0.0;
+    for (int64_t e = o[i]; e < o[i + 1]; ++e) s += w.f32()[e];
+    const float inv = s > 0 ? static_cast<float>(1.0 / s) : 0.0f;
+    for (int64_t e = o[i]; e < o[i + 1]; ++e) out.f32()[e] = w.f32()[e] * inv;
+  }
+  return out.To(weights.device());
+}
+
+Hdg Hdg::OnDevice(Device device, const std::vector<bool>& normalized) const {
   std::vector<HdgLevel> levels = levels_;
-  for (HdgLevel& l : levels) {
+  for (size_t k = 0; k < levels.size(); ++k) {
+    HdgLevel& l = levels[k];
+    if (l.weights.defined() && k < normalized.size() && normalized[k]) {
+      l.normalized_weights = l.NormalizedWeights().To(device);
+    }
     l.matrix = l.matrix->OnDevice(device);
     l.weights = l.weights.To(device);
   }

@@ -24,7 +24,12 @@ struct HdgLevel {
   // Arity of every node of block t when uniform, else -1.
   std::vector<int64_t> block_arity;
 
+  // A device HDG's weights normalised to sum to one within each node (undefined on the host).
+  Tensor normalized_weights;
   int64_t num_nodes() const { return matrix->csr().num_rows; }
+  // The weights normalised to sum to one within each node (0 where they sum to 0), on the weights'
+  // device: normalized_weights when placed, else computed (on the host).
+  Tensor NormalizedWeights() const;
   const Csr& csr() const { return matrix->csr(); }
 };
 
@@ -49,16 +54,20 @@ class Hdg {
   // Root vertex ids (int32 indices into the vertex table), one per top-level node.
   const Tensor& roots() const { return roots_; }
   int64_t num_roots() const { return roots_.numel(); }
+  // True when root r is vertex-table row r for every r (the roots are the table's first rows).
+  bool roots_are_first_rows() const { return roots_are_first_rows_; }
   size_t Bytes() const;
   HdgStats Stats() const;
-  // This HDG with its levels (matrices with their transposes, weights) on `device`; the roots stay
-  // on the host. Stats() and WriteNpy read host levels only.
-  Hdg OnDevice(Device device) const;
+  // This HDG with its levels (matrices with their transposes, weights) on `device`; level k's
+  // normalised weights too where normalized[k - 1]. The roots stay on the host. Stats() and
+  // WriteNpy read host levels only.
+  Hdg OnDevice(Device device, const std::vector<bool>& normalized) const;
 
  private:
   SchemaTree schema_;
   int64_t num_vertices_;
   Tensor roots_;
+  bool roots_are_first_rows_ = true;
   std::vector<HdgLevel> levels_;
 };
 

@@ -64,6 +64,7 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
     if (a.defined() != row_ids.defined()) return false;
     if (!a.defined() || a.raw() == row_ids.raw()) return true;
     return a.numel() == row_ids.numel() && a.dtype() == row_ids.dtype() &&
+           a.device() == Device::kCpu && row_ids.device() == Device::kCpu &&
            std::memcmp(a.raw(), row_ids.raw(), a.nbytes()) == 0;
   };
   for (const Dropped& d : dropped_) {
@@ -72,7 +73,11 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
       return d.out;
     }
   }
-  ag::Var out = ag::Dropout(x, p, s, training, row_ids);
+  Tensor ids = row_ids;
+  for (const auto& [host, placed] : placed_ids) {
+    if (ids.defined() && ids.raw() == host.raw() && placed.device() == x.value().device()) ids = placed;
+  }
+  ag::Var out = ag::Dropout(x, p, s, training, ids);
   dropped_.push_back({layer, s, p, x, out, row_ids});
   return out;
 }

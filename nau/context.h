@@ -100,8 +100,11 @@ class LayerContext {
   uint64_t seed = 0;
   // Global ids (int64) of the vertex-table rows the layer's input covers; dropout keys on them.
   Tensor table_global_ids;
-  // Global ids of this layer's roots (rows of its output).
+  // Global ids of this layer's roots (rows of its output). Both id lists live on the host.
   Tensor root_global_ids;
+  // Device runs: (host ids, the same ids on the device) pairs that Dropout uses instead of copying
+  // the ids per call.
+  std::vector<std::pair<Tensor, Tensor>> placed_ids;
   // Stage timings (optional).
   ExecStats* stats = nullptr;
   // The layer input as a sparse matrix, when it is a constant, mostly-zero table (bag-of-words

@@ -11,27 +11,11 @@ bool UniformArity(const hdg::HdgLevel& l) {
   return l.block_arity.size() == 1 && l.block_arity[0] > 0;
 }
 
-// Per-entry weights normalised to sum to one within each node, on the weights' device (computed
-// on the host).
-Tensor NormalizedWeights(const hdg::HdgLevel& l) {
-  const Tensor offsets = l.csr().offsets.To(Device::kCpu), weights = l.weights.To(Device::kCpu);
-  const int64_t* o = offsets.i64();
-  Tensor w = Tensor::Empty({weights.numel()});
-  for (int64_t i = 0; i + 1 < offsets.numel(); ++i) {
-    double s = 0.0;
-    for (int64_t e = o[i]; e < o[i + 1]; ++e) s += weights.f32()[e];
-    const float inv = s > 0 ? static_cast<float>(1.0 / s) : 0.0f;
-    for (int64_t e = o[i]; e < o[i + 1]; ++e) w.f32()[e] = weights.f32()[e] * inv;
-  }
-  return w.To(l.weights.device());
-}
-
 }  // namespace
 
 ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x) {
   const Tensor& roots = hdg.roots();
-  bool identity = roots.numel() == x.rows();
-  for (int64_t i = 0; identity && i < roots.numel(); ++i) identity = roots.i32()[i] == i;
+  const bool identity = roots.numel() == x.rows() && hdg.roots_are_first_rows();
   return identity ? x : ag::GatherRows(x, roots.To(x.value().device()));
 }
 
@@ -111,7 +95,7 @@ ag::Var HybridExecutor::Aggregate(const hdg::Hdg& hdg, const std::vector<LevelPl
     if (agg.reduction() == Reduction::kWeightedSum) {
       FG_CHECK(l.weights.defined()) << "aggregator '" << agg.name() << "' at level " << k
                                     << " needs a weighted schema";
-      w = ag::Var(agg.normalize_weights() ? NormalizedWeights(l) : l.weights);
+      w = ag::Var(agg.normalize_weights() ? l.NormalizedWeights() : l.weights);
     }
     switch (p.strategy) {
       case Strategy::kGraph:

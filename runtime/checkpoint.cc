@@ -46,7 +46,8 @@ uint32_t Crc32(std::string_view data) {
 void ToProto(const Tensor& t, const std::string& name, flexgraph::TensorProto* p) {
   p->set_name(name);
   for (int64_t d : t.shape()) p->add_shape(d);
-  p->set_data(std::string(reinterpret_cast<const char*>(t.f32()), t.nbytes()));
+  const Tensor host = t.To(Device::kCpu);  // parameters and moments may live on a GPU
+  p->set_data(std::string(reinterpret_cast<const char*>(host.f32()), host.nbytes()));
 }
 
 // Checks that `p` holds parameter `name` with the shape of `t`.
@@ -66,7 +67,7 @@ absl::Status CheckTensor(const flexgraph::TensorProto& p, const std::string& nam
 }
 
 void Copy(const flexgraph::TensorProto& p, Tensor* t) {
-  std::memcpy(t->f32(), p.data().data(), t->nbytes());
+  CopyBytes(t->raw(), t->device(), p.data().data(), Device::kCpu, t->nbytes());
 }
 
 }  // namespace
@@ -236,11 +237,7 @@ absl::Status LoadInitialParameters(const std::string& dir,
           t.dtype() != DType::kFloat32 ? " (not float32)" : "", " does not match parameter ",
           p.name, " of shape [", absl::StrJoin(value.shape(), ","), "]"));
     }
-    if (value.device() == Device::kCpu) {
-      std::memcpy(value.f32(), t.f32(), value.nbytes());
-    } else {
-      value = t.To(value.device());
-    }
+    CopyBytes(value.raw(), value.device(), t.raw(), Device::kCpu, value.nbytes());
   }
   return absl::OkStatus();
 }

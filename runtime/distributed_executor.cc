@@ -54,9 +54,14 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
     for (int k = 1; k <= p.hdg->num_levels(); ++k) {
       custom = custom || layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom;
     }
-    if (device_ != Device::kCpu) {  // the dropout keys live there
-      p.input.keys = p.input.keys.To(device_);
-      p.roots.keys = p.roots.keys.To(device_);
+    p.placed_keys.clear();
+    if (device_ != Device::kCpu) {  // dropout's keys, placed there (one copy when they are equal)
+      const Tensor& in = p.input.keys;
+      const Tensor& roots = p.roots.keys;
+      const bool same = in.numel() == roots.numel() &&
+                        std::equal(in.i64(), in.i64() + in.numel(), roots.i64());
+      const Tensor in_placed = in.To(device_);
+      p.placed_keys = {{in, in_placed}, {roots, same ? in_placed : roots.To(device_)}};
     }
     if (device_ != Device::kCpu && !custom) {  // and the HDG, when only the executor reads it
       std::shared_ptr<const hdg::Hdg> placed;  // layers over one HDG share its device copy
@@ -64,7 +69,11 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
         if (layers_[j].source == p.hdg) placed = layers_[j].hdg;
       }
       p.source = p.hdg;
-      p.hdg = placed ? placed : std::make_shared<const hdg::Hdg>(p.hdg->OnDevice(device_));
+      std::vector<bool> normalized;
+      for (int k = 1; k <= p.hdg->num_levels(); ++k) {
+        normalized.push_back(layer.LevelAggregator(k).normalize_weights());
+      }
+      p.hdg = placed ? placed : std::make_shared<const hdg::Hdg>(p.hdg->OnDevice(device_, normalized));
     }
     return absl::OkStatus();
   }
@@ -106,6 +115,7 @@ ag::Var DistributedExecutor::RunLayer(int i, nau::Layer& layer, const ag::Var& h
   const LayerPlan& p = layers_[i];
   ctx.table_global_ids = p.input.keys;
   ctx.root_global_ids = p.roots.keys;
+  ctx.placed_ids = p.placed_keys;
   if (!distributed()) return executor_.Run(*p.hdg, p.levels, layer, h, ctx);
   return RunExchanged(i, layer, h, ctx);
 }

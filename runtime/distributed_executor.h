@@ -100,6 +100,7 @@ class DistributedExecutor {
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
     std::shared_ptr<const hdg::Hdg> source;  // the host HDG that `hdg` was placed from (device runs)
+    std::vector<std::pair<Tensor, Tensor>> placed_keys;  // device runs: host keys and their copies
   };
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
   // Layer 0's message of a constant input (features that are not trained, no dropout in this

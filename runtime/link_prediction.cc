@@ -337,7 +337,8 @@ ag::Var LinkPredictionTask::PairLoss(const ag::Var& embeddings, const std::vecto
       owner[negative_entry[k]] = static_cast<int32_t>(pos_entry[k / q]);
     }
     ag::Var gap = ag::Sub(s_neg, ag::GatherRows(s_pos, Tensor::FromVector(owner)));
-    return ag::Scale(ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(Tensor::Full({1}, margin_))))), scale);
+    const Tensor margin = Tensor::Full({1}, margin_).To(gap.value().device());
+    return ag::Scale(ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(margin)))), scale);
   }
   ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n}, 1.0f));
   ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}));

@@ -33,6 +33,7 @@ BENCH = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, os.path.join(BENCH, "harness"))
 import run_bench as harness  # noqa: E402  (workload preparation, weights, runs, table helpers)
+import floor as epoch_floors  # noqa: E402  (the epoch floor model, fed with this device's ceilings)
 
 # Workloads in the default order: small first, so that --time_budget cuts the largest.
 # "source" is a dataset under --data_root; "spec" a `flexgraph generate` spec.
@@ -111,6 +112,45 @@ def device_name(device):
     return f"CPU: {platform.processor() or 'unknown'}"
 
 
+def device_ceilings(device):
+    """The ceilings of the floor model (bench/harness/floor.py) measured on `device` with torch:
+    a 1 GiB device-to-device copy (bytes read plus written per second), a float32 8192^3 matrix
+    product without TF32 (FLOP/s), and the L2 cache's size. None where torch cannot measure them."""
+    try:
+        import torch
+        if not device.startswith("cuda"):
+            return None
+        dev = torch.device(device)
+        x = torch.rand(1 << 28, device=dev)
+        y = torch.empty_like(x)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        def timed(fn, reps):
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize(dev)
+            start.record()
+            for _ in range(reps):
+                fn()
+            end.record()
+            torch.cuda.synchronize(dev)
+            return start.elapsed_time(end) / 1e3 / reps
+
+        copy_s = timed(lambda: y.copy_(x), 20)
+        del x, y
+        torch.backends.cuda.matmul.allow_tf32 = False
+        a = torch.rand(8192, 8192, device=dev)
+        b = torch.rand(8192, 8192, device=dev)
+        gemm_s = timed(lambda: a @ b, 10)
+        del a, b
+        torch.cuda.empty_cache()
+        return {"triad_bytes_per_s": 2 * 4 * (1 << 28) / copy_s, "gemm_flops_per_s": 2 * 8192 ** 3 / gemm_s,
+                "llc_bytes": torch.cuda.get_device_properties(dev).L2_cache_size}
+    except Exception as e:  # noqa: BLE001 (without ceilings the floor column stays empty)
+        harness.log(f"device ceilings not measured: {e}")
+        return None
+
+
 def error_text(e):
     """An exception as one short table cell (the full text stays in the JSON): for a failed
     command (run_bench.run: "command failed (rc): CMD" then its log's tail), the exit status and
@@ -137,7 +177,27 @@ class Bench:
                      "device": a.device, "device_name": device_name(a.device), "warmup": a.warmup,
                      "threads": a.threads, "tolerance": a.tolerance, "flexgraph": a.flexgraph,
                      "settings": {m: {k: v for k, v in s.items() if k != "fg_opts"} for m, s in harness.MODELS.items()}}
+        self.ceilings = device_ceilings(a.device)
+        self.info["ceilings"] = self.ceilings
         harness.log(f"device {a.device}: {self.info['device_name']}; logs in {self.run_dir}")
+        if self.ceilings:
+            harness.log(f"ceilings: copy {self.ceilings['triad_bytes_per_s'] / 1e9:.0f} GB/s, float32 GEMM "
+                        f"{self.ceilings['gemm_flops_per_s'] / 1e12:.1f} TFLOP/s, L2 {self.ceilings['llc_bytes'] >> 20} MiB")
+
+    def floor_seconds(self, model, d):
+        """The epoch floor of `model` on workload directory d with this device's ceilings (None
+        where the model has no floor model, the ceilings are unknown or the data stays in cache)."""
+        if not self.ceilings:
+            return None
+        try:
+            n, nnz, f, c = harness.graph_sizes(d)
+            m = harness.MODELS[model]
+            fl = epoch_floors.epoch_floor(model, n, nnz, f, c, m["hidden"], m["layers"], self.ceilings,
+                                          harness.feature_nonzeros(d), harness.column_counts(d))
+        except Exception as e:  # noqa: BLE001
+            harness.log(f"floor of {model} on {d}: {e}")
+            return None
+        return fl.total() if fl is not None and not fl.cache_resident() else None
 
     def over_budget(self):
         return self.a.time_budget > 0 and time.monotonic() - self.start > self.a.time_budget
@@ -148,6 +208,7 @@ class Bench:
                "vertices": sizes[0], "edges": sizes[1], "epochs": epochs, "warmup": self.a.warmup,
                "epoch_s": None, "ratio_to_flexgraph": None, "peak_device_mib": None, "epoch0_loss": None,
                "epoch0_rel_diff": None, "epoch0_agrees": None, "test_acc": None, "adjacency": None,
+               "floor_fraction": None,
                "status": "ok", "error": None}
         row.update(fields)
         self.rows.append(row)
@@ -201,11 +262,14 @@ class Bench:
                 self.failures.append(f"{model} on {name}: weights: {error_text(e)}")
                 return
         fg = None
+        floor_s = self.floor_seconds(model, d)
         if "flexgraph" in fws:
             try:
                 fg = harness.run_flexgraph(a, model, m, name, d, wdir, epochs, self.run_dir,
                                            extra=["--device", a.device])
-                self.add(name, model, "flexgraph", sizes, epochs, epoch_s=harness.median_after(fg["epoch_seconds"], a.warmup),
+                fg_epoch_s = harness.median_after(fg["epoch_seconds"], a.warmup)
+                self.add(name, model, "flexgraph", sizes, epochs, epoch_s=fg_epoch_s,
+                         floor_fraction=floor_s / fg_epoch_s if floor_s and fg_epoch_s else None,
                          peak_device_mib=mib(fg.get("peak_device_bytes")) if a.device != "cpu" else None,
                          epoch0_loss=fg.get("epoch0_loss"),
                          test_acc=fg.get("test_accuracy"), adjacency="HDG")
@@ -228,6 +292,7 @@ class Bench:
                 continue
             s = harness.median_after(r["epoch_seconds"], a.warmup)
             fields = {"epoch_s": s, "ratio_to_flexgraph": s / fg_s if fg_s else None,
+                      "floor_fraction": floor_s / s if floor_s and s else None,
                       "peak_device_mib": mib(r.get("peak_device_bytes")), "epoch0_loss": r["epoch0_loss"],
                       "test_acc": r.get("test_accuracy"), "adjacency": r.get("adjacency"),
                       "device_name": r.get("device_name") or self.info["device_name"]}
@@ -256,15 +321,16 @@ def mib(b):
 def markdown(info, rows):
     """The report: a heading naming the device, the table, and what the columns mean."""
     fmt = harness.fmt
-    hdr = ["workload", "model", "framework", "vertices", "edges", "s/epoch", "÷ FlexGraph", "peak device MiB",
-           "epoch-0 loss", "agrees", "test acc", "status"]
+    hdr = ["workload", "model", "framework", "vertices", "edges", "s/epoch", "÷ FlexGraph", "of floor",
+           "peak device MiB", "epoch-0 loss", "agrees", "test acc", "status"]
     lines = []
     for r in rows:
         agrees = "—" if r["epoch0_agrees"] is None else \
             f"{'yes' if r['epoch0_agrees'] else 'NO'} ({r['epoch0_rel_diff']:.1e})"
         peak = "n/a" if r["peak_device_mib"] is None and r["status"] == "ok" else fmt(r["peak_device_mib"], ".0f")
         lines.append([r["workload"], r["model"], r["framework"], fmt(r["vertices"], ","), fmt(r["edges"], ","),
-                      fmt(r["epoch_s"], ".4f"), fmt(r["ratio_to_flexgraph"], ".2f", "x"), peak,
+                      fmt(r["epoch_s"], ".4f"), fmt(r["ratio_to_flexgraph"], ".2f", "x"),
+                      fmt(100 * r["floor_fraction"] if r.get("floor_fraction") else None, ".0f", "%"), peak,
                       fmt(r["epoch0_loss"], ".7f"), agrees, fmt(r["test_acc"], ".3f"),
                       r["status"].replace("|", "/")])
     settings = "; ".join(f"{m}: {s['layers']} layers, hidden {s['hidden']}, dropout {s['dropout']}, lr {s['lr']}, "
@@ -285,7 +351,12 @@ def markdown(info, rows):
         f"loss without dropout; agrees: within {info['tolerance']:g} relative of FlexGraph's (all runs load the same "
         "weight files). test acc: at the best validation epoch. PyG: GCNConv / SAGEConv on a sparse adj_t "
         "(GCNConv caching its normalisation); torch.sparse: hand-written layers on torch.sparse.mm over a CSR, "
-        "each aggregation on the narrower side of its layer's product.",
+        "each aggregation on the narrower side of its layer's product. Of floor: the epoch floor (bench/harness/"
+        "floor.py: bytes the SpMMs and GEMMs must move over the measured device-to-device copy bandwidth, plus GEMM "
+        "flops over the measured float32 cuBLAS peak) over this row's s/epoch" + (
+            f" (ceilings here: copy {info['ceilings']['triad_bytes_per_s'] / 1e9:.0f} GB/s, GEMM "
+            f"{info['ceilings']['gemm_flops_per_s'] / 1e12:.1f} TFLOP/s, L2 {info['ceilings']['llc_bytes'] >> 20} MiB)"
+            if info.get("ceilings") else " (ceilings not measured)") + ".",
     ])
 
 

@@ -1,15 +1,13 @@
 #include "flexgraph/ops/instances.h"
 
 #include "flexgraph/base/logging.h"
-#include "flexgraph/ops/cpu/instances.h"
+#include "flexgraph/ops/instance_kernels.h"
+#include "flexgraph/ops/kernels.h"
+#include "flexgraph/ops/ops.h"
+#include "flexgraph/ops/placement.h"
 
 namespace fg::ops {
 namespace {
-
-void CheckCpu(const Tensor& t, const char* op) {
-  FG_CHECK(t.device() == Device::kCpu) << op << ": no CUDA kernel yet (tensor on "
-                                       << DeviceName(t.device()) << ")";
-}
 
 // Floats per row of x for ComplexMul: L * d.
 int64_t ComplexRow(const Tensor& x, const Tensor& r, const char* op) {
@@ -19,17 +17,22 @@ int64_t ComplexRow(const Tensor& x, const Tensor& r, const char* op) {
       << op << ": x must be [n, d] or [n, L, d] with d even, got " << x.ShapeString();
   FG_CHECK(r.numel() == len * d) << op << ": r " << ShapeToString(r.shape()) << " for x "
                                  << x.ShapeString();
+  CheckSameDevice(r, x, op, "r");
   return len * d;
 }
 
-// Checks the blocks against a table of `rows` rows of width d (every vertex id when `check_ids`:
-// the forward pass; its gradients see the same blocks); fills the blocks' first output row and
-// first vertex entry (size blocks + 1).
-void Layout(const InstanceBlocks& blocks, int64_t rows, int64_t d, bool check_ids,
-            std::vector<int64_t>* out_first, std::vector<int64_t>* entry_first) {
+// Checks the blocks against a table of `rows` rows of width d (every vertex id, on the host, when
+// `check_ids`: the forward pass; its gradients see the same blocks); fills the blocks' first output
+// row and first vertex entry (size blocks + 1). Returns the blocks with their vertices on x's
+// device; the rotations must be there already.
+InstanceBlocks Layout(const InstanceBlocks& blocks, const Tensor& x, int64_t rows, int64_t d,
+                      bool check_ids, std::vector<int64_t>* out_first,
+                      std::vector<int64_t>* entry_first) {
   const size_t nb = blocks.vertices.size();
   FG_CHECK(blocks.rotations.size() == nb)
       << "EncodeInstances: " << nb << " blocks, " << blocks.rotations.size() << " rotations";
+  InstanceBlocks placed;
+  placed.rotations = blocks.rotations;
   out_first->assign(nb + 1, 0);
   entry_first->assign(nb + 1, 0);
   for (size_t b = 0; b < nb; ++b) {
@@ -40,21 +43,27 @@ void Layout(const InstanceBlocks& blocks, int64_t rows, int64_t d, bool check_id
     FG_CHECK(!r.defined() || (r.numel() == v.dim(1) * d && d % 2 == 0))
         << "EncodeInstances: rotations " << r.ShapeString() << " for instances of " << v.dim(1)
         << " vertices of width " << d;
-    CheckCpu(v, "EncodeInstances");
-    for (int64_t k = 0; check_ids && k < v.numel(); ++k) {
-      FG_CHECK(v.i32()[k] >= 0 && v.i32()[k] < rows)
-          << "EncodeInstances: vertex " << v.i32()[k] << " outside [0, " << rows << ")";
+    CheckSameDevice(r, x, "EncodeInstances", "rotations");
+    if (check_ids) {
+      const Tensor host = v.To(Device::kCpu);
+      for (int64_t k = 0; k < host.numel(); ++k) {
+        FG_CHECK(host.i32()[k] >= 0 && host.i32()[k] < rows)
+            << "EncodeInstances: vertex " << host.i32()[k] << " outside [0, " << rows << ")";
+      }
     }
+    placed.vertices.push_back(Placed(v, x, "EncodeInstances", "vertices"));
     (*out_first)[b + 1] = (*out_first)[b] + v.dim(0);
     (*entry_first)[b + 1] = (*entry_first)[b] + v.numel();
   }
+  return placed;
 }
 
-void CheckHeadWeights(const Csr& a, const Tensor& x, const Tensor& alpha, const char* op) {
-  CheckCpu(x, op);
+Csr CheckHeadWeights(const Csr& a, const Tensor& x, const Tensor& alpha, const char* op) {
   FG_CHECK(alpha.rows() == a.nnz() && x.rows() == a.num_cols)
       << op << ": " << a.num_rows << "x" << a.num_cols << " with " << a.nnz() << " entries, x "
       << x.ShapeString() << ", alpha " << alpha.ShapeString();
+  CheckSameDevice(alpha, x, op, "alpha");
+  return PlacedCsr(a, x, op);
 }
 
 }  // namespace
@@ -69,95 +78,105 @@ Tensor ComplexFull(int64_t n, float re, float im) {
 }
 
 Tensor ComplexMul(const Tensor& x, const Tensor& r) {
-  CheckCpu(x, "ComplexMul");
   const int64_t row = ComplexRow(x, r, "ComplexMul");
-  Tensor y = Tensor::Empty(x.shape());
-  cpu::ComplexMul(x, r, row, &y);
+  Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), ComplexMul, x, r, row, &y);
   return y;
 }
 
 Tensor ComplexMulGradX(const Tensor& g, const Tensor& r) {
-  CheckCpu(g, "ComplexMulGradX");
   const int64_t row = ComplexRow(g, r, "ComplexMulGradX");
-  Tensor gx = Tensor::Empty(g.shape());
-  cpu::ComplexMulGradX(g, r, row, &gx);
+  Tensor gx = Tensor::Empty(g.shape(), DType::kFloat32, g.device());
+  FG_DISPATCH(g.device(), ComplexMulGradX, g, r, row, &gx);
   return gx;
 }
 
 Tensor ComplexMulGradR(const Tensor& g, const Tensor& x, const Shape& r_shape) {
-  CheckCpu(g, "ComplexMulGradR");
   FG_CHECK(g.shape() == x.shape()) << "ComplexMulGradR: g " << g.ShapeString() << ", x "
                                    << x.ShapeString();
-  Tensor gr = Tensor::Zeros(r_shape);
+  CheckSameDevice(x, g, "ComplexMulGradR", "x");
+  Tensor gr = Tensor::Zeros(r_shape, DType::kFloat32, g.device());
   const int64_t row = ComplexRow(x, gr, "ComplexMulGradR");
-  cpu::ComplexMulGradR(g, x, row, &gr);
+  FG_DISPATCH(g.device(), ComplexMulGradR, g, x, row, &gr);
   return gr;
 }
 
 Tensor EncodeInstances(const Tensor& table, const InstanceBlocks& blocks) {
-  CheckCpu(table, "EncodeInstances");
   std::vector<int64_t> out_first, entry_first;
-  Layout(blocks, table.rows(), table.row_width(), true, &out_first, &entry_first);
-  Tensor y = Tensor::Zeros({out_first.back(), table.row_width()});
-  cpu::EncodeInstances(table, blocks, out_first, &y);
+  const InstanceBlocks placed = Layout(blocks, table, table.rows(), table.row_width(), true,
+                                       &out_first, &entry_first);
+  Tensor y = Tensor::Zeros({out_first.back(), table.row_width()}, DType::kFloat32, table.device());
+  FG_DISPATCH(table.device(), EncodeInstances, table, placed, out_first, &y);
   return y;
 }
 
 Tensor EncodeInstancesGradTable(const Tensor& g, const InstanceBlocks& blocks, int64_t table_rows) {
-  CheckCpu(g, "EncodeInstancesGradTable");
   std::vector<int64_t> out_first, entry_first;
-  Layout(blocks, table_rows, g.row_width(), false, &out_first, &entry_first);
+  const InstanceBlocks placed = Layout(blocks, g, table_rows, g.row_width(), false, &out_first,
+                                       &entry_first);
   FG_CHECK(g.rows() == out_first.back())
       << "EncodeInstancesGradTable: g " << g.ShapeString() << " for " << out_first.back() << " instances";
-  Tensor gt = Tensor::Zeros({table_rows, g.row_width()});
-  cpu::EncodeInstancesGradTable(g, blocks, out_first, entry_first, &gt);
+  Tensor gt = Tensor::Zeros({table_rows, g.row_width()}, DType::kFloat32, g.device());
+  FG_DISPATCH(g.device(), EncodeInstancesGradTable, g, placed, out_first, entry_first, &gt);
   return gt;
 }
 
 Tensor EncodeInstancesGradRotation(const Tensor& g, const Tensor& table, const InstanceBlocks& blocks,
                                    size_t b) {
-  CheckCpu(g, "EncodeInstancesGradRotation");
+  CheckSameDevice(table, g, "EncodeInstancesGradRotation", "table");
   std::vector<int64_t> out_first, entry_first;
-  Layout(blocks, table.rows(), table.row_width(), false, &out_first, &entry_first);
+  const InstanceBlocks placed = Layout(blocks, g, table.rows(), table.row_width(), false,
+                                       &out_first, &entry_first);
   FG_CHECK(b < blocks.vertices.size() && blocks.rotations[b].defined())
       << "EncodeInstancesGradRotation: block " << b << " has no rotations";
-  Tensor gr = Tensor::Zeros(blocks.rotations[b].shape());
-  cpu::EncodeInstancesGradRotation(g, table, blocks.vertices[b], out_first[b], &gr);
+  Tensor gr = Tensor::Zeros(blocks.rotations[b].shape(), DType::kFloat32, g.device());
+  FG_DISPATCH(g.device(), EncodeInstancesGradRotation, g, table, placed.vertices[b], out_first[b],
+              &gr);
   return gr;
 }
 
-Tensor HeadWeightedSum(const Csr& a, const Tensor& x, const Tensor& alpha) {
-  CheckHeadWeights(a, x, alpha, "HeadWeightedSum");
-  Tensor y = Tensor::Zeros({a.num_rows, alpha.row_width() * x.row_width()});
-  cpu::HeadWeightedSum(a, x, alpha, &y);
+Tensor HeadWeightedSum(const Csr& a_in, const Tensor& x, const Tensor& alpha) {
+  const Csr a = CheckHeadWeights(a_in, x, alpha, "HeadWeightedSum");
+  Tensor y = Tensor::Zeros({a.num_rows, alpha.row_width() * x.row_width()}, DType::kFloat32,
+                           x.device());
+  FG_DISPATCH(x.device(), HeadWeightedSum, a, x, alpha, &y);
   return y;
 }
 
 Tensor HeadWeightedSumGradX(const SparseMatrix& a, const Tensor& alpha, const Tensor& g) {
   const Csr& c = a.csr();
-  CheckCpu(g, "HeadWeightedSumGradX");
   FG_CHECK(alpha.rows() == c.nnz() && g.rows() == c.num_rows && g.row_width() % alpha.row_width() == 0)
       << "HeadWeightedSumGradX: g " << g.ShapeString() << ", alpha " << alpha.ShapeString();
-  Tensor gx = Tensor::Zeros({c.num_cols, g.row_width() / alpha.row_width()});
-  cpu::HeadWeightedSumGradX(a, alpha, g, &gx);
+  CheckSameDevice(alpha, g, "HeadWeightedSumGradX", "alpha");
+  // The CUDA kernel places the transpose and entry permutation on the GPU itself.
+  FG_CHECK(g.device() != Device::kCpu || (a.transpose().offsets.device() == Device::kCpu &&
+                                          a.entry_perm().device() == Device::kCpu))
+      << "HeadWeightedSumGradX: the sparse matrix is on a device but g is on the cpu";
+  Tensor gx = Tensor::Zeros({c.num_cols, g.row_width() / alpha.row_width()}, DType::kFloat32,
+                            g.device());
+  FG_DISPATCH(g.device(), HeadWeightedSumGradX, a, alpha, g, &gx);
   return gx;
 }
 
-Tensor HeadWeightedSumGradAlpha(const Csr& a, const Tensor& x, const Tensor& g) {
-  CheckCpu(g, "HeadWeightedSumGradAlpha");
-  FG_CHECK(x.rows() == a.num_cols && g.rows() == a.num_rows && g.row_width() % x.row_width() == 0)
+Tensor HeadWeightedSumGradAlpha(const Csr& a_in, const Tensor& x, const Tensor& g) {
+  FG_CHECK(x.rows() == a_in.num_cols && g.rows() == a_in.num_rows &&
+           g.row_width() % x.row_width() == 0)
       << "HeadWeightedSumGradAlpha: g " << g.ShapeString() << ", x " << x.ShapeString();
-  Tensor ga = Tensor::Empty({a.nnz(), g.row_width() / x.row_width()});
-  cpu::HeadWeightedSumGradAlpha(a, x, g, &ga);
+  CheckSameDevice(x, g, "HeadWeightedSumGradAlpha", "x");
+  const Csr a = PlacedCsr(a_in, g, "HeadWeightedSumGradAlpha");
+  Tensor ga = Tensor::Empty({a.nnz(), g.row_width() / x.row_width()}, DType::kFloat32, g.device());
+  FG_DISPATCH(g.device(), HeadWeightedSumGradAlpha, a, x, g, &ga);
   return ga;
 }
 
-void AddRowsInPlace(Tensor* y, const Tensor& idx, const Tensor& g) {
-  CheckCpu(*y, "AddRowsInPlace");
-  FG_CHECK(idx.dtype() == DType::kInt32 && g.rows() == idx.numel() && g.row_width() == y->row_width())
-      << "AddRowsInPlace: y " << y->ShapeString() << ", idx " << idx.ShapeString() << ", g "
+void AddRowsInPlace(Tensor* y, const Tensor& idx_in, const Tensor& g) {
+  FG_CHECK(idx_in.dtype() == DType::kInt32 && g.rows() == idx_in.numel() &&
+           g.row_width() == y->row_width())
+      << "AddRowsInPlace: y " << y->ShapeString() << ", idx " << idx_in.ShapeString() << ", g "
       << g.ShapeString();
-  cpu::AddRowsInPlace(y, idx, g);
+  CheckSameDevice(g, *y, "AddRowsInPlace", "g");
+  const Tensor idx = Placed(idx_in, *y, "AddRowsInPlace", "idx");
+  FG_DISPATCH(y->device(), AddRowsInPlace, y, idx, g);
 }
 
 }  // namespace fg::ops

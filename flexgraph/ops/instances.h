@@ -2,8 +2,12 @@
 // weighted sums of shared rows, and in-place row accumulation. Complex numbers are interleaved
 // (re, im) float pairs along the last dimension. Gradients are separate ops (the autograd functions
 // in autograd/instance_functions.h combine them); every reduction sums in a fixed order, so results
-// never depend on the thread count. CPU kernels; CUDA tensors abort naming the op until the CUDA
-// twins exist. Shape errors are programmer errors (FG_CHECK). Thread-safe.
+// never depend on the thread count or launch geometry. CPU kernels and CUDA twins
+// (ops/instance_kernels.h), picked by the float operand's device; a build without the CUDA
+// backend aborts naming the op. Float operands must share a device and outputs are allocated there;
+// index arrays (vertex blocks, Csr arrays, row indices) held on the host are copied to a GPU
+// operand's device for the call. Vertex ids are checked on the host (a copy when they live on the
+// GPU). Shape errors are programmer errors (FG_CHECK). Thread-safe.
 //
 //   Tensor y = ops::ComplexMul(x, r);                          // x [n, L, d], r [L, d]
 //   Tensor h = ops::EncodeInstances(table, {{mdm, mam}, {r_mdm, r_mam}});

@@ -3,6 +3,7 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
+#include "flexgraph/ops/placement.h"
 #include "flexgraph/ops/shared/elementwise.h"
 
 namespace fg::ops {
@@ -20,35 +21,6 @@ void CheckSameNumel(const Tensor& a, const Tensor& b, const char* op) {
       << op << ": shape mismatch " << a.ShapeString() << " vs " << b.ShapeString();
   FG_CHECK(a.device() == b.device()) << op << ": operands on " << DeviceName(a.device()) << " and "
                                      << DeviceName(b.device());
-}
-
-// Dense float operands must share one device.
-void CheckSameDevice(const Tensor& t, const Tensor& x, const char* op, const char* arg) {
-  FG_CHECK(!t.defined() || t.device() == x.device())
-      << op << ": " << arg << " is on " << DeviceName(t.device()) << " but the operand is on "
-      << DeviceName(x.device()) << " (move it with Tensor::To)";
-}
-
-// An index array (CSR structure, segment offsets, row indices, argmax) on the dense operand's
-// device: one held on the host is copied there for this call (place it there once where it is
-// reused); one on a device with a host operand is an error.
-Tensor Placed(const Tensor& index, const Tensor& x, const char* op, const char* arg) {
-  if (!index.defined() || index.device() == x.device()) return index;
-  FG_CHECK(index.device() == Device::kCpu)
-      << op << ": " << arg << " is on " << DeviceName(index.device()) << " but the operand is on "
-      << DeviceName(x.device());
-  return index.To(x.device());
-}
-
-// A sparse operand: int32 column ids, every array on the dense operand's device (placed there).
-Csr PlacedCsr(const Csr& c, const Tensor& x, const char* op) {
-  FG_CHECK(!c.has_int64_indices()) << op << ": sparse operands take int32 column ids (convert with "
-                                    << "Csr::WithInt32Indices)";
-  Csr out = c;
-  out.offsets = Placed(c.offsets, x, op, "csr offsets");
-  out.indices = Placed(c.indices, x, op, "csr indices");
-  out.values = Placed(c.values, x, op, "csr values");
-  return out;
 }
 
 // offsets[segments], read from either device.

@@ -56,6 +56,23 @@ TEST(CudaAvailability, HostHelpersWorkWithoutDevice) {
   EXPECT_EQ(PinnedAlloc(0), nullptr);
 }
 
+// A tensor the GPU cannot hold is an error naming its shape and the device's memory, and the
+// allocator keeps working.
+TEST(CudaAllocator, ExhaustedMemoryNamesTheTensor) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  try {
+    Tensor::Empty({int64_t{1} << 20, int64_t{1} << 20}, DType::kFloat32, Device::kCuda);  // 4 TiB
+    FAIL() << "a 4 TiB tensor was allocated";
+  } catch (const OutOfMemory& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("out of GPU memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("[1048576, 1048576]"), std::string::npos) << what;
+    EXPECT_NE(what.find("MiB free of"), std::string::npos) << what;
+  }
+  Tensor t = Tensor::Zeros({3, 5}, DType::kFloat32, Device::kCuda);
+  EXPECT_EQ(t.ToVector<float>(), std::vector<float>(15, 0.0f));
+}
+
 TEST(CudaAllocator, ReusesFreedBlocksOfTheSameSizeClass) {
   if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   DeviceReleaseCache();

@@ -10,6 +10,7 @@
 
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/nn/optim.h"
+#include "flexgraph/ops/instances.h"
 #include "flexgraph/ops/ops.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "tests/core/gradcheck.h"
@@ -231,6 +232,119 @@ TEST_P(DeviceOpsTest, OptimizerStepsMatchTheCpu) {
     ExpectClose(w_cpu, w_dev, 1e-5f);
     ExpectClose(b_cpu, b_dev, 1e-5f);
   }
+}
+
+// Metapath-instance ops (ops/instances.h). Widths are even but not multiples of 32; the gradients
+// that sum into shared rows are also checked to repeat bit for bit on the device.
+TEST_P(DeviceOpsTest, InstanceComplexMulAndGradients) {
+  struct Case {
+    Shape x, r;
+  };
+  // [n, L, d] against [L, d]; [n, d] against [1, d]; no rows; rows spanning several partial sums.
+  for (const Case& c : {Case{{7, 3, 10}, {3, 10}}, Case{{5, 34}, {1, 34}}, Case{{0, 2, 6}, {2, 6}},
+                        Case{{1300, 2, 6}, {2, 6}}}) {
+    SCOPED_TRACE(ShapeToString(c.x));
+    const Tensor x = RandomTensor(c.x, 40), r = RandomTensor(c.r, 41), g = RandomTensor(c.x, 42);
+    ExpectClose(ops::ComplexMul(x, r), ops::ComplexMul(On(x), On(r)));
+    ExpectClose(ops::ComplexMulGradX(g, r), ops::ComplexMulGradX(On(g), On(r)));
+    const Tensor gr_dev = ops::ComplexMulGradR(On(g), On(x), c.r);
+    EXPECT_EQ(gr_dev.device(), dev());
+    ExpectClose(ops::ComplexMulGradR(g, x, c.r), gr_dev);
+    ExpectClose(gr_dev.To(Device::kCpu), ops::ComplexMulGradR(On(g), On(x), c.r), 0.0f);
+  }
+}
+
+TEST_P(DeviceOpsTest, InstanceEncoderAndGradients) {
+  // Table rows 0..8 of width 10 (row 8 unused). Blocks: three instances of length 3 with repeated
+  // vertices (rotated), an empty block (rotated), one instance of length 4 (plain mean), and more
+  // instances than one partial sum of either backend (rotated).
+  const int64_t rows = 9, d = 10;
+  const Tensor table = RandomTensor({rows, d}, 43);
+  Tensor many = Tensor::Empty({1100, 2}, DType::kInt32);
+  for (int64_t k = 0; k < many.numel(); ++k) many.i32()[k] = static_cast<int32_t>((k * 7) % 8);
+  const ops::InstanceBlocks blocks{
+      {Tensor::FromVector(std::vector<int32_t>{0, 1, 1, 2, 2, 2, 7, 0, 7}, {3, 3}),
+       Tensor::Empty({0, 2}, DType::kInt32),
+       Tensor::FromVector(std::vector<int32_t>{5, 5, 3, 5}, {1, 4}), many},
+      {RandomTensor({3, d}, 44), RandomTensor({2, d}, 45), Tensor(), RandomTensor({2, d}, 46)}};
+  // On the device: float operands there; vertices on the host (placed by the ops) or there too.
+  ops::InstanceBlocks on_host = blocks, on_dev = blocks;
+  for (size_t b = 0; b < blocks.vertices.size(); ++b) {
+    on_host.rotations[b] = on_dev.rotations[b] = On(blocks.rotations[b]);
+    on_dev.vertices[b] = On(blocks.vertices[b]);
+  }
+  const Tensor y = ops::EncodeInstances(table, blocks);
+  ASSERT_EQ(y.shape(), (Shape{1104, d}));
+  const Tensor g = RandomTensor(y.shape(), 47);
+  const Tensor gt = ops::EncodeInstancesGradTable(g, blocks, rows);
+  for (const ops::InstanceBlocks* placed : {&on_host, &on_dev}) {
+    const Tensor y_dev = ops::EncodeInstances(On(table), *placed);
+    EXPECT_EQ(y_dev.device(), dev());
+    ExpectClose(y, y_dev);
+    const Tensor gt_dev = ops::EncodeInstancesGradTable(On(g), *placed, rows);
+    ExpectClose(gt, gt_dev);
+    ExpectClose(gt_dev.To(Device::kCpu), ops::EncodeInstancesGradTable(On(g), *placed, rows), 0.0f);
+    for (size_t b : {0, 1, 3}) {
+      SCOPED_TRACE(b);
+      const Tensor gr_dev = ops::EncodeInstancesGradRotation(On(g), On(table), *placed, b);
+      ExpectClose(ops::EncodeInstancesGradRotation(g, table, blocks, b), gr_dev);
+      ExpectClose(gr_dev.To(Device::kCpu),
+                  ops::EncodeInstancesGradRotation(On(g), On(table), *placed, b), 0.0f);
+    }
+  }
+  // The plain mean at an odd width (one column per thread on the device).
+  const Tensor odd = RandomTensor({6, 7}, 48);
+  const ops::InstanceBlocks means{
+      {Tensor::FromVector(std::vector<int32_t>{4, 4, 0, 5, 1, 4}, {3, 2}),
+       Tensor::FromVector(std::vector<int32_t>{2, 4, 4}, {1, 3})},
+      {Tensor(), Tensor()}};
+  ExpectClose(ops::EncodeInstances(odd, means), ops::EncodeInstances(On(odd), means));
+  const Tensor g_odd = RandomTensor({4, 7}, 49);
+  ExpectClose(ops::EncodeInstancesGradTable(g_odd, means, 6),
+              ops::EncodeInstancesGradTable(On(g_odd), means, 6));
+  // No blocks at all.
+  const ops::InstanceBlocks none;
+  ExpectClose(ops::EncodeInstances(table, none), ops::EncodeInstances(On(table), none));
+  ExpectClose(ops::EncodeInstancesGradTable(Tensor::Empty({0, d}), none, rows),
+              ops::EncodeInstancesGradTable(On(Tensor::Empty({0, d})), none, rows));
+}
+
+TEST_P(DeviceOpsTest, InstanceHeadWeightedSumAndGradients) {
+  // Groups over instances (some groups empty, instances in several groups), three heads of width
+  // 10; then a matrix without entries.
+  for (const Csr& a :
+       {RandomCsr(30, 20, 6, /*skewed=*/true, 50), Csr::FromVectors(2, 3, {0, 0, 0}, {})}) {
+    SCOPED_TRACE(a.nnz());
+    const int64_t heads = 3, d = 10;
+    const Tensor x = RandomTensor({a.num_cols, d}, 51), alpha = RandomTensor({a.nnz(), heads}, 52);
+    const Tensor g = RandomTensor({a.num_rows, heads * d}, 53);
+    const Tensor y = ops::HeadWeightedSum(a, x, alpha);
+    ExpectClose(y, ops::HeadWeightedSum(a, On(x), On(alpha)));      // structure on the host
+    ExpectClose(y, ops::HeadWeightedSum(On(a), On(x), On(alpha)));  // and on the device
+    const SparseMatrix m(a);
+    const Tensor gx = ops::HeadWeightedSumGradX(m, alpha, g);
+    const Tensor gx_dev = ops::HeadWeightedSumGradX(m, On(alpha), On(g));
+    ExpectClose(gx, gx_dev);
+    ExpectClose(gx_dev.To(Device::kCpu),
+                ops::HeadWeightedSumGradX(*m.OnDevice(dev()), On(alpha), On(g)), 0.0f);
+    const Tensor ga = ops::HeadWeightedSumGradAlpha(a, x, g);
+    ExpectClose(ga, ops::HeadWeightedSumGradAlpha(a, On(x), On(g)));
+    ExpectClose(ga, ops::HeadWeightedSumGradAlpha(On(a), On(x), On(g)));
+  }
+}
+
+TEST_P(DeviceOpsTest, InstanceAddRowsInPlace) {
+  const Tensor y = RandomTensor({10, 7}, 54), g = RandomTensor({4, 7}, 55);
+  const Tensor idx = Tensor::FromVector<int32_t>({3, 0, 9, 5});
+  for (const Tensor& at : {idx, On(idx)}) {
+    Tensor y_cpu = y.Clone(), y_dev = On(y).Clone();
+    ops::AddRowsInPlace(&y_cpu, idx, g);
+    ops::AddRowsInPlace(&y_dev, at, On(g));
+    ExpectClose(y_cpu, y_dev);
+  }
+  Tensor y_dev = On(y).Clone();
+  ops::AddRowsInPlace(&y_dev, Tensor::Empty({0}, DType::kInt32), On(Tensor::Empty({0, 7})));
+  ExpectClose(y, y_dev, 0.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceOpsTest, ::testing::Values(Device::kCpu, Device::kCuda),

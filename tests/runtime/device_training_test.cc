@@ -62,6 +62,21 @@ TEST_P(DeviceTraining, LossesEqualTheCpuRun) {
   EXPECT_EQ(cpu.peak_device_bytes, 0);
 }
 
+// What a GPU does not run yet is refused by name, not run on the CPU instead.
+TEST(DeviceTrainingLimits, MiniBatchesOnAGpuAreRefused) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name("sage");
+  config.mutable_dataset()->set_path(DataDir("cora"));
+  config.mutable_train()->set_device("cuda");
+  config.mutable_train()->set_batch_size(64);
+  auto resolved = ResolveConfig(config);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  auto trainer = Trainer::Create(*resolved);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_NE(trainer.status().message().find("batch_size"), std::string::npos) << trainer.status();
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, DeviceTraining,
                          ::testing::Values(Case{"gcn", "cora"}, Case{"sage", "cora"},
                                            Case{"gin", "cora"}, Case{"pinsage", "cora"},

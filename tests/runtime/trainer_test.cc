@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "flexgraph/graph/io/file.h"
+#include "flexgraph/tensor/device_alloc.h"
 #include "runtime/communicator.h"
+#include "runtime/config.h"
 #include "runtime/trainer.h"
 #include "tests/runtime/scratch_dir.h"
 
@@ -111,6 +113,24 @@ TEST(Trainer, InvalidOptionsNameTheField) {
   o = CoraOptions("gcn");
   o.mutable_model()->set_layers(kMaxTagLayer + 2);
   EXPECT_NE(ValidateConfig(o).message().find("layers"), std::string::npos);
+  for (const char* device : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda0"}) {
+    o = CoraOptions("gcn");
+    o.mutable_train()->set_device(device);
+    EXPECT_NE(ValidateConfig(o).message().find("device"), std::string::npos) << device;
+  }
+  for (const char* device : {"cpu", "cuda", "cuda:0", "cuda:3"}) {
+    o = CoraOptions("gcn");
+    o.mutable_train()->set_device(device);
+    EXPECT_TRUE(ValidateConfig(o).ok()) << device;
+  }
+  EXPECT_EQ(CudaDeviceIndex("cuda:3"), 3);
+  EXPECT_EQ(DeviceOf("cuda:3"), Device::kCuda);
+  EXPECT_EQ(DeviceOf("cpu"), Device::kCpu);
+  if (!CudaAvailable()) {  // a GPU asked for where none is usable: the reason, naming the flag
+    o = CoraOptions("gcn");
+    o.mutable_train()->set_device("cuda:1");
+    EXPECT_NE(Trainer::Create(o).status().message().find("device: cuda:1"), std::string::npos);
+  }
   o = CoraOptions("gcn");
   o.mutable_dataset()->set_path("/nonexistent/dataset");
   EXPECT_FALSE(Trainer::Create(o).ok());

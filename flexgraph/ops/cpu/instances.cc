@@ -1,4 +1,4 @@
-#include "flexgraph/ops/cpu/instances.h"
+#include "flexgraph/ops/instance_kernels.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Kernel bodies of the complex-number ops (ops/instances.h), shared by the CPU kernels and their
-// future CUDA twins. Complex numbers are interleaved (re, im) float pairs; `n2` counts floats
-// (twice the complex numbers). Pure functions: thread-safe.
+// CUDA twins (ops/cuda/instance_kernels.cu). Complex numbers are interleaved (re, im) float pairs;
+// `n2` counts floats (twice the complex numbers). Pure functions: thread-safe.
 //
 //   ComplexMulRow(x + i * n2, r, n2, y + i * n2);   // y = x ∘ r
 #pragma once
