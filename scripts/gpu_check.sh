@@ -56,7 +56,7 @@ for t in cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test co
 done
 # Every model for 5 epochs on the GPU against the CPU (losses within 1e-4 relative).
 step "runtime_device_training_test" "$out/tests.log" env FLEXGRAPH_DATA="$data" \
-  "$bin/runtime_device_training_test" --gtest_brief=1
+  "$bin/runtime_device_training_test"
 # A GPU test that skipped ran nothing: count the skips.
 echo "| CUDA tests skipped | $(grep -c '\[  SKIPPED \]' "$out/tests.log") | - |" >> "$summary"
 
