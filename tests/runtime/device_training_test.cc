@@ -59,7 +59,6 @@ TEST_P(DeviceTraining, LossesEqualTheCpuRun) {
   }
   EXPECT_NEAR(gpu.test_accuracy, cpu.test_accuracy, 0.01);
   EXPECT_GT(gpu.peak_device_bytes, 0);
-  EXPECT_EQ(cpu.peak_device_bytes, 0);
 }
 
 // What a GPU does not run yet is refused by name, not run on the CPU instead.

@@ -121,8 +121,9 @@ ag::Var UnitRotations(const ag::Var& raw) {
 
 ag::Var PathRotations(const ag::Var& unit, const nau::Metapath& mp) {
   const int64_t d = unit.row_width();
-  const ag::Var conj_sign(ops::ComplexFull(d / 2, 1.0f, -1.0f));
-  std::vector<ag::Var> rows = {ag::Var(ops::ComplexFull(d / 2, 1.0f, 0.0f))};
+  const Device device = unit.value().device();
+  const ag::Var conj_sign(ops::ComplexFull(d / 2, 1.0f, -1.0f).To(device));
+  std::vector<ag::Var> rows = {ag::Var(ops::ComplexFull(d / 2, 1.0f, 0.0f).To(device))};
   for (const nau::MetapathStep& step : mp.steps) {
     ag::Var r = ag::GatherRows(unit, IntTensor({step.relation}));
     // Back towards the root, a forward step is walked dst -> src: the conjugate rotation.

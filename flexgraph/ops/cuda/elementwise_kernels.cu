@@ -6,6 +6,7 @@
 #include "flexgraph/ops/cuda/cuda_util.h"
 #include "flexgraph/ops/kernels.h"
 #include "flexgraph/ops/shared/elementwise.h"
+#include "flexgraph/tensor/tensor.h"
 
 namespace fg::ops::cuda {
 namespace {
@@ -115,21 +116,41 @@ __global__ void __launch_bounds__(kThreads)
   FG_GRID_STRIDE(i, n) { shared::OptimizerUpdate(o, w, g, m, v, i); }
 }
 
-// One block sums in a fixed order (each thread a strided range, then a tree): deterministic.
+// The loss sums in two fixed-order levels: block b sums items [b kNllChunk, (b + 1) kNllChunk)
+// (each thread a strided range, then a tree) into partial[b]; one block then sums the partials the
+// same way. Deterministic, and no thread loops over more than kNllChunk / kNllThreads items.
 constexpr int kNllThreads = 512;
-__global__ void __launch_bounds__(kNllThreads)
-    NllLossKernel(const float* __restrict__ lp, int64_t classes, const int64_t* __restrict__ labels,
-                  const int32_t* __restrict__ rows, int64_t m, float* __restrict__ out) {
+constexpr int64_t kNllChunk = 8192;
+
+__device__ double BlockSum(double s) {
   __shared__ double partial[kNllThreads];
-  double s = 0.0;
-  for (int64_t k = threadIdx.x; k < m; k += kNllThreads) s -= lp[rows[k] * classes + labels[rows[k]]];
   partial[threadIdx.x] = s;
   __syncthreads();
   for (int half = kNllThreads / 2; half > 0; half /= 2) {
     if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) out[0] = static_cast<float>(partial[0] / static_cast<double>(m));
+  return partial[0];
+}
+
+__global__ void __launch_bounds__(kNllThreads)
+    NllLossPartialKernel(const float* __restrict__ lp, int64_t classes,
+                         const int64_t* __restrict__ labels, const int32_t* __restrict__ rows,
+                         int64_t m, double* __restrict__ partial) {
+  const int64_t lo = blockIdx.x * kNllChunk, hi = lo + kNllChunk < m ? lo + kNllChunk : m;
+  double s = 0.0;
+  for (int64_t k = lo + threadIdx.x; k < hi; k += kNllThreads) s -= lp[rows[k] * classes + labels[rows[k]]];
+  const double total = BlockSum(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(kNllThreads)
+    NllLossFinalKernel(const double* __restrict__ partial, int64_t blocks, int64_t m,
+                       float* __restrict__ out) {
+  double s = 0.0;
+  for (int64_t b = threadIdx.x; b < blocks; b += kNllThreads) s += partial[b];
+  const double total = BlockSum(s);
+  if (threadIdx.x == 0) out[0] = static_cast<float>(total / static_cast<double>(m));
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -201,17 +222,21 @@ void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int6
 
 void SumRows(const float* x, int64_t rows, int64_t cols, float* y) {
   if (cols == 0) return;
-  const int64_t chunks = (rows + kSumChunkRows - 1) / kSumChunkRows;
-  if (chunks <= 1) {
-    SumRowsKernel<<<BlocksFor(cols), kThreads, 0, CurrentStream()>>>(x, rows, cols, y);
+  // Partial sums over chunks of kSumChunkRows rows, level by level until one chunk is left: every
+  // level runs chunks * cols threads and no thread sums more than kSumChunkRows rows (a column per
+  // thread over millions of rows would wait on one load after another).
+  Tensor partial;
+  while (rows > kSumChunkRows) {
+    const int64_t chunks = (rows + kSumChunkRows - 1) / kSumChunkRows;
+    Tensor next = Tensor::Empty({chunks, cols}, DType::kFloat32, Device::kCuda);
+    SumRowsPartialKernel<<<BlocksFor(chunks * cols), kThreads, 0, CurrentStream()>>>(
+        x, rows, cols, next.f32(), chunks * cols);
     FG_CUDA_CHECK_LAUNCH();
-    return;
+    partial = next;  // the previous level's buffer is reused only after this launch (one stream)
+    x = partial.f32();
+    rows = chunks;
   }
-  auto* partial = static_cast<float*>(ThreadScratch(0, sizeof(float) * chunks * cols));
-  SumRowsPartialKernel<<<BlocksFor(chunks * cols), kThreads, 0, CurrentStream()>>>(
-      x, rows, cols, partial, chunks * cols);
-  FG_CUDA_CHECK_LAUNCH();
-  SumRowsKernel<<<BlocksFor(cols), kThreads, 0, CurrentStream()>>>(partial, chunks, cols, y);
+  SumRowsKernel<<<BlocksFor(cols), kThreads, 0, CurrentStream()>>>(x, rows, cols, y);
   FG_CUDA_CHECK_LAUNCH();
 }
 
@@ -261,7 +286,12 @@ void OptimizerStep(const OptimizerStepArgs& o, float* w, const float* g, float* 
 
 void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int32_t* rows,
              int64_t m, float* out) {
-  NllLossKernel<<<1, kNllThreads, 0, CurrentStream()>>>(lp, classes, labels, rows, m, out);
+  const int64_t blocks = (m + kNllChunk - 1) / kNllChunk;
+  Tensor partial = Tensor::Empty({2 * blocks}, DType::kFloat32, Device::kCuda);  // doubles
+  auto* p = reinterpret_cast<double*>(partial.f32());
+  NllLossPartialKernel<<<blocks, kNllThreads, 0, CurrentStream()>>>(lp, classes, labels, rows, m, p);
+  FG_CUDA_CHECK_LAUNCH();
+  NllLossFinalKernel<<<1, kNllThreads, 0, CurrentStream()>>>(p, blocks, m, out);
   FG_CUDA_CHECK_LAUNCH();
 }
 
