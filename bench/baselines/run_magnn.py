@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Full-batch MAGNN node classification in DGL, on a heterogeneous dataset in the OGB raw layout
+"""Full-batch MAGNN node classification in DGL or in PyTorch with PyG's utilities, on a heterogeneous
+dataset in the OGB raw layout
 (IMDB: movie, director, actor) — the model of FlexGraph's udf_examples/magnn, organised like
 MAGNN's reference code (MAGNN_nc with MAGNN_ctr_ntype_specific and one metapath-specific module per
 metapath). One layer, for a root v of type T:
@@ -13,6 +14,9 @@ metapath). One layer, for a root v of type T:
                      e = LeakyReLU(a_center^h . h_v + a_inst^h . h_p)  (dgl.ops.e_add_v),
                      alpha = dgl.ops.edge_softmax, dropout on alpha,
                      h_v^P = ELU(||_h sum_p alpha_p^h h_p)             (dgl.ops.u_mul_e_sum).
+                     --backend pyg: the same with an index gather, torch_geometric.utils.softmax
+                     and torch_geometric.utils.scatter (the model "written with PyTorch and PyG's
+                     utilities"); --device cuda runs either on a GPU.
   Metapath attention per type: s_P = q . mean_v tanh(h_v^P M + b), beta = softmax_P(s),
                      h_v = sum_P beta_P h_v^P.
   Update:            W_o h_v + b_o, ELU on hidden layers.
@@ -24,6 +28,8 @@ T-X-Y-X-T (IMDB: M-D-M, M-A-M, D-M-D, D-M-A-M-D, A-M-A, A-M-D-M-A).
 
   bench/.venv/bin/python bench/baselines/run_magnn.py --data /work/shared/data/imdb \
       --weights DIR --epochs 7 --threads 2 --normalize_features --out result.json
+  python3 bench/baselines/run_magnn.py --data /work/shared/data/imdb --weights DIR --backend pyg \
+      --device cuda --normalize_features --out result.json
   bench/.venv/bin/python bench/baselines/run_magnn.py --data /work/shared/data/imdb \
       --write_weights DIR --seed 1      # initial weights in FlexGraph's names, then exit
 
@@ -65,6 +71,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model_selection", choices=["final", "best_valid"], default="best_valid")
+    p.add_argument("--backend", choices=["dgl", "pyg"], default="dgl",
+                   help="the instance attention's graph ops: DGL's, or PyG's softmax and scatter")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     if a.attn_dropout is None:
@@ -294,27 +303,33 @@ def load_parameters(wdir, shapes, seed):
 # ----------------------------------------------------------------------------- model
 
 def build_model(data, metapaths, selection, params, a):
-    import dgl
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    dev = torch.device(a.device)
+    if a.backend == "dgl":
+        import dgl
+    else:
+        from torch_geometric.utils import scatter, softmax
 
     class MetapathSpecific(nn.Module):
         """Instances of one metapath -> per-root embedding [roots of its type, heads * d]."""
 
         def __init__(self, mp, glob, roots, n_roots, column):
             super().__init__()
-            self.mp, self.column = mp, column
-            self.inst = torch.from_numpy(glob)
-            self.roots = torch.from_numpy(data.offsets[mp["types"][0]] + np.arange(n_roots))
-            self.g = dgl.heterograph({("inst", "of", "root"): (torch.arange(len(roots)), torch.from_numpy(roots))},
-                                     num_nodes_dict={"inst": len(roots), "root": n_roots})
+            self.mp, self.column, self.n_roots = mp, column, n_roots
+            self.inst = torch.from_numpy(glob).to(dev)
+            self.roots = torch.from_numpy(data.offsets[mp["types"][0]] + np.arange(n_roots)).to(dev)
+            self.root_of = torch.from_numpy(roots).long().to(dev)  # each instance's root
+            if a.backend == "dgl":
+                self.g = dgl.heterograph({("inst", "of", "root"): (torch.arange(len(roots)), torch.from_numpy(roots))},
+                                         num_nodes_dict={"inst": len(roots), "root": n_roots}).to(dev)
 
         def forward(self, h, h_drop, unit, attn_center, attn_inst, training):
             heads, d = a.heads, h.shape[1]
             n, length = self.inst.shape
             # path rotations towards the root: [L, d/2] complex, row 0 = 1
-            rot = [torch.ones(d // 2, dtype=torch.complex64)]
+            rot = [torch.ones(d // 2, dtype=torch.complex64, device=dev)]
             for rel, forward in self.mp["steps"]:
                 r = unit[rel]
                 rot.append(rot[-1] * (r.conj() if forward else r))
@@ -323,18 +338,24 @@ def build_model(data, metapaths, selection, params, a):
             enc = torch.view_as_real((x * rot).mean(1)).reshape(n, d)
             cols = slice(self.column * heads, (self.column + 1) * heads)
             center = h[self.roots] @ attn_center[:, cols]  # [roots, heads]
-            e = F.leaky_relu(dgl.ops.e_add_v(self.g, enc @ attn_inst[:, cols], center), a.slope)
-            alpha = F.dropout(dgl.ops.edge_softmax(self.g, e), a.attn_dropout, training)
-            out = dgl.ops.u_mul_e_sum(self.g, enc.unsqueeze(1), alpha.unsqueeze(2))  # [roots, heads, d]
+            if a.backend == "dgl":
+                e = F.leaky_relu(dgl.ops.e_add_v(self.g, enc @ attn_inst[:, cols], center), a.slope)
+                alpha = F.dropout(dgl.ops.edge_softmax(self.g, e), a.attn_dropout, training)
+                out = dgl.ops.u_mul_e_sum(self.g, enc.unsqueeze(1), alpha.unsqueeze(2))  # [roots, heads, d]
+            else:
+                e = F.leaky_relu(enc @ attn_inst[:, cols] + center[self.root_of], a.slope)
+                alpha = F.dropout(softmax(e, self.root_of, num_nodes=self.n_roots), a.attn_dropout, training)
+                out = scatter(enc.unsqueeze(1) * alpha.unsqueeze(2), self.root_of, dim=0, dim_size=self.n_roots,
+                              reduce="sum")
             return F.elu(out.reshape(-1, heads * d))
 
     class MAGNN(nn.Module):
         def __init__(self):
             super().__init__()
             # FlexGraph name -> Parameter ('.' is not allowed in torch parameter names)
-            self.p = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(torch.from_numpy(v))
+            self.p = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(torch.from_numpy(v).to(dev))
                                        for k, v in params.items()})
-            self.feats = {t: torch.from_numpy(f) for t, f in data.features.items() if f.size}
+            self.feats = {t: torch.from_numpy(f).to(dev) for t, f in data.features.items() if f.size}
             self.layers = []
             for l, mps in enumerate(layer_metapaths(data, metapaths, a.layers)):
                 by_type = {}
@@ -391,12 +412,17 @@ def run(a):
         print(f"wrote {len(shapes)} parameters to {a.write_weights}")
         return None
 
-    import dgl
     import torch
     from run_baseline import report, train_full_batch
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    dgl.seed(a.seed)
+    if a.backend == "dgl":
+        import dgl
+        dgl.seed(a.seed)
+        versions = {"torch": torch.__version__, "dgl": dgl.__version__}
+    else:
+        import torch_geometric
+        versions = {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__}
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(a.seed)
@@ -413,7 +439,7 @@ def run(a):
                            test_idx=data.test_idx)
     t = train_full_batch(a, net, net, w)
     res = {
-        "framework": "dgl", "model": "magnn", "dataset": os.path.basename(os.path.normpath(a.data)),
+        "framework": a.backend, "model": "magnn", "dataset": os.path.basename(os.path.normpath(a.data)),
         "num_nodes": data.n, "num_edges": int(sum(r["edges"] for r in data.relations)),
         "metapaths": [m["name"] for m in metapaths], "instances": instances, "capped_groups": int(capped),
         "epochs": a.epochs, "warmup": a.warmup, "hidden": a.hidden, "layers": a.layers, "heads": a.heads,
@@ -422,7 +448,7 @@ def run(a):
         "normalize_features": a.normalize_features, "parameters_from_files": from_files,
         "parameters": len(shapes), "selection_seconds": selection_seconds,
         **t,
-        "versions": {"torch": torch.__version__, "dgl": dgl.__version__},
+        "versions": versions,
     }
     return report(a, res)
 

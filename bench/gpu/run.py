@@ -11,8 +11,9 @@ Per workload and model (bench/README.md, "GPU: FlexGraph vs PyG"):
   - PyG: bench/baselines/run_baseline.py --framework pyg --adjacency sparse (GCNConv / SAGEConv on
     a sparse adj_t: torch_sparse.SparseTensor when importable, else a torch.sparse CSR tensor);
   - torch.sparse: run_baseline.py --framework torch (hand-written layers on torch.sparse.mm);
-all on device D from the same weight files (bench/harness/run_bench.py writes them). PinSage and
-MAGNN run in FlexGraph alone: PyG has no layer computing the same function.
+all on device D from the same weight files (bench/harness/run_bench.py writes them). MAGNN's
+baseline is the same model in PyTorch with PyG's softmax and scatter (run_magnn.py --backend pyg);
+PinSage runs in FlexGraph alone (PyG has no layer computing the same function).
 
 Contract: every row is written to --out (gpu_bench.md, gpu_bench.json) as soon as it is known; a
 run that fails becomes a row with its error, the others go on. Exits 1 when a run failed or an
@@ -50,8 +51,9 @@ WORKLOADS = {
 FRAMEWORKS = {"flexgraph": "FlexGraph", "pyg": "PyG", "torch": "torch.sparse"}
 # Baseline arguments per framework (run_baseline.py); the device is added per run.
 BASELINE_ARGS = {"pyg": ["--adjacency", "sparse"], "torch": []}
-NO_PYG_MODEL = {"pinsage": "PyG has no PinSage layer: FlexGraph alone",
-                "magnn": "PyG has no MAGNN layer: FlexGraph alone"}
+# MAGNN's baselines: the same model in PyTorch with PyG's softmax and scatter (run_magnn.py).
+MAGNN_BASELINE_ARGS = {"pyg": ["--backend", "pyg"]}
+NO_PYG_MODEL = {"pinsage": "PyG has no PinSage layer: FlexGraph alone"}
 
 
 def parse_args():
@@ -283,9 +285,13 @@ class Bench:
         fg_s = harness.median_after(fg["epoch_seconds"], a.warmup) if fg else None
         fg_loss = fg.get("epoch0_loss") if fg else None
         for fw in (f for f in fws if f != "flexgraph"):
+            args = MAGNN_BASELINE_ARGS if model == "magnn" else BASELINE_ARGS
+            if fw not in args:
+                self.add(name, model, fw, sizes, epochs, status=f"n/a: no {FRAMEWORKS[fw]} {model}")
+                continue
             try:
                 r = harness.run_baseline(a, fw, model, m, name, d, wdir, epochs, self.run_dir,
-                                         extra=["--device", a.device, *BASELINE_ARGS[fw]])
+                                         extra=["--device", a.device, *args[fw]])
             except Exception as e:  # noqa: BLE001
                 self.add(name, model, fw, sizes, epochs, status="error: " + error_text(e), error=str(e))
                 self.failures.append(f"{FRAMEWORKS[fw]} {model} on {name}: {error_text(e)}")
@@ -350,7 +356,8 @@ def markdown(info, rows):
         "summary's peak_device_bytes for FlexGraph; n/a where the run is on the CPU. epoch-0 loss: the initial weights' "
         f"loss without dropout; agrees: within {info['tolerance']:g} relative of FlexGraph's (all runs load the same "
         "weight files). test acc: at the best validation epoch. PyG: GCNConv / SAGEConv on a sparse adj_t "
-        "(GCNConv caching its normalisation); torch.sparse: hand-written layers on torch.sparse.mm over a CSR, "
+        "(GCNConv caching its normalisation); for MAGNN, the same model in PyTorch with PyG's softmax and scatter "
+        "(bench/baselines/run_magnn.py --backend pyg); torch.sparse: hand-written layers on torch.sparse.mm over a CSR, "
         "each aggregation on the narrower side of its layer's product. Of floor: the epoch floor (bench/harness/"
         "floor.py: bytes the SpMMs and GEMMs must move over the measured device-to-device copy bandwidth, plus GEMM "
         "flops over the measured float32 cuBLAS peak) over this row's s/epoch" + (

@@ -272,8 +272,8 @@ def pinsage_selection_dir(out_dir, name):
 
 
 def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir, extra=()):
-    """The baseline of framework for model (extra: more run_baseline.py arguments, GCN and SAGE
-    only); returns its result JSON."""
+    """The baseline of framework for model (extra: more arguments of the baseline's script, GCN,
+    SAGE and MAGNN); returns its result JSON."""
     out = os.path.join(out_dir, f"{framework}-{model}-{name}.json")
     if model == "magnn":
         cmd = [a.python, os.path.join(BASELINES, "run_magnn.py"), "--data", d, "--weights", wdir,
@@ -283,6 +283,7 @@ def run_baseline(a, framework, model, m, name, d, wdir, epochs, out_dir, extra=(
                "--seed", "0", "--model_selection", "best_valid", "--out", out]
         if WORKLOADS[name]["normalize_features"]:
             cmd.append("--normalize_features")
+        cmd += list(extra)
         wall = run(cmd, env=thread_env(a.threads), log_path=out.replace(".json", ".log"))
         r = json.load(open(out))
         r["wall_seconds"] = wall
