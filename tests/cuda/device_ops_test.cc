@@ -106,6 +106,30 @@ TEST_P(DeviceOpsTest, ElementwiseArithmetic) {
   ExpectClose(ops::ScaleRows(a, s), ops::ScaleRows(On(a), On(s)));
   Tensor tall = RandomTensor({1500, 5}, 15);  // several row chunks on the GPU
   ExpectClose(ops::SumRows(tall), ops::SumRows(On(tall)));
+  Tensor taller = RandomTensor({300000, 3}, 16);  // three levels of chunks on the GPU
+  ExpectClose(ops::SumRows(taller), ops::SumRows(On(taller)), 1e-3f);
+}
+
+// The NLL loss and its gradient: rows in any order, few and many (several blocks on the GPU).
+TEST_P(DeviceOpsTest, NllLossAndGradient) {
+  for (int64_t n : {1, 37, 20000}) {
+    const int64_t classes = 5;
+    Tensor logp = ops::LogSoftmax(RandomTensor({n, classes}, 21));
+    std::vector<int64_t> labels(n);
+    std::vector<int32_t> rows;
+    for (int64_t i = 0; i < n; ++i) {
+      labels[i] = (i * 7 + 3) % classes;
+      if (i % 3 != 1) rows.push_back(static_cast<int32_t>(n - 1 - i));
+    }
+    if (rows.empty()) rows.push_back(0);
+    const Tensor y = Tensor::FromVector(labels), r = Tensor::FromVector(rows);
+    const Tensor loss = ops::NllLoss(logp, y, r);
+    const Tensor loss_dev = ops::NllLoss(On(logp), On(y), On(r));
+    EXPECT_EQ(loss_dev.device(), dev());
+    ExpectClose(loss, loss_dev, 1e-5f);
+    const Tensor g = Tensor::FromVector<float>({0.5f});
+    ExpectClose(ops::NllLossBackward(g, logp, y, r), ops::NllLossBackward(On(g), On(logp), y, r));
+  }
 }
 
 TEST_P(DeviceOpsTest, ConcatAndSplit) {
