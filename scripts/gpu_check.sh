@@ -5,9 +5,10 @@
 # binaries resolve, runs the CUDA op tests and the CPU op tests, compute-sanitizer (memcheck) on the
 # CUDA op tests, every model on `--device cuda` next to the same run on the CPU, and the benchmark
 # against PyG and torch.sparse on the same GPU (bench/gpu/run.py, with the system python3's torch
-# and torch_geometric). Writes at most 8 files to $OUT: summary.md (one line per step: status and
-# seconds, then the tables), env.log, tests.log, sanitizer.log, train.log, gpu_bench.md,
-# gpu_bench.json. Exits non-zero when a step fails.
+# and torch_geometric), then kernel time by name for GCN on RMAT-20 (bench/gpu/kernel_profile.py).
+# Writes 8 files to $OUT: summary.md (one line per step: status and seconds, then the tables),
+# env.log, tests.log, sanitizer.log, train.log, gpu_bench.md, gpu_bench.json, profile.md. Exits
+# non-zero when a step fails.
 #
 #   scripts/bundle.sh                  # here: builds, packs and excludes gpu_bundle/ from git
 #   scripts/gpu_check.sh gpu_bundle    # there (the device tool, with carry: ["gpu_bundle"])
@@ -86,6 +87,19 @@ done
 step "GPU bench vs PyG" "$out/train.log" python3 bench/gpu/run.py --device cuda --flexgraph "$bin/flexgraph" \
   --data_root "$data" --work_dir "$root/gpu_bench" --out "$out" --threads "$OMP_NUM_THREADS" \
   --time_budget "${GPU_BENCH_BUDGET_S:-180}" ${GPU_BENCH_ARGS:-}
+# Where the device time goes: kernel time by name (Nsight Compute) for GCN on RMAT-20, FlexGraph and
+# torch.sparse, 3 epochs each with their evaluations (GPU_PROFILE=0 skips it).
+rmat20="$root/gpu_bench/rmat20"
+if [ "${GPU_PROFILE:-1}" != 0 ] && [ -f "$rmat20/indptr.npy" ]; then
+  step "kernel profile FlexGraph" "$out/train.log" python3 bench/gpu/kernel_profile.py \
+    --label "FlexGraph GCN on RMAT-20, hidden 256, 3 epochs" --out "$out/profile.md" -- \
+    "$bin/flexgraph" train --dataset "$rmat20" --model gcn --hidden 256 --epochs 3 --device cuda \
+    --normalize_features false --quiet
+  step "kernel profile torch.sparse" "$out/train.log" python3 bench/gpu/kernel_profile.py \
+    --label "torch.sparse GCN on RMAT-20, hidden 256, 3 epochs" --out "$out/profile.md" -- \
+    python3 bench/baselines/run_baseline.py --framework torch --model gcn --data "$rmat20" --epochs 3 \
+    --warmup 1 --hidden 256 --layers 2 --device cuda --threads "$OMP_NUM_THREADS" --input_dropout
+fi
 python3 - "$runs" >> "$summary" << 'PY' || status=1
 import glob, json, os, sys
 runs = sys.argv[1]
@@ -102,5 +116,6 @@ print("\n| run | GPU s/epoch | CPU s/epoch | max loss rel. diff |\n|---|---|---|
 print("\n".join(rows) if rows else "| (no run trained on both devices) | | | |")
 PY
 [ -f "$out/gpu_bench.md" ] && { echo; cat "$out/gpu_bench.md"; } >> "$summary"
+[ -f "$out/profile.md" ] && { echo; cat "$out/profile.md"; } >> "$summary"
 rm -rf "$root"
 exit $status
