@@ -119,6 +119,43 @@ TEST(SharedElementwise, DropoutBlocksMatchTheCpuMaskAndKeepRate) {
   EXPECT_NEAR(static_cast<double>(kept) / got.size(), 1.0 - p, 0.05);
 }
 
+// The GPU's warp-per-256-columns dropout, its lane shuffles emulated: every column is written
+// once, with the value of the CPU's dropout, for widths below, at and across group boundaries.
+TEST(SharedElementwise, WarpDropoutRoundsMatchTheCpuDropout) {
+  const float p = 0.5f, scale = 1.0f / (1.0f - p);
+  const uint32_t threshold = ops::shared::DropoutThreshold(p);
+  for (int64_t cols : {1, 7, 8, 9, 100, 255, 256, 257, 600}) {
+    const int64_t rows = 5;
+    Tensor ids = Tensor::FromVector<int64_t>({3, 90, 17, 4000, 5});
+    Tensor x = Tensor::Empty({rows, cols});
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 0.25f * static_cast<float>(i % 13) - 1.0f;
+    const Tensor expected = ops::Dropout(x, p, 42, ids);
+    std::vector<float> got(rows * cols, std::nanf(""));
+    const int64_t groups = (cols + ops::shared::kDropoutGroupCols - 1) / ops::shared::kDropoutGroupCols;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < groups; ++g) {
+        uint32_t bits[32];
+        for (int lane = 0; lane < 32; ++lane) {
+          const int64_t block = g * 32 + lane;
+          bits[lane] = block * ops::shared::kDropoutBlockCols < cols
+                           ? ops::shared::DropoutKeepBits(42, ids.i64()[r], block, threshold)
+                           : 0u;
+        }
+        for (int k = 0; k < ops::shared::kDropoutBlockCols; ++k) {
+          for (int lane = 0; lane < 32; ++lane) {
+            const int64_t c = ops::shared::DropoutRoundColumn(g, k, lane);
+            if (c >= cols) continue;
+            ASSERT_TRUE(std::isnan(got[r * cols + c])) << "column " << c << " written twice";
+            got[r * cols + c] = ops::shared::DropoutRoundValue(
+                bits[ops::shared::DropoutRoundOwner(k, lane)], lane, scale, x.f32() + r * cols, c);
+          }
+        }
+      }
+    }
+    ExpectNear(expected, got, 0.0f);
+  }
+}
+
 TEST(SharedSparse, RowOfEntrySkipsEmptyRows) {
   // offsets [0, 2, 2, 2, 5]: rows 1 and 2 are empty.
   const int64_t off[5] = {0, 2, 2, 2, 5};

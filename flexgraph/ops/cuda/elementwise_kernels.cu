@@ -31,9 +31,14 @@ __global__ void __launch_bounds__(kThreads)
   FG_GRID_STRIDE(i, n) { y[i] = shared::AddScaledValue(a, b, alpha, i, b_period); }
 }
 
+// Index is uint32_t when n < 2^31 (a 64-bit remainder per element costs more than the memory).
+template <typename Index>
 __global__ void __launch_bounds__(kThreads)
-    BiasReluKernel(const float* x, const float* b, int64_t cols, float* y, int64_t n) {
-  FG_GRID_STRIDE(i, n) { y[i] = shared::UnaryValue<UnaryOp::kRelu>(x[i] + b[i % cols], 0.0f); }
+    BiasReluKernel(const float* x, const float* b, Index cols, float* y, Index n) {
+  const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    y[i] = shared::UnaryValue<UnaryOp::kRelu>(x[i] + b[i % cols], 0.0f);
+  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -71,17 +76,31 @@ __global__ void __launch_bounds__(kThreads)
   FG_GRID_STRIDE(j, cols) { y[j] = shared::SumColumn(x, rows, cols, j); }
 }
 
-// One thread per block of eight mask entries (one Philox block).
+// A warp per (row, group of 256 columns): each lane draws one Philox block, then the warp writes
+// the group's columns contiguously, each lane taking its column's keep bit from the block's owner
+// (ops/shared/elementwise.h, DropoutKeepBits). Warps loop uniformly, so the shuffles are full-warp.
 __global__ void __launch_bounds__(kThreads)
     DropoutKernel(uint64_t seed, const int64_t* __restrict__ row_ids, int64_t rows, int64_t cols,
-                  float p, float keep_scale, const float* __restrict__ x, float* __restrict__ y) {
-  constexpr int64_t kCols = shared::kDropoutBlockCols;
-  const int64_t blocks_per_row = (cols + kCols - 1) / kCols;
-  FG_GRID_STRIDE(i, rows * blocks_per_row) {
-    const int64_t r = i / blocks_per_row;
+                  uint32_t threshold, float keep_scale, const float* __restrict__ x,
+                  float* __restrict__ y) {
+  const int lane = threadIdx.x & 31;
+  const int64_t groups = (cols + shared::kDropoutGroupCols - 1) / shared::kDropoutGroupCols;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < rows * groups;
+       w += warps) {
+    const int64_t r = w / groups, g = w - r * groups;
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    shared::DropoutBlock(seed, id, (i % blocks_per_row) * kCols, cols, p, keep_scale,
-                         x != nullptr ? x + r * cols : nullptr, y + r * cols);
+    const int64_t block = g * 32 + lane;
+    const uint32_t bits =
+        block * shared::kDropoutBlockCols < cols ? shared::DropoutKeepBits(seed, id, block, threshold) : 0u;
+    const float* x_row = x != nullptr ? x + r * cols : nullptr;
+    float* y_row = y + r * cols;
+#pragma unroll
+    for (int k = 0; k < shared::kDropoutBlockCols; ++k) {
+      const uint32_t owner_bits = __shfl_sync(0xFFFFFFFFu, bits, shared::DropoutRoundOwner(k, lane));
+      const int64_t c = shared::DropoutRoundColumn(g, k, lane);
+      if (c < cols) y_row[c] = shared::DropoutRoundValue(owner_bits, lane, keep_scale, x_row, c);
+    }
   }
 }
 
@@ -190,7 +209,12 @@ void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
 void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y) {
   const int64_t n = rows * cols;
   if (n == 0) return;
-  BiasReluKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, b, cols, y, n);
+  if (n < (int64_t{1} << 31)) {
+    BiasReluKernel<uint32_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
+        x, b, static_cast<uint32_t>(cols), y, static_cast<uint32_t>(n));
+  } else {
+    BiasReluKernel<int64_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, b, cols, y, n);
+  }
   FG_CUDA_CHECK_LAUNCH();
 }
 
@@ -242,10 +266,10 @@ void SumRows(const float* x, int64_t rows, int64_t cols, float* y) {
 
 void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
              const float* x, float* y) {
-  const int64_t n = rows * ((cols + 3) / 4);
-  if (n == 0) return;
-  DropoutKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(seed, row_ids, rows, cols, p,
-                                                                 1.0f / (1.0f - p), x, y);
+  const int64_t groups = (cols + shared::kDropoutGroupCols - 1) / shared::kDropoutGroupCols;
+  if (rows == 0 || cols == 0) return;
+  DropoutKernel<<<BlocksFor(rows * groups * 32), kThreads, 0, CurrentStream()>>>(
+      seed, row_ids, rows, cols, shared::DropoutThreshold(p), 1.0f / (1.0f - p), x, y);
   FG_CUDA_CHECK_LAUNCH();
 }
 

@@ -130,6 +130,32 @@ FG_HD void DropoutBlock(uint64_t seed, uint64_t row_id, int64_t j0, int64_t cols
   }
 }
 
+// The GPU's dropout runs a warp per group of 32 blocks (256 columns) of a row: lane L draws block
+// 32 g + L and keeps its 8 entries' keep bits (bit t: entry t kept); in store round k (0..7) lane L
+// writes column 256 g + 32 k + L, whose bit it reads from lane DropoutRoundOwner(k, L). Loads and
+// stores are then contiguous across the warp.
+inline constexpr int kDropoutGroupCols = 32 * kDropoutBlockCols;
+FG_HD uint32_t DropoutKeepBits(uint64_t seed, uint64_t row_id, int64_t block, uint32_t threshold) {
+  const Philox4 b = PhiloxBlock(seed, static_cast<uint64_t>(block), row_id);
+  uint32_t bits = 0;
+  for (int w = 0; w < 4; ++w) {
+    bits |= static_cast<uint32_t>((b.v[w] & 0xFFFFu) >= threshold) << (2 * w);
+    bits |= static_cast<uint32_t>((b.v[w] >> 16) >= threshold) << (2 * w + 1);
+  }
+  return bits;
+}
+FG_HD int DropoutRoundOwner(int round, int lane) { return 4 * round + (lane >> 3); }
+FG_HD int64_t DropoutRoundColumn(int64_t group, int round, int lane) {
+  return group * kDropoutGroupCols + 32 * round + lane;
+}
+// The value lane `lane` writes from its owner's keep bits: x * keep_scale or 0 (the mask itself when
+// x_row is null).
+FG_HD float DropoutRoundValue(uint32_t owner_bits, int lane, float keep_scale, const float* x_row,
+                              int64_t column) {
+  const float m = (owner_bits >> (lane & 7)) & 1u ? keep_scale : 0.0f;
+  return x_row != nullptr ? x_row[column] * m : m;
+}
+
 // Element j of an optimizer update (nn::Optimizer's rules; the CPU and CUDA steps run this).
 FG_HD void OptimizerUpdate(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,
                            int64_t j) {
