@@ -75,7 +75,8 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
   }
   Tensor ids = row_ids;
   for (const auto& [host, placed] : placed_ids) {
-    if (ids.defined() && ids.raw() == host.raw() && placed.device() == x.value().device()) ids = placed;
+    if (ids.defined() && ids.raw() == host.raw() && placed.device() == x.value().device())
+      ids = placed;
   }
   ag::Var out = ag::Dropout(x, p, s, training, ids);
   dropped_.push_back({layer, s, p, x, out, row_ids});

@@ -73,7 +73,8 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
       for (int k = 1; k <= p.hdg->num_levels(); ++k) {
         normalized.push_back(layer.LevelAggregator(k).normalize_weights());
       }
-      p.hdg = placed ? placed : std::make_shared<const hdg::Hdg>(p.hdg->OnDevice(device_, normalized));
+      p.hdg =
+          placed ? placed : std::make_shared<const hdg::Hdg>(p.hdg->OnDevice(device_, normalized));
     }
     return absl::OkStatus();
   }

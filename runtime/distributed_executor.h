@@ -99,7 +99,8 @@ class DistributedExecutor {
     LayerExchange exchange;  // distributed runs
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
-    std::shared_ptr<const hdg::Hdg> source;  // the host HDG that `hdg` was placed from (device runs)
+    std::shared_ptr<const hdg::Hdg>
+        source;  // the host HDG that `hdg` was placed from (device runs)
     std::vector<std::pair<Tensor, Tensor>> placed_keys;  // device runs: host keys and their copies
   };
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);

@@ -105,7 +105,8 @@ ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
   if (output.value().device() != placed_labels_.device() || !placed_labels_.defined()) {
     for (int64_t k = 0; k < train_rows_.numel(); ++k) {  // once: a GPU does not check them
       const int64_t y = labels_.i64()[train_rows_.i32()[k]];
-      FG_CHECK(y >= 0 && y < num_classes_) << "label " << y << " outside [0, " << num_classes_ << ")";
+      FG_CHECK(y >= 0 && y < num_classes_)
+          << "label " << y << " outside [0, " << num_classes_ << ")";
     }
     placed_labels_ = labels_.To(output.value().device());
     placed_train_rows_ = train_rows_.To(output.value().device());

@@ -52,7 +52,8 @@ ag::Var Trainer::Forward(int epoch, bool training, int last, ag::Var* capture) {
   }
   // A constant, mostly-zero input (bag-of-words features) also gets a sparse view, built once (on
   // the CPU: a GPU multiplies the dense rows faster).
-  if (!sparse_checked_ && device_ == Device::kCpu && !h.requires_grad() && h.value().rank() == 2 && h.value().numel() > 0) {
+  if (!sparse_checked_ && device_ == Device::kCpu && !h.requires_grad() && h.value().rank() == 2 &&
+      h.value().numel() > 0) {
     sparse_checked_ = true;
     const Tensor& x = h.value();
     const int64_t nonzero = std::count_if(x.f32(), x.f32() + x.numel(), [](float v) { return v != 0; });

@@ -13,8 +13,9 @@ Optimizer::Optimizer(OptimizerKind kind, std::vector<NamedParameter> params,
   for (const auto& p : params_) {
     const Device device = p.var.value().device();
     m_.push_back(Tensor::Zeros(p.var.shape(), DType::kFloat32, device));
-    v_.push_back(kind_ == OptimizerKind::kSgd ? Tensor()
-                                              : Tensor::Zeros(p.var.shape(), DType::kFloat32, device));
+    v_.push_back(kind_ == OptimizerKind::kSgd
+                     ? Tensor()
+                     : Tensor::Zeros(p.var.shape(), DType::kFloat32, device));
   }
 }
 

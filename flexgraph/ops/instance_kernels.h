@@ -22,7 +22,7 @@
                                 const std::vector<int64_t>& out_first,                             \
                                 const std::vector<int64_t>& entry_first, Tensor* gt);              \
   /* Adds into the zeroed gr, as ComplexMulGradR. */                                               \
-  void EncodeInstancesGradRotation(const Tensor& g, const Tensor& table, const Tensor& vertices,    \
+  void EncodeInstancesGradRotation(const Tensor& g, const Tensor& table, const Tensor& vertices,   \
                                    int64_t out_first, Tensor* gr);                                 \
   void HeadWeightedSum(const Csr& a, const Tensor& x, const Tensor& alpha, Tensor* y);             \
   /* The CUDA twin places a's transpose and entry permutation on the device for the call. */      \

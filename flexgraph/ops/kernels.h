@@ -19,19 +19,19 @@ struct OptimizerStepArgs {
   float lr = 0, weight_decay = 0, momentum = 0, beta1 = 0, beta2 = 0, eps = 0, bc1 = 1, bc2 = 1;
 };
 
-#define FG_KERNEL_DECLS                                                                          \
-  /* C[m,n] = alpha * op(A) op(B) + beta * C; batch > 1 uses strides m*k, k*n, m*n. */              \
+#define FG_KERNEL_DECLS                                                                            \
+  /* C[m,n] = alpha * op(A) op(B) + beta * C; batch > 1 uses strides m*k, k*n, m*n. */             \
   void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,              \
-            const float* a, const float* b, float beta, float* c, int64_t batch);                   \
-  /* C[m,n] = ReLU(A[m,k] B[k,n] + bias[n]); on the CPU the bias and ReLU run on each block of C  \
+            const float* a, const float* b, float beta, float* c, int64_t batch);                  \
+  /* C[m,n] = ReLU(A[m,k] B[k,n] + bias[n]); on the CPU the bias and ReLU run on each block of C   \
      as it is computed (a GEMM epilogue). */                                                       \
   void MatmulBiasRelu(int64_t m, int64_t n, int64_t k, const float* a, const float* b,             \
                       const float* bias, float* c);                                                \
   void Unary(UnaryOp op, float alpha, const float* x, float* y, int64_t n);                        \
-  /* gx = gy * f'(.) using x (input) and y (output). */                                           \
+  /* gx = gy * f'(.) using x (input) and y (output). */                                            \
   void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, const float* gy,     \
                      float* gx, int64_t n);                                                        \
-  /* y[r, j] = ReLU(x[r, j] + b[j]) over rows of `cols`. */                                      \
+  /* y[r, j] = ReLU(x[r, j] + b[j]) over rows of `cols`. */                                        \
   void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y);             \
   /* From y = BiasRelu(x, b): gx = gy where y > 0, else 0; gb[j] = sum over rows of gx[r, j]. */   \
   void BiasReluBackward(const float* y, const float* gy, int64_t rows, int64_t cols, float* gx,    \
@@ -44,17 +44,17 @@ struct OptimizerStepArgs {
   /* y[j] = sum_i x[i, j] over rows. */                                                            \
   void SumRows(const float* x, int64_t rows, int64_t cols, float* y);                              \
   /* y[r, head h slice] = s[r * heads + h] * x[r, head h slice]. */                                \
-  void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int64_t heads,      \
+  void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int64_t heads,       \
                  float* y);                                                                        \
   /* out rows = sum_e w(e, head) * x[col[e]] over row segments (reduce: 0 sum, 1 mean). */         \
-  void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,               \
-            int64_t rows, const float* x, int64_t width, int mean, float* out);                     \
+  void Spmm(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads, int64_t rows, \
+            const float* x, int64_t width, int mean, float* out);                                  \
   /* Spmm with the dense operand's row count `x_rows` and the entry count `nnz` (the CUDA backend  \
      hands both to cuSPARSE). */                                                                   \
   void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,            \
                int64_t rows, int64_t x_rows, int64_t nnz, const float* x, int64_t width, int mean, \
                float* out);                                                                        \
-  /* out = max over row segments of x[col[e]]; argmax holds the winning column (-1 if empty). */  \
+  /* out = max over row segments of x[col[e]]; argmax holds the winning column (-1 if empty). */   \
   void SpmmMax(const int64_t* off, const int32_t* col, int64_t rows, const float* x,               \
                int64_t width, float* out, int32_t* argmax);                                        \
   /* gx[argmax[i, j], j] += gy[i, j] (deterministic: caller passes the transposed structure). */   \
@@ -70,7 +70,7 @@ struct OptimizerStepArgs {
   void SegmentSoftmax(const int64_t* off, int64_t rows, const float* s, int64_t heads, float* y);  \
   void SegmentSoftmaxBackward(const int64_t* off, int64_t rows, const float* y, const float* gy,   \
                               int64_t heads, float* gs);                                           \
-  /* out[i] = reduce of x rows off[i]..off[i+1] (0 sum, 1 mean, 2 max with argmax row). */       \
+  /* out[i] = reduce of x rows off[i]..off[i+1] (0 sum, 1 mean, 2 max with argmax row). */         \
   void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t width, int reduce,  \
                      float* out, int32_t* argmax);                                                 \
   /* out[k] = x[idx[k]] */                                                                         \
@@ -87,19 +87,19 @@ struct OptimizerStepArgs {
      row_id = ids ? ids[r] : r. */                                                                 \
   void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,         \
                const float* x, float* y);                                                          \
-  /* y[r, y_at + c] = x[r, x_at + c] for r < rows, c < width (column blocks; Concat and Split). */  \
+  /* y[r, y_at + c] = x[r, x_at + c] for r < rows, c < width (column blocks; Concat and Split). */ \
   void CopyColumns(const float* x, int64_t x_width, int64_t x_at, int64_t rows, int64_t width,     \
-                   float* y, int64_t y_width, int64_t y_at);                                     \
-  /* Updates parameters w in place from gradients g (null: zero) and the state m (momentum or    \
-     first moment) and v (second moment; null for SGD), n elements. */                           \
+                   float* y, int64_t y_width, int64_t y_at);                                       \
+  /* Updates parameters w in place from gradients g (null: zero) and the state m (momentum or      \
+     first moment) and v (second moment; null for SGD), n elements. */                             \
   void OptimizerStep(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,     \
                      int64_t n);                                                                   \
   /* out[0] = -(1/m) sum_k lp[rows[k], labels[rows[k]]] over log-probabilities [*, classes]. */    \
   void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int32_t* rows,       \
                int64_t m, float* out);                                                             \
-  /* gl[rows[k], labels[rows[k]]] += -g[0] / m over a zeroed gl [*, classes]; rows distinct. */   \
-  void NllLossBackward(const float* g, int64_t classes, const int64_t* labels, const int32_t* rows, \
-                       int64_t m, float* gl);
+  /* gl[rows[k], labels[rows[k]]] += -g[0] / m over a zeroed gl [*, classes]; rows distinct. */    \
+  void NllLossBackward(const float* g, int64_t classes, const int64_t* labels,                     \
+                       const int32_t* rows, int64_t m, float* gl);
 
 namespace cpu {
 FG_KERNEL_DECLS

@@ -253,7 +253,8 @@ Tensor Spmm(const Csr& a, const Tensor& x, SpmmReduce reduce, const Tensor& edge
   return out;
 }
 
-void SpmmInto(const Csr& a_in, const Tensor& x, SpmmReduce reduce, float* out, const Tensor& edge_w) {
+void SpmmInto(const Csr& a_in, const Tensor& x, SpmmReduce reduce, float* out,
+              const Tensor& edge_w) {
   const Csr a = PlacedCsrOperand(a_in, x, "Spmm");
   const float* w = nullptr;
   int64_t heads = 1;
@@ -343,7 +344,8 @@ Tensor SegmentSoftmaxBackward(const Tensor& offsets_in, const Tensor& y, const T
   return gs;
 }
 
-Tensor SegmentReduce(const Tensor& offsets_in, const Tensor& x, SegmentReduceOp op, Tensor* argmax) {
+Tensor SegmentReduce(const Tensor& offsets_in, const Tensor& x, SegmentReduceOp op,
+                     Tensor* argmax) {
   CheckFloat(x, "SegmentReduce", "x");
   const Tensor offsets = Placed(offsets_in, x, "SegmentReduce", "offsets");
   const int64_t segs = offsets.numel() - 1;
@@ -410,7 +412,8 @@ Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows) {
 
 Tensor NllLoss(const Tensor& logp, const Tensor& labels_in, const Tensor& rows_in) {
   CheckFloat(logp, "NllLoss", "logp");
-  FG_CHECK(logp.rank() == 2) << "NllLoss: log-probabilities must be [n, C], got " << logp.ShapeString();
+  FG_CHECK(logp.rank() == 2) << "NllLoss: log-probabilities must be [n, C], got "
+                             << logp.ShapeString();
   FG_CHECK(labels_in.dtype() == DType::kInt64 && labels_in.numel() == logp.dim(0))
       << "NllLoss: labels must be int64 [" << logp.dim(0) << "], got " << labels_in.ShapeString();
   FG_CHECK(rows_in.dtype() == DType::kInt32) << "NllLoss: rows must be int32";
@@ -419,10 +422,11 @@ Tensor NllLoss(const Tensor& logp, const Tensor& labels_in, const Tensor& rows_i
   if (logp.device() == Device::kCpu) {
     for (int64_t k = 0; k < rows_in.numel(); ++k) {
       const int32_t r = rows_in.i32()[k];
-      FG_CHECK(r >= 0 && r < logp.dim(0)) << "NllLoss: row " << r << " outside [0, " << logp.dim(0) << ")";
+      FG_CHECK(r >= 0 && r < logp.dim(0))
+          << "NllLoss: row " << r << " outside [0, " << logp.dim(0) << ")";
       const int64_t y = labels_in.i64()[r];
-      FG_CHECK(y >= 0 && y < classes) << "NllLoss: label " << y << " of row " << r << " outside [0, "
-                                      << classes << ")";
+      FG_CHECK(y >= 0 && y < classes)
+          << "NllLoss: label " << y << " of row " << r << " outside [0, " << classes << ")";
     }
   }
   const Tensor labels = Placed(labels_in, logp, "NllLoss", "labels");

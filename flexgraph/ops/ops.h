@@ -96,7 +96,8 @@ Tensor RowL2NormalizeBackward(const Tensor& y, const Tensor& norms, const Tensor
 // GPU checks them once).
 Tensor NllLoss(const Tensor& logp, const Tensor& labels, const Tensor& rows);
 // Its gradient w.r.t. logp for the loss's gradient g ([1], on logp's device: read there).
-Tensor NllLossBackward(const Tensor& g, const Tensor& logp, const Tensor& labels, const Tensor& rows);
+Tensor NllLossBackward(const Tensor& g, const Tensor& logp, const Tensor& labels,
+                       const Tensor& rows);
 // Inverted dropout on the stored entries of x (values required): entry (r, c) keeps its value
 // times 1/(1-p) exactly when DropoutMask keeps dense element (r, c), so sparse and dense inputs
 // see the same mask. CPU only.

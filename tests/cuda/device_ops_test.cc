@@ -236,7 +236,8 @@ TEST_P(DeviceOpsTest, DropoutMaskIsDeviceIndependent) {
 
 // Three steps of every optimizer from the same gradients (one missing) give the CPU's parameters.
 TEST_P(DeviceOpsTest, OptimizerStepsMatchTheCpu) {
-  for (nn::OptimizerKind kind : {nn::OptimizerKind::kSgd, nn::OptimizerKind::kAdam, nn::OptimizerKind::kAdamW}) {
+  for (nn::OptimizerKind kind :
+       {nn::OptimizerKind::kSgd, nn::OptimizerKind::kAdam, nn::OptimizerKind::kAdamW}) {
     const Tensor w0 = RandomTensor({37, 5}, 11), g0 = RandomTensor({37, 5}, 12);
     const Tensor b0 = RandomTensor({5}, 13);
     auto run = [&](Device device) {

@@ -131,7 +131,8 @@ TEST(SharedElementwise, WarpDropoutRoundsMatchTheCpuDropout) {
     for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 0.25f * static_cast<float>(i % 13) - 1.0f;
     const Tensor expected = ops::Dropout(x, p, 42, ids);
     std::vector<float> got(rows * cols, std::nanf(""));
-    const int64_t groups = (cols + ops::shared::kDropoutGroupCols - 1) / ops::shared::kDropoutGroupCols;
+    const int64_t groups =
+        (cols + ops::shared::kDropoutGroupCols - 1) / ops::shared::kDropoutGroupCols;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t g = 0; g < groups; ++g) {
         uint32_t bits[32];

@@ -369,7 +369,8 @@ class MagnnLayer : public nau::Layer {
                                                            : ag::Var());
     }
     if (opt_.encoder == Encoder::kLinear) return ConcatRows(linear, heads_ * d_);
-    if (blocks.empty()) return ag::Var(Tensor::Zeros({0, d_}, DType::kFloat32, in.children.value().device()));
+    if (blocks.empty())
+      return ag::Var(Tensor::Zeros({0, d_}, DType::kFloat32, in.children.value().device()));
     return ag::EncodeInstances(in.children, blocks, rotations);
   }
 

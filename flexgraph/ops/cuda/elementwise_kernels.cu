@@ -86,18 +86,20 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31;
   const int64_t groups = (cols + shared::kDropoutGroupCols - 1) / shared::kDropoutGroupCols;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; w < rows * groups;
-       w += warps) {
+  for (int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       w < rows * groups; w += warps) {
     const int64_t r = w / groups, g = w - r * groups;
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
     const int64_t block = g * 32 + lane;
-    const uint32_t bits =
-        block * shared::kDropoutBlockCols < cols ? shared::DropoutKeepBits(seed, id, block, threshold) : 0u;
+    const uint32_t bits = block * shared::kDropoutBlockCols < cols
+                              ? shared::DropoutKeepBits(seed, id, block, threshold)
+                              : 0u;
     const float* x_row = x != nullptr ? x + r * cols : nullptr;
     float* y_row = y + r * cols;
 #pragma unroll
     for (int k = 0; k < shared::kDropoutBlockCols; ++k) {
-      const uint32_t owner_bits = __shfl_sync(0xFFFFFFFFu, bits, shared::DropoutRoundOwner(k, lane));
+      const uint32_t owner_bits =
+          __shfl_sync(0xFFFFFFFFu, bits, shared::DropoutRoundOwner(k, lane));
       const int64_t c = shared::DropoutRoundColumn(g, k, lane);
       if (c < cols) y_row[c] = shared::DropoutRoundValue(owner_bits, lane, keep_scale, x_row, c);
     }
@@ -158,7 +160,8 @@ __global__ void __launch_bounds__(kNllThreads)
                          int64_t m, double* __restrict__ partial) {
   const int64_t lo = blockIdx.x * kNllChunk, hi = lo + kNllChunk < m ? lo + kNllChunk : m;
   double s = 0.0;
-  for (int64_t k = lo + threadIdx.x; k < hi; k += kNllThreads) s -= lp[rows[k] * classes + labels[rows[k]]];
+  for (int64_t k = lo + threadIdx.x; k < hi; k += kNllThreads)
+    s -= lp[rows[k] * classes + labels[rows[k]]];
   const double total = BlockSum(s);
   if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
@@ -313,7 +316,8 @@ void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int3
   const int64_t blocks = (m + kNllChunk - 1) / kNllChunk;
   Tensor partial = Tensor::Empty({2 * blocks}, DType::kFloat32, Device::kCuda);  // doubles
   auto* p = reinterpret_cast<double*>(partial.f32());
-  NllLossPartialKernel<<<blocks, kNllThreads, 0, CurrentStream()>>>(lp, classes, labels, rows, m, p);
+  NllLossPartialKernel<<<blocks, kNllThreads, 0, CurrentStream()>>>(lp, classes, labels, rows, m,
+                                                                    p);
   FG_CUDA_CHECK_LAUNCH();
   NllLossFinalKernel<<<1, kNllThreads, 0, CurrentStream()>>>(p, blocks, m, out);
   FG_CUDA_CHECK_LAUNCH();

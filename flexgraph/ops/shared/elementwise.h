@@ -148,8 +148,8 @@ FG_HD int DropoutRoundOwner(int round, int lane) { return 4 * round + (lane >> 3
 FG_HD int64_t DropoutRoundColumn(int64_t group, int round, int lane) {
   return group * kDropoutGroupCols + 32 * round + lane;
 }
-// The value lane `lane` writes from its owner's keep bits: x * keep_scale or 0 (the mask itself when
-// x_row is null).
+// The value lane `lane` writes from its owner's keep bits: x * keep_scale or 0 (the mask itself
+// when x_row is null).
 FG_HD float DropoutRoundValue(uint32_t owner_bits, int lane, float keep_scale, const float* x_row,
                               int64_t column) {
   const float m = (owner_bits >> (lane & 7)) & 1u ? keep_scale : 0.0f;
