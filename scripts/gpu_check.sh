@@ -86,7 +86,7 @@ done
 # so the whole check stays within one 10-minute command.
 step "GPU bench vs PyG" "$out/train.log" python3 bench/gpu/run.py --device cuda --flexgraph "$bin/flexgraph" \
   --data_root "$data" --work_dir "$root/gpu_bench" --out "$out" --threads "$OMP_NUM_THREADS" \
-  --time_budget "${GPU_BENCH_BUDGET_S:-180}" ${GPU_BENCH_ARGS:-}
+  --time_budget "${GPU_BENCH_BUDGET_S:-300}" ${GPU_BENCH_ARGS:-}
 # Where the device time goes: kernel time by name (Nsight Compute) for GCN on RMAT-20, FlexGraph and
 # torch.sparse, 3 epochs each with their evaluations (GPU_PROFILE=0 skips it).
 rmat20="$root/gpu_bench/rmat20"
