@@ -340,8 +340,9 @@ ag::Var LinkPredictionTask::PairLoss(const ag::Var& embeddings, const std::vecto
     const Tensor margin = Tensor::Full({1}, margin_).To(gap.value().device());
     return ag::Scale(ag::Mean(ag::Relu(ag::AddBias(gap, ag::Var(margin)))), scale);
   }
-  ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n}, 1.0f));
-  ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}));
+  const Device device = s_pos.value().device();
+  ag::Var l_pos = ag::BceWithLogits(s_pos, Tensor::Full({n}, 1.0f).To(device));
+  ag::Var l_neg = ag::BceWithLogits(s_neg, Tensor::Zeros({n * q}, DType::kFloat32, device));
   return ag::Scale(ag::Add(l_pos, l_neg), 0.5f * scale);
 }
 

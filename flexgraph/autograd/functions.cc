@@ -442,32 +442,11 @@ Var NllLoss(const Var& logp, const Tensor& labels, const Tensor& rows) {
   });
 }
 
-// BCE reduces to one number on the host (inputs copied from a GPU, the loss and the gradient
-// copied back), which costs one transfer of the logits per step.
-Var BceWithLogits(const Var& logits, const Tensor& targets_in) {
-  const Device device = logits.value().device();
-  const Tensor x = logits.value().To(Device::kCpu);
-  const Tensor targets = targets_in.To(Device::kCpu);
-  FG_CHECK(x.numel() == targets.numel()) << "BceWithLogits: logits " << x.ShapeString()
-                                         << " vs targets " << targets.ShapeString();
-  const int64_t n = x.numel();
-  FG_CHECK(n > 0) << "BceWithLogits: empty input";
-  double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x.f32()[i], t = targets.f32()[i];
-    total += std::max(v, 0.0f) - v * t + std::log1p(std::exp(-std::fabs(v)));
-  }
-  Tensor out = Tensor::Full({1}, static_cast<float>(total / n)).To(device);
-  return MakeResult(out, "BceWithLogits", {logits}, [logits, targets, device](const Tensor& g) {
-    const Tensor x = logits.value().To(Device::kCpu);
-    const int64_t n = x.numel();
-    Tensor gx = Tensor::Empty(x.shape());
-    const float scale = g.Item() / static_cast<float>(n);
-    for (int64_t i = 0; i < n; ++i) {
-      const float s = 1.0f / (1.0f + std::exp(-x.f32()[i]));
-      gx.f32()[i] = scale * (s - targets.f32()[i]);
-    }
-    AccumulateGrad(logits, gx.To(device), "BceWithLogits");
+Var BceWithLogits(const Var& logits, const Tensor& targets) {
+  Tensor out = ops::BceWithLogits(logits.value(), targets);
+  return MakeResult(out, "BceWithLogits", {logits},
+                    [logits = GradRef(logits), x = logits.value(), targets](const Tensor& g) {
+    AccumulateGrad(logits, ops::BceWithLogitsBackward(g, x, targets), "BceWithLogits");
   });
 }
 

@@ -99,7 +99,11 @@ struct OptimizerStepArgs {
                int64_t m, float* out);                                                             \
   /* gl[rows[k], labels[rows[k]]] += -g[0] / m over a zeroed gl [*, classes]; rows distinct. */    \
   void NllLossBackward(const float* g, int64_t classes, const int64_t* labels,                     \
-                       const int32_t* rows, int64_t m, float* gl);
+                       const int32_t* rows, int64_t m, float* gl);                                 \
+  /* out[0] = (1/n) sum_i max(x_i, 0) - x_i t_i + log(1 + exp(-|x_i|)) (BCE with logits). */      \
+  void BceWithLogits(const float* x, const float* t, int64_t n, float* out);                       \
+  /* gx_i = (g[0] / n) (sigmoid(x_i) - t_i). */                                                    \
+  void BceWithLogitsBackward(const float* g, const float* x, const float* t, int64_t n, float* gx);
 
 namespace cpu {
 FG_KERNEL_DECLS

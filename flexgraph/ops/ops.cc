@@ -448,6 +448,24 @@ Tensor NllLossBackward(const Tensor& g, const Tensor& logp, const Tensor& labels
   return gl;
 }
 
+Tensor BceWithLogits(const Tensor& x, const Tensor& t) {
+  CheckFloat(x, "BceWithLogits", "logits");
+  CheckFloat(t, "BceWithLogits", "targets");
+  CheckSameNumel(x, t, "BceWithLogits");
+  FG_CHECK(x.numel() > 0) << "BceWithLogits: empty input";
+  Tensor out = Tensor::Empty({1}, DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), BceWithLogits, x.f32(), t.f32(), x.numel(), out.f32());
+  return out;
+}
+
+Tensor BceWithLogitsBackward(const Tensor& g, const Tensor& x, const Tensor& t) {
+  CheckSameNumel(x, t, "BceWithLogitsBackward");
+  CheckSameDevice(g, x, "BceWithLogitsBackward", "g");
+  Tensor gx = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
+  FG_DISPATCH(x.device(), BceWithLogitsBackward, g.f32(), x.f32(), t.f32(), x.numel(), gx.f32());
+  return gx;
+}
+
 Tensor LogSoftmax(const Tensor& x) {
   CheckFloat(x, "LogSoftmax", "x");
   Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());

@@ -98,6 +98,10 @@ Tensor NllLoss(const Tensor& logp, const Tensor& labels, const Tensor& rows);
 // Its gradient w.r.t. logp for the loss's gradient g ([1], on logp's device: read there).
 Tensor NllLossBackward(const Tensor& g, const Tensor& logp, const Tensor& labels,
                        const Tensor& rows);
+// The mean binary cross-entropy of logits x against targets t of the same numel ([1] on x's
+// device), and its gradient w.r.t. x for the loss's gradient g ([1] on x's device).
+Tensor BceWithLogits(const Tensor& x, const Tensor& t);
+Tensor BceWithLogitsBackward(const Tensor& g, const Tensor& x, const Tensor& t);
 // Inverted dropout on the stored entries of x (values required): entry (r, c) keeps its value
 // times 1/(1-p) exactly when DropoutMask keeps dense element (r, c), so sparse and dense inputs
 // see the same mask. CPU only.

@@ -110,8 +110,9 @@ TEST_P(DeviceOpsTest, ElementwiseArithmetic) {
   ExpectClose(ops::SumRows(taller), ops::SumRows(On(taller)), 1e-3f);
 }
 
-// The NLL loss and its gradient: rows in any order, few and many (several blocks on the GPU).
-TEST_P(DeviceOpsTest, NllLossAndGradient) {
+// The NLL and BCE losses and their gradients: rows in any order, few and many (several blocks on
+// the GPU).
+TEST_P(DeviceOpsTest, LossesAndGradients) {
   for (int64_t n : {1, 37, 20000}) {
     const int64_t classes = 5;
     Tensor logp = ops::LogSoftmax(RandomTensor({n, classes}, 21));
@@ -129,6 +130,10 @@ TEST_P(DeviceOpsTest, NllLossAndGradient) {
     ExpectClose(loss, loss_dev, 1e-5f);
     const Tensor g = Tensor::FromVector<float>({0.5f});
     ExpectClose(ops::NllLossBackward(g, logp, y, r), ops::NllLossBackward(On(g), On(logp), y, r));
+    // Binary cross-entropy over the same sizes, logits far into both tails.
+    const Tensor x = RandomTensor({n}, 22, -30.0f, 30.0f), t = RandomTensor({n}, 23, 0.0f, 1.0f);
+    ExpectClose(ops::BceWithLogits(x, t), ops::BceWithLogits(On(x), On(t)), 1e-5f);
+    ExpectClose(ops::BceWithLogitsBackward(g, x, t), ops::BceWithLogitsBackward(On(g), On(x), On(t)));
   }
 }
 

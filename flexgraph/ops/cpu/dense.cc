@@ -360,4 +360,15 @@ void NllLossBackward(const float* g, int64_t classes, const int64_t* labels, con
   for (int64_t k = 0; k < m; ++k) gl[rows[k] * classes + labels[rows[k]]] += scale;
 }
 
+void BceWithLogits(const float* x, const float* t, int64_t n, float* out) {
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) total += shared::BceTerm(x[i], t[i]);
+  out[0] = static_cast<float>(total / static_cast<double>(n));
+}
+
+void BceWithLogitsBackward(const float* g, const float* x, const float* t, int64_t n, float* gx) {
+  const float scale = g[0] / static_cast<float>(n);
+  for (int64_t i = 0; i < n; ++i) gx[i] = scale * shared::BceGrad(x[i], t[i]);
+}
+
 }  // namespace fg::ops::cpu

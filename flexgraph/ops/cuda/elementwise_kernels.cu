@@ -166,13 +166,31 @@ __global__ void __launch_bounds__(kNllThreads)
   if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
+// out[0] = (sum of the partials) / m.
 __global__ void __launch_bounds__(kNllThreads)
-    NllLossFinalKernel(const double* __restrict__ partial, int64_t blocks, int64_t m,
-                       float* __restrict__ out) {
+    MeanOfPartialsKernel(const double* __restrict__ partial, int64_t blocks, int64_t m,
+                         float* __restrict__ out) {
   double s = 0.0;
   for (int64_t b = threadIdx.x; b < blocks; b += kNllThreads) s += partial[b];
   const double total = BlockSum(s);
   if (threadIdx.x == 0) out[0] = static_cast<float>(total / static_cast<double>(m));
+}
+
+__global__ void __launch_bounds__(kNllThreads)
+    BcePartialKernel(const float* __restrict__ x, const float* __restrict__ t, int64_t n,
+                     double* __restrict__ partial) {
+  const int64_t lo = blockIdx.x * kNllChunk, hi = lo + kNllChunk < n ? lo + kNllChunk : n;
+  double s = 0.0;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += kNllThreads) s += shared::BceTerm(x[i], t[i]);
+  const double total = BlockSum(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    BceBackwardKernel(const float* __restrict__ g, const float* __restrict__ x,
+                      const float* __restrict__ t, int64_t n, float* __restrict__ gx) {
+  const float scale = g[0] / static_cast<float>(n);
+  FG_GRID_STRIDE(i, n) { gx[i] = scale * shared::BceGrad(x[i], t[i]); }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -319,7 +337,7 @@ void NllLoss(const float* lp, int64_t classes, const int64_t* labels, const int3
   NllLossPartialKernel<<<blocks, kNllThreads, 0, CurrentStream()>>>(lp, classes, labels, rows, m,
                                                                     p);
   FG_CUDA_CHECK_LAUNCH();
-  NllLossFinalKernel<<<1, kNllThreads, 0, CurrentStream()>>>(p, blocks, m, out);
+  MeanOfPartialsKernel<<<1, kNllThreads, 0, CurrentStream()>>>(p, blocks, m, out);
   FG_CUDA_CHECK_LAUNCH();
 }
 
@@ -328,6 +346,22 @@ void NllLossBackward(const float* g, int64_t classes, const int64_t* labels, con
   if (m == 0) return;
   NllLossBackwardKernel<<<BlocksFor(m), kThreads, 0, CurrentStream()>>>(g, classes, labels, rows, m,
                                                                          gl);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void BceWithLogits(const float* x, const float* t, int64_t n, float* out) {
+  const int64_t blocks = (n + kNllChunk - 1) / kNllChunk;
+  Tensor partial = Tensor::Empty({2 * blocks}, DType::kFloat32, Device::kCuda);  // doubles
+  auto* p = reinterpret_cast<double*>(partial.f32());
+  BcePartialKernel<<<blocks, kNllThreads, 0, CurrentStream()>>>(x, t, n, p);
+  FG_CUDA_CHECK_LAUNCH();
+  MeanOfPartialsKernel<<<1, kNllThreads, 0, CurrentStream()>>>(p, blocks, n, out);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void BceWithLogitsBackward(const float* g, const float* x, const float* t, int64_t n, float* gx) {
+  if (n == 0) return;
+  BceBackwardKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(g, x, t, n, gx);
   FG_CUDA_CHECK_LAUNCH();
 }
 

@@ -156,6 +156,11 @@ FG_HD float DropoutRoundValue(uint32_t owner_bits, int lane, float keep_scale, c
   return x_row != nullptr ? x_row[column] * m : m;
 }
 
+// Binary cross-entropy of logit x against target t, in the form that never overflows, and its
+// derivative in x.
+FG_HD float BceTerm(float x, float t) { return fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x))); }
+FG_HD float BceGrad(float x, float t) { return 1.0f / (1.0f + expf(-x)) - t; }
+
 // Element j of an optimizer update (nn::Optimizer's rules; the CPU and CUDA steps run this).
 FG_HD void OptimizerUpdate(const OptimizerStepArgs& o, float* w, const float* g, float* m, float* v,
                            int64_t j) {
