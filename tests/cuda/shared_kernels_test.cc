@@ -79,6 +79,20 @@ TEST(SharedElementwise, BroadcastAddScaleRowsAndCopyColumns) {
   std::vector<float> y(4);
   for (int i = 0; i < 4; ++i) y[i] = ops::shared::ScaleRowsValue(x, s, 4, 2, i);
   EXPECT_EQ(y, (std::vector<float>{3, 6, 15, 20}));
+  // The GPU's 32-bit index instances give the 64-bit ones' values.
+  const std::vector<float> big = [] {
+    std::vector<float> v(3 * 12);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 7.0f;
+    return v;
+  }();
+  const float scales[9] = {1, -2, 3, 0.5f, 5, -6, 7, 8, 0.25f};
+  for (int64_t i = 0; i < 36; ++i) {
+    const auto u = static_cast<uint32_t>(i);
+    EXPECT_EQ(ops::shared::ScaleRowsValue<uint32_t>(big.data(), scales, 12u, 3u, u),
+              ops::shared::ScaleRowsValue<int64_t>(big.data(), scales, 12, 3, i));
+    EXPECT_EQ(ops::shared::AddScaledValue<uint32_t>(big.data(), scales, 0.5f, u, 9u),
+              ops::shared::AddScaledValue<int64_t>(big.data(), scales, 0.5f, i, 9));
+  }
   // Copy column block [1, 3) of a [2, 3] into columns [0, 2) of out [2, 2].
   std::vector<float> out(4, -1.0f);
   for (int i = 0; i < 4; ++i) ops::shared::CopyColumnsElement(a, 3, 1, out.data(), 2, 0, 2, i);

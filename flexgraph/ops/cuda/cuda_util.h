@@ -55,6 +55,14 @@ inline unsigned int BlocksFor(int64_t n) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);     \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
+// Kernels that split a flat index into (row, column) are templates on the index type, and their
+// launchers pick uint32_t below kIndex32Limit items (a 64-bit division per element costs more
+// than the element's memory traffic); i plus the grid's stride then stays below 2^32.
+constexpr int64_t kIndex32Limit = int64_t{1} << 31;
+#define FG_GRID_STRIDE_AS(Index, i, n)                                                         \
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);          \
+       i += static_cast<Index>(gridDim.x) * blockDim.x)
+
 // Internal launchers (ops/cuda/*.cu) used by the library-backed entry points (ops/cuda/*.cc).
 void LaunchSpmmElementwise(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,
                            int64_t rows, const float* x, int64_t width, int mean, float* out);

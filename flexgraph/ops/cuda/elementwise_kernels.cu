@@ -25,18 +25,17 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // a, b and y may alias (AddInPlace, x += x): no __restrict__.
+template <typename Index>
 __global__ void __launch_bounds__(kThreads)
-    AddScaledKernel(const float* a, const float* b, float alpha, float* y, int64_t n,
-                    int64_t b_period) {
-  FG_GRID_STRIDE(i, n) { y[i] = shared::AddScaledValue(a, b, alpha, i, b_period); }
+    AddScaledKernel(const float* a, const float* b, float alpha, float* y, Index n,
+                    Index b_period) {
+  FG_GRID_STRIDE_AS(Index, i, n) { y[i] = shared::AddScaledValue(a, b, alpha, i, b_period); }
 }
 
-// Index is uint32_t when n < 2^31 (a 64-bit remainder per element costs more than the memory).
 template <typename Index>
 __global__ void __launch_bounds__(kThreads)
     BiasReluKernel(const float* x, const float* b, Index cols, float* y, Index n) {
-  const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  FG_GRID_STRIDE_AS(Index, i, n) {
     y[i] = shared::UnaryValue<UnaryOp::kRelu>(x[i] + b[i % cols], 0.0f);
   }
 }
@@ -50,10 +49,11 @@ __global__ void __launch_bounds__(kThreads) ScaleKernel(const float* x, float s,
   FG_GRID_STRIDE(i, n) { y[i] = s * x[i]; }
 }
 
+template <typename Index>
 __global__ void __launch_bounds__(kThreads)
-    ScaleRowsKernel(const float* __restrict__ x, const float* __restrict__ s, int64_t width,
-                    int64_t heads, float* __restrict__ y, int64_t n) {
-  FG_GRID_STRIDE(i, n) { y[i] = shared::ScaleRowsValue(x, s, width, heads, i); }
+    ScaleRowsKernel(const float* __restrict__ x, const float* __restrict__ s, Index width,
+                    Index heads, float* __restrict__ y, Index n) {
+  FG_GRID_STRIDE_AS(Index, i, n) { y[i] = shared::ScaleRowsValue(x, s, width, heads, i); }
 }
 
 // Column sums in two deterministic passes: partial[c, j] sums rows of chunk c in order, then each
@@ -121,11 +121,11 @@ __global__ void __launch_bounds__(kThreads) FillKernel(float* p, float value, in
   FG_GRID_STRIDE(i, n) { p[i] = value; }
 }
 
+template <typename Index>
 __global__ void __launch_bounds__(kThreads)
-    ScaleByInverseDegreeKernel(const int64_t* __restrict__ off, int64_t width, float* out,
-                               int64_t n) {
-  FG_GRID_STRIDE(i, n) {
-    const int64_t r = i / width;
+    ScaleByInverseDegreeKernel(const int64_t* __restrict__ off, Index width, float* out, Index n) {
+  FG_GRID_STRIDE_AS(Index, i, n) {
+    const Index r = i / width;
     const int64_t deg = off[r + 1] - off[r];
     if (deg > 0) out[i] *= 1.0f / static_cast<float>(deg);
   }
@@ -223,14 +223,20 @@ void UnaryBackward(UnaryOp op, float alpha, const float* x, const float* y, cons
 void AddScaled(const float* a, const float* b, float alpha, float* y, int64_t n,
                int64_t b_period) {
   if (n == 0) return;
-  AddScaledKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(a, b, alpha, y, n, b_period);
+  if (n < kIndex32Limit) {
+    AddScaledKernel<uint32_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
+        a, b, alpha, y, static_cast<uint32_t>(n), static_cast<uint32_t>(b_period));
+  } else {
+    AddScaledKernel<int64_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(a, b, alpha, y, n,
+                                                                              b_period);
+  }
   FG_CUDA_CHECK_LAUNCH();
 }
 
 void BiasRelu(const float* x, const float* b, int64_t rows, int64_t cols, float* y) {
   const int64_t n = rows * cols;
   if (n == 0) return;
-  if (n < (int64_t{1} << 31)) {
+  if (n < kIndex32Limit) {
     BiasReluKernel<uint32_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
         x, b, static_cast<uint32_t>(cols), y, static_cast<uint32_t>(n));
   } else {
@@ -261,7 +267,14 @@ void ScaleRows(const float* x, const float* s, int64_t rows, int64_t width, int6
                float* y) {
   const int64_t n = rows * width;
   if (n == 0) return;
-  ScaleRowsKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, s, width, heads, y, n);
+  if (n < kIndex32Limit) {
+    ScaleRowsKernel<uint32_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
+        x, s, static_cast<uint32_t>(width), static_cast<uint32_t>(heads), y,
+        static_cast<uint32_t>(n));
+  } else {
+    ScaleRowsKernel<int64_t>
+        <<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(x, s, width, heads, y, n);
+  }
   FG_CUDA_CHECK_LAUNCH();
 }
 
@@ -318,7 +331,13 @@ void LaunchFill(float* p, float value, int64_t n) {
 void LaunchScaleByInverseDegree(const int64_t* off, int64_t rows, int64_t width, float* out) {
   const int64_t n = rows * width;
   if (n == 0) return;
-  ScaleByInverseDegreeKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, width, out, n);
+  if (n < kIndex32Limit) {
+    ScaleByInverseDegreeKernel<uint32_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
+        off, static_cast<uint32_t>(width), out, static_cast<uint32_t>(n));
+  } else {
+    ScaleByInverseDegreeKernel<int64_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, width,
+                                                                                         out, n);
+  }
   FG_CUDA_CHECK_LAUNCH();
 }
 

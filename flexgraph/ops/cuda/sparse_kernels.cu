@@ -94,11 +94,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <typename Index>
 __global__ void __launch_bounds__(kThreads)
-    GatherRowsKernel(const float* __restrict__ x, int64_t width, const int32_t* __restrict__ idx,
-                     float* __restrict__ out, int64_t n) {
-  FG_GRID_STRIDE(i, n) {
-    out[i] = x[static_cast<int64_t>(idx[i / width]) * width + i % width];
+    GatherRowsKernel(const float* __restrict__ x, Index width, const int32_t* __restrict__ idx,
+                     float* __restrict__ out, Index n) {
+  FG_GRID_STRIDE_AS(Index, i, n) {
+    const Index k = i / width;
+    out[i] = x[static_cast<int64_t>(idx[k]) * width + (i - k * width)];
   }
 }
 
@@ -218,7 +220,13 @@ void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t wid
 void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out) {
   const int64_t total = n * width;
   if (total == 0) return;
-  GatherRowsKernel<<<BlocksFor(total), kThreads, 0, CurrentStream()>>>(x, width, idx, out, total);
+  if (total < kIndex32Limit) {
+    GatherRowsKernel<uint32_t><<<BlocksFor(total), kThreads, 0, CurrentStream()>>>(
+        x, static_cast<uint32_t>(width), idx, out, static_cast<uint32_t>(total));
+  } else {
+    GatherRowsKernel<int64_t>
+        <<<BlocksFor(total), kThreads, 0, CurrentStream()>>>(x, width, idx, out, total);
+  }
   FG_CUDA_CHECK_LAUNCH();
 }
 

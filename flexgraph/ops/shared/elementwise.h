@@ -73,17 +73,18 @@ void DispatchUnaryOp(UnaryOp op, Fn&& fn) {
 }
 
 // Element i of a + alpha * b, with b broadcast with period `b_period` when > 0.
-FG_HD float AddScaledValue(const float* a, const float* b, float alpha, int64_t i,
-                           int64_t b_period) {
+// Index: int64_t, or uint32_t on the GPU below 2^31 elements.
+template <typename Index>
+FG_HD float AddScaledValue(const float* a, const float* b, float alpha, Index i, Index b_period) {
   return a[i] + alpha * b[b_period > 0 ? i % b_period : i];
 }
 
 // Element i of ScaleRows: rows of `width` floats, `heads` equal slices, one scale per (row, head).
-FG_HD float ScaleRowsValue(const float* x, const float* s, int64_t width, int64_t heads,
-                           int64_t i) {
-  const int64_t r = i / width;
-  const int64_t h = (i % width) / (width / heads);
-  return s[r * heads + h] * x[i];
+template <typename Index>
+FG_HD float ScaleRowsValue(const float* x, const float* s, Index width, Index heads, Index i) {
+  const Index r = i / width;
+  const Index h = (i - r * width) / (width / heads);
+  return s[static_cast<int64_t>(r) * heads + h] * x[i];
 }
 
 // Column j of the row sums of x [rows, cols], rows added in order (deterministic).
