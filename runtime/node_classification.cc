@@ -5,7 +5,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "flexgraph/autograd/functions.h"
-#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/nn/metrics.h"
 #include "nau/context.h"
@@ -59,6 +58,7 @@ absl::Status NodeClassificationTask::SetOutputRows(const Tensor& roots) {
   const Tensor& labels = dataset_->labels.at(target_);
   const graph::Split& split = dataset_->splits.at(target_);
   labels_ = Tensor::Empty({roots.numel()}, DType::kInt64);
+  placed_labels_ = placed_train_rows_ = Tensor();
   for (int64_t k = 0; k < roots.numel(); ++k) {
     labels_.i64()[k] = labels.i64()[roots.i64()[k] - base_ - first_label_];
   }
@@ -102,12 +102,8 @@ ag::Var NodeClassificationTask::Loss(const ag::Var& output, int) const {
   if (train_rows_.numel() == 0) {
     return ag::Scale(ag::Sum(output), 0.0f);  // no local labels: still runs the exchanges
   }
-  if (output.value().device() != placed_labels_.device() || !placed_labels_.defined()) {
-    for (int64_t k = 0; k < train_rows_.numel(); ++k) {  // once: a GPU does not check them
-      const int64_t y = labels_.i64()[train_rows_.i32()[k]];
-      FG_CHECK(y >= 0 && y < num_classes_)
-          << "label " << y << " outside [0, " << num_classes_ << ")";
-    }
+  // Labels were checked against the classes by SetOutputRows.
+  if (!placed_labels_.defined() || placed_labels_.device() != output.value().device()) {
     placed_labels_ = labels_.To(output.value().device());
     placed_train_rows_ = train_rows_.To(output.value().device());
   }

@@ -150,7 +150,7 @@ Var ScaleRows(const Var& x, const Var& s) {
         off[i + 1] = i + 1;
         col[i] = static_cast<int32_t>(i);
       }
-      Csr eye = ops::CsrToDevice(Csr::FromVectors(n, n, off, col), g.device());
+      Csr eye = Csr::FromVectors(n, n, off, col).To(g.device());
       Tensor gs = ops::SddmmDot(eye, g.Reshape({n, g.row_width()}),
                                 xv.Reshape({n, xv.row_width()}), heads);
       AccumulateGrad(s, gs, "ScaleRows");

@@ -35,13 +35,9 @@ void Optimizer::Step() {
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& w = params_[i].var.mutable_value();
     const Tensor& g = params_[i].var.grad();
-    FG_CHECK(!g.defined() || g.device() == w.device())
-        << "optimizer: gradient of " << params_[i].name << " on " << DeviceName(g.device())
-        << ", parameter on " << DeviceName(w.device());
-    if (m_[i].device() != w.device()) {  // parameters moved after the optimizer was made
-      m_[i] = m_[i].To(w.device());
-      v_[i] = v_[i].To(w.device());
-    }
+    FG_CHECK((!g.defined() || g.device() == w.device()) && m_[i].device() == w.device())
+        << "optimizer: parameter " << params_[i].name << " on " << DeviceName(w.device())
+        << ", its gradient or state elsewhere (place parameters before making the optimizer)";
     FG_DISPATCH(w.device(), OptimizerStep, args, w.f32(), g.defined() ? g.f32() : nullptr,
                 m_[i].f32(), v_[i].defined() ? v_[i].f32() : nullptr, w.numel());
   }

@@ -284,9 +284,9 @@ Tensor SpmmMax(const Csr& a_in, const Tensor& x, Tensor* argmax) {
 }
 
 Tensor SpmmMaxBackward(const Csr& at_in, const Tensor& argmax_in, const Tensor& gy) {
-  CheckSameNumel(argmax_in, gy, "SpmmMaxBackward");
   const Csr at = PlacedCsr(at_in, gy, "SpmmMaxBackward");
   const Tensor argmax = Placed(argmax_in, gy, "SpmmMaxBackward", "argmax");
+  CheckSameNumel(argmax, gy, "SpmmMaxBackward");
   Tensor gx = Tensor::Empty(WithRows(gy, at.num_rows), DType::kFloat32, gy.device());
   FG_DISPATCH(gy.device(), SpmmMaxBackward, at.row_ptr(), at.col(), at.num_rows, argmax.i32(),
               gy.f32(), gy.row_width(), gx.f32());
@@ -373,14 +373,6 @@ Tensor GatherRows(const Tensor& x, const Tensor& idx_in) {
   return out;
 }
 
-Csr CsrToDevice(const Csr& c, Device device) {
-  Csr out = c;
-  out.offsets = c.offsets.To(device);
-  out.indices = c.indices.To(device);
-  out.values = c.values.To(device);
-  return out;
-}
-
 Csr GroupByIndex(const Tensor& idx_any, int64_t num_rows) {
   FG_CHECK(idx_any.dtype() == DType::kInt32) << "GroupByIndex: indices must be int32";
   // The grouping is built on the host (a counting sort) and moved to the indices' device.
@@ -401,7 +393,7 @@ Csr GroupByIndex(const Tensor& idx_any, int64_t num_rows) {
   std::vector<int64_t> cursor(off, off + num_rows);
   int32_t* pos = g.indices.i32();
   for (int64_t k = 0; k < idx.numel(); ++k) pos[cursor[id[k]]++] = static_cast<int32_t>(k);
-  return CsrToDevice(g, idx_any.device());
+  return g.To(idx_any.device());
 }
 
 Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows) {

@@ -3,7 +3,7 @@
 // kernels (ops/cpu) or CUDA kernels (ops/cuda). Shape errors are programmer errors (FG_CHECK naming
 // the op and the shapes). Dense float operands must share a device; index operands (a Csr's
 // arrays, offsets, row indices, row ids) held on the host are copied to a GPU operand's device for
-// the call, so code that runs often places them there once (ops::CsrToDevice, Tensor::To).
+// the call, so code that runs often places them there once (Csr::To, Tensor::To).
 // Thread-safe: ops have no shared mutable state.
 //
 //   Tensor h = ops::Matmul(x, w);                        // [n, k] x [k, m]
@@ -82,8 +82,6 @@ Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows);
 // The Csr grouping positions k by idx[k] (rows = num_rows), for repeated scatter-adds; on idx's
 // device (built on the host).
 Csr GroupByIndex(const Tensor& idx, int64_t num_rows);
-// A copy of `c` whose arrays live on `device` (a no-op view when already there).
-Csr CsrToDevice(const Csr& c, Device device);
 
 // --- normalisation, losses, dropout ------------------------------------------------------------
 Tensor LogSoftmax(const Tensor& x);

@@ -194,19 +194,20 @@ Tensor SparseMatrix::TransposedValues(const Tensor& w, bool constant) const {
   }
   return t;
 }
+Csr Csr::To(Device device) const {
+  Csr out = *this;
+  out.offsets = offsets.To(device);
+  out.indices = indices.To(device);
+  out.values = values.To(device);
+  return out;
+}
+
 std::shared_ptr<const SparseMatrix> SparseMatrix::OnDevice(Device device) const {
-  auto to = [device](const Csr& c) {
-    Csr out = c;
-    out.offsets = c.offsets.To(device);
-    out.indices = c.indices.To(device);
-    out.values = c.values.To(device);
-    return out;
-  };
-  auto m = std::make_shared<SparseMatrix>(to(csr_));
+  auto m = std::make_shared<SparseMatrix>(csr_.To(device));
   EnsureTranspose();
   const bool shared = transpose_.offsets.raw() == csr_.offsets.raw();
   std::call_once(m->once_, [&] {
-    m->transpose_ = shared ? m->csr_ : to(transpose_);
+    m->transpose_ = shared ? m->csr_ : transpose_.To(device);
     m->perm_ = perm_.To(device);
   });
   return m;

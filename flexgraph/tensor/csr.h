@@ -52,6 +52,8 @@ struct Csr {
                               const std::vector<int64_t>& offsets,
                               const std::vector<int64_t>& indices,
                               const std::vector<float>& values = {});
+  // This matrix with its arrays on `device` (a view when already there).
+  Csr To(Device device) const;
   // Validates the structure: monotone offsets starting at 0, integer indices in [0, num_cols).
   absl::Status Validate() const;
   // This matrix with int32 column ids: shares storage when they already are; otherwise converts,

@@ -333,13 +333,9 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, Device device) {
   }
   t.dtype_ = dtype;
   t.device_ = device;
-  if (device == Device::kCpu) {
-    t.storage_ = std::make_shared<Storage>(t.numel_ * DTypeSize(dtype), device);
-    return t;
-  }
   try {
     t.storage_ = std::make_shared<Storage>(t.numel_ * DTypeSize(dtype), device);
-  } catch (const OutOfMemory& e) {  // name the tensor the device could not hold
+  } catch (const OutOfMemory& e) {  // name the tensor the memory could not hold
     throw OutOfMemory(std::string(e.what()) + ", allocating a " + DTypeName(dtype) + " tensor " +
                       ShapeToString(shape) + " on " + DeviceName(device));
   }

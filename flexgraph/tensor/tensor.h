@@ -36,8 +36,9 @@ constexpr DType DTypeOf<int64_t>() { return DType::kInt64; }
 using Shape = std::vector<int64_t>;
 std::string ShapeToString(const Shape& s);
 
-// A host allocation that the machine cannot satisfy. Thrown (outside parallel regions) instead of
-// aborting, so that a command reports it and exits with an error; what() names the bytes.
+// A host or GPU allocation that cannot be satisfied. Thrown (outside parallel regions) instead of
+// aborting, so that a command reports it and exits with an error; what() names the bytes, the
+// memory left and, from Tensor::Empty, the tensor's dtype, shape and device.
 class OutOfMemory : public std::bad_alloc {
  public:
   explicit OutOfMemory(size_t bytes);

@@ -29,7 +29,7 @@ class DeviceOpsTest : public ::testing::TestWithParam<Device> {
   }
   Device dev() const { return GetParam(); }
   Tensor On(const Tensor& t) const { return t.To(dev()); }
-  Csr On(const Csr& c) const { return ops::CsrToDevice(c, dev()); }
+  Csr On(const Csr& c) const { return c.To(dev()); }
 
   // `got` (any device) equals `expected` (CPU) within a relative tolerance.
   static void ExpectClose(const Tensor& expected, const Tensor& got, float tol = 1e-4f) {

@@ -344,7 +344,7 @@ void HeadWeightedSumGradX(const SparseMatrix& a, const Tensor& alpha, const Tens
   const int64_t heads = alpha.row_width(), d = gx->row_width();
   const int64_t n = gx->rows() * d;
   if (n == 0) return;
-  const Csr t = ops::CsrToDevice(a.transpose(), Device::kCuda);
+  const Csr t = a.transpose().To(Device::kCuda);
   const bool any = t.nnz() > 0;
   const Tensor perm = any ? a.entry_perm().To(Device::kCuda) : Tensor();
   HeadWeightedSumGradXKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
