@@ -224,6 +224,26 @@ void BM_Triad(benchmark::State& state) {
   SetRateCounters(state, 3.0 * kN * 4 / 1e9, "GB/s", StreamGBs(threads));
 }
 
+// --- dropout ---------------------------------------------------------------------------------
+
+// The counter-based dropout of a [FG_BENCH_GEMM_ROWS, width] matrix into a preallocated output:
+// bytes read and written against the bandwidth ceiling (the Philox draws are the rest).
+void BM_Dropout(benchmark::State& state) {
+  const int64_t width = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const int64_t rows = EnvInt("FG_BENCH_GEMM_ROWS", 131072);
+  const Tensor& x = GetDense(rows, width);
+  Tensor y = ZeroMatrix(rows, width);
+  SetNumThreads(threads);
+  for (auto _ : state) {
+    ops::cpu::Dropout(7, nullptr, rows, width, 0.5f, x.f32(), y.f32());
+    benchmark::ClobberMemory();
+  }
+  SetRateCounters(state, 2.0 * rows * width * 4 / 1e9, "GB/s", StreamGBs(threads));
+  state.counters["entries/s"] = benchmark::Counter(static_cast<double>(rows * width) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+
 // --- GEMM ------------------------------------------------------------------------------------
 
 struct GemmShape {
@@ -273,6 +293,11 @@ void RegisterAll() {
   benchmark::RegisterBenchmark("Reorder/rmat_degsort", BM_Reorder, GraphKind::kRmat, false)
       ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+  {
+    auto* b = benchmark::RegisterBenchmark("Dropout", BM_Dropout);
+    for (int64_t t : thread_counts) b->Args({128, t})->Args({256, t});
+    b->ArgNames({"width", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.2);
+  }
   const int64_t n = EnvInt("FG_BENCH_GEMM_ROWS", 131072);
   const int64_t k = EnvInt("FG_BENCH_CLASSES", 40);
   // Forward of a 3-layer GCN (128 -> 256 -> 256 -> k), then the backward products of a layer

@@ -32,7 +32,7 @@ constexpr char kBaseDefaults[] = R"pb(
     epochs: 200 lr: 0.01 weight_decay: 5e-4 seed: 0 patience: 0 optimizer: "adam"
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
-    batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8
+    batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8 eval_every: 1
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
@@ -158,6 +158,7 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
     return bad("dropout", absl::StrCat("must be in [0, 1), got ", m.dropout()));
   }
   if (t.patience() < 0) return bad("patience", "must not be negative");
+  if (t.eval_every() < 1) return bad("eval_every", absl::StrCat("must be positive, got ", t.eval_every()));
   if (t.threads() < 0 || t.threads() > kMaxThreads) {
     return bad("threads", absl::StrCat("must lie in [0, ", kMaxThreads, "], got ", t.threads()));
   }

@@ -187,7 +187,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       std::fprintf(stderr, "resumed from %s at epoch %d\n", tc.checkpoint_dir().c_str(), start);
     }
     best_valid = macro_f1 ? r.valid_macro_f1 : r.valid_accuracy;
-    since_best = start - r.best_epoch;
+    since_best = (start - r.best_epoch) / tc.eval_every();
   }
   if (out.explain()) std::fprintf(stderr, "%s", Explain().c_str());
   if (!out.export_hdg().empty()) FG_RETURN_IF_ERROR(ExportHdgs(out.export_hdg()));
@@ -222,42 +222,47 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       r.sampling_wait_seconds += minibatch_->sampling_wait_seconds();
     }
     r.epoch_seconds.push_back(seconds);
-    const EpochMetrics m = Evaluate(epoch);
-    FG_RETURN_IF_ERROR(status());
-    const double valid = macro_f1 ? m.valid_macro_f1 : m.valid;
-    if (valid > best_valid) {
-      best_valid = valid;
-      r.best_epoch = epoch + 1;
-      r.valid_accuracy = m.valid;
-      r.valid_macro_f1 = m.valid_macro_f1;
-      r.test_accuracy = m.test;
-      r.test_macro_f1 = m.test_macro_f1;
-      r.test_micro_f1 = m.test_micro_f1;
-      for (const auto& [key, value] : m.extra) r.extra[key] = value;
-      since_best = 0;
-      if (!out.save_model().empty()) {  // the parameters the run selects
-        best_params.clear();
-        for (const nn::NamedParameter& p : model_->parameters()) {
-          best_params.emplace_back(p.name, p.var.value().To(Device::kCpu).Clone());
-        }
-      }
-    } else {
-      ++since_best;
-    }
-    r.train_accuracy = m.train;
+    ++ran;
     r.epochs = epoch + 1;
-    if (!out.quiet()) {
-      std::fprintf(stderr, "epoch %4d  %s\n", epoch + 1, task_->EpochLine(loss, m, seconds).c_str());
+    const bool last = epoch + 1 == tc.epochs() || (tc.stop_after() > 0 && ran >= tc.stop_after());
+    if ((epoch + 1) % tc.eval_every() == 0 || last) {
+      const EpochMetrics m = Evaluate(epoch);
+      FG_RETURN_IF_ERROR(status());
+      const double valid = macro_f1 ? m.valid_macro_f1 : m.valid;
+      if (valid > best_valid) {
+        best_valid = valid;
+        r.best_epoch = epoch + 1;
+        r.valid_accuracy = m.valid;
+        r.valid_macro_f1 = m.valid_macro_f1;
+        r.test_accuracy = m.test;
+        r.test_macro_f1 = m.test_macro_f1;
+        r.test_micro_f1 = m.test_micro_f1;
+        for (const auto& [key, value] : m.extra) r.extra[key] = value;
+        since_best = 0;
+        if (!out.save_model().empty()) {  // the parameters the run selects
+          best_params.clear();
+          for (const nn::NamedParameter& p : model_->parameters()) {
+            best_params.emplace_back(p.name, p.var.value().To(Device::kCpu).Clone());
+          }
+        }
+      } else {
+        ++since_best;
+      }
+      r.train_accuracy = m.train;
+      if (!out.quiet()) {
+        std::fprintf(stderr, "epoch %4d  %s\n", epoch + 1, task_->EpochLine(loss, m, seconds).c_str());
+      }
+    } else if (!out.quiet()) {
+      std::fprintf(stderr, "epoch %4d  loss %.4f  %.3fs\n", epoch + 1, loss, seconds);
     }
     // Parameters are identical on every worker: rank 0 writes the checkpoint for all.
     if (tc.checkpoint_every() > 0 && (epoch + 1) % tc.checkpoint_every() == 0 &&
         exec_.rank() == 0) {
       FG_RETURN_IF_ERROR(SaveCheckpoint(tc.checkpoint_dir(), run, epoch + 1, *optimizer_, r));
     }
-    ++ran;
     if (tc.patience() > 0 && since_best >= tc.patience()) {
       if (!out.quiet()) {
-        std::fprintf(stderr, "early stop: no validation improvement for %d epochs\n",
+        std::fprintf(stderr, "early stop: no validation improvement in %d evaluations\n",
                      tc.patience());
       }
       break;

@@ -51,16 +51,19 @@ std::string ShapeToString(const Shape& s) { return absl::StrCat("[", absl::StrJo
 
 namespace {
 
-// Freed CPU blocks of at least kCacheMin bytes, reused by later allocations of the same size or
-// up to a quarter less; a mapped block (kMapMin and more) of another size is adapted to the request,
-// grown or cut (training allocates the same shapes every epoch, mini-batches similar ones; fresh
-// pages cost page faults and zeroing: a third of a GCN epoch on RMAT-22 when its working set
-// outgrew a 4 GiB cache). The cache adds at most an eighth to the process's peak: a fresh block
-// first sends back the least recently freed cached blocks until the blocks held (in use and cached)
-// fit under the most ever in use at once plus an eighth (a worker's many differently sized exchange
-// buffers left 0.5 GiB of unusable cached blocks on top of its peak; with no slack at all, a
-// mini-batch step that outgrew a cached block evicted the blocks the rest of the step needed). At most max_ bytes are kept, half of the machine's
-// memory and at least 4 GiB. Thread-safe.
+// Freed CPU blocks of at least kCacheMin bytes, reused by later allocations of the same size or up
+// to a quarter less; a mapped block (kMapMin and more) serves requests down to half its size whole,
+// and a smaller one grows to a request (training allocates the same shapes every epoch,
+// mini-batches similar ones; fresh pages cost page faults and zeroing: a third of a GCN epoch on
+// RMAT-22 when its working set outgrew a 4 GiB cache, and on a virtual machine, whose host backs
+// fresh pages lazily, a few hundred MB/s). Larger blocks are never cut: a full-graph evaluation's
+// blocks wait whole through the mini-batch steps between evaluations. The cache adds at most an
+// eighth to the process's peak: a fresh block first sends back the least recently freed cached
+// blocks until the blocks held (in use and cached) fit under the most ever in use at once plus an
+// eighth (a worker's many differently sized exchange buffers left 0.5 GiB of unusable cached
+// blocks on top of its peak; with no slack at all, a mini-batch step that outgrew a cached block
+// evicted the blocks the rest of the step needed). At most max_ bytes are kept, half of the
+// machine's memory and at least 4 GiB. Thread-safe.
 class CpuBlockCache {
   struct Block {
     size_t size;
@@ -87,34 +90,30 @@ class CpuBlockCache {
     *size = rounded;
     if (rounded < kCacheMin) return std::aligned_alloc(align, rounded);
     std::lock_guard<std::mutex> lock(mu_);
-    // Blocks of 4 MiB and more are 2 MiB aligned, smaller ones 64 B: a larger block fits.
+    // Blocks of 4 MiB and more are 2 MiB aligned, smaller ones 64 B: a larger block fits. A mapped
+    // block up to twice the request is taken whole (its pages are resident already), a heap block
+    // up to a quarter more.
     auto it = by_size_.lower_bound(rounded);
-    if (it != by_size_.end() && it->first <= rounded + rounded / 4) return TakeCached(it, it->second->ptr, it->first, size);
-    // Mapped requests adapt a mapped block instead of faulting in a fresh one: the largest smaller
-    // block grows in place or moves (mremap keeps its pages; only the growth is fresh), otherwise a
-    // larger one keeps its head and returns the rest to the system.
-    if (rounded >= kMapMin) {
+    const size_t slack = rounded >= kMapMin ? rounded : rounded / 4;
+    if (it != by_size_.end() && it->first <= rounded + slack) return TakeCached(it, it->second->ptr, it->first, size);
+    // Otherwise a mapped request grows the largest smaller mapped block instead of faulting in a
+    // whole fresh one: in place or moved, mremap keeps its pages, and only the growth is fresh.
+    // Larger blocks stay whole for the requests of their size (a full-graph evaluation's, between
+    // mini-batch epochs): cutting them would fault them in again at the next such request.
+    if (rounded >= kMapMin && it != by_size_.begin() && std::prev(it)->first >= std::max(kMapMin, rounded / 2)) {
       const size_t want = (rounded + kPage - 1) / kPage * kPage;
-      if (it != by_size_.begin() && std::prev(it)->first >= std::max(kMapMin, rounded / 2)) {
-        auto smaller = std::prev(it);
-        const size_t have = smaller->first;
-        void* p = FitsUnderLimits(want - have) ? mremap(smaller->second->ptr, have, want, MREMAP_MAYMOVE) : MAP_FAILED;
-        if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) % align == 0) {
-          TakeCached(smaller, p, want, size);
-          while (cached_ > 0 && in_use_ + cached_ > std::max(Budget(), in_use_)) EvictOldest();  // as for a fresh block
-          return p;
-        }
-        if (p != MAP_FAILED) {  // moved off the alignment: released
-          munmap(p, want);
-          Forget(smaller);
-        }
-        it = by_size_.lower_bound(rounded);
+      auto smaller = std::prev(it);
+      const size_t have = smaller->first;
+      void* p = FitsUnderLimits(want - have) ? mremap(smaller->second->ptr, have, want, MREMAP_MAYMOVE) : MAP_FAILED;
+      if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) % align == 0) {
+        TakeCached(smaller, p, want, size);
+        fresh_bytes_ += want - have;
+        while (cached_ > 0 && in_use_ + cached_ > std::max(Budget(), in_use_)) EvictOldest();  // as for a fresh block
+        return p;
       }
-      if (it != by_size_.end()) {
-        const size_t keep = std::min(it->first, want);
-        void* p = it->second->ptr;
-        if (keep < it->first) munmap(static_cast<char*>(p) + keep, it->first - keep);
-        return TakeCached(it, p, keep, size);
+      if (p != MAP_FAILED) {  // moved off the alignment: released
+        munmap(p, want);
+        Forget(smaller);
       }
     }
     // A fresh block: cached blocks go first where keeping them would lift the blocks held (in use
@@ -128,6 +127,7 @@ class CpuBlockCache {
     void* p = rounded >= kMapMin ? MapBlock(rounded, align) : std::aligned_alloc(align, rounded);
     if (p == nullptr) return nullptr;
     ++fresh_;
+    fresh_bytes_ += rounded;
     TakeInUse(rounded);
     return p;
   }
@@ -178,6 +178,7 @@ class CpuBlockCache {
     s.bytes_cached = cached_;
     s.peak_bytes_in_use = peak_in_use_;
     s.fresh_blocks = fresh_;
+    s.fresh_bytes = fresh_bytes_;
     s.cache_hits = hits_;
     return s;
   }
@@ -250,6 +251,7 @@ class CpuBlockCache {
   size_t cached_ = 0;
   size_t in_use_ = 0, peak_in_use_ = 0;
   int64_t fresh_ = 0, hits_ = 0;
+  size_t fresh_bytes_ = 0;
   size_t max_ = size_t{4} << 30;
   size_t data_limit_ = 0, as_limit_ = 0;  // per-process limits in bytes; 0: none
 };

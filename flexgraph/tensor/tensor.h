@@ -56,6 +56,7 @@ struct CpuAllocatorStats {
   size_t bytes_cached = 0;       // free blocks kept for reuse
   size_t peak_bytes_in_use = 0;
   int64_t fresh_blocks = 0;      // blocks taken from the system
+  size_t fresh_bytes = 0;        // bytes taken from the system (fresh blocks and growths)
   int64_t cache_hits = 0;        // allocations served from the cache
 };
 CpuAllocatorStats GetCpuAllocatorStats();

@@ -1,4 +1,5 @@
-// The host block cache: freed blocks are reused (mapped ones adapted to other sizes), and the cache
+// The host block cache: freed blocks are reused (mapped ones taken whole up to twice the request, or
+// grown), and the cache
 // never lifts the blocks held (in use and cached) more than an eighth above the most ever in use.
 #include <gtest/gtest.h>
 
@@ -11,6 +12,9 @@ constexpr int64_t kMiB = 1 << 20;
 
 // The most the blocks held may reach: the peak in use plus an eighth.
 size_t Budget(const CpuAllocatorStats& s) { return s.peak_bytes_in_use + s.peak_bytes_in_use / 8; }
+
+// Returns every cached block to the system (room for more than any budget).
+void EmptyCache() { MakeRoomForHostBuffers(size_t{1} << 60); }
 
 // A float tensor of `mib` MiB.
 Tensor Block(int64_t mib) { return Tensor::Empty({mib * kMiB / 4}); }
@@ -53,28 +57,51 @@ bool Writable(Tensor& t) {
 }
 
 TEST(CpuBlockCacheTest, AMappedBlockOfAnotherSizeIsAdaptedInsteadOfFaultedAfresh) {
+  EmptyCache();
   { Tensor a = Block(8); }
   const CpuAllocatorStats start = GetCpuAllocatorStats();
   {
     Tensor grown = Block(12);  // the cached 8 MiB block grows by 4 MiB
     const CpuAllocatorStats s = GetCpuAllocatorStats();
     EXPECT_EQ(s.fresh_blocks, start.fresh_blocks);
+    EXPECT_EQ(s.fresh_bytes, start.fresh_bytes + 4 * kMiB);
     EXPECT_EQ(s.cache_hits, start.cache_hits + 1);
     EXPECT_EQ(s.bytes_cached, start.bytes_cached - 8 * kMiB);
     EXPECT_EQ(s.bytes_in_use, start.bytes_in_use + 12 * kMiB);
     EXPECT_TRUE(Writable(grown));
   }
   {
-    Tensor shrunk = Block(3);  // the cached 12 MiB block keeps 3 MiB and returns the rest
+    Tensor smaller = Block(7);  // the cached 12 MiB block, whole: its pages are resident
     const CpuAllocatorStats s = GetCpuAllocatorStats();
     EXPECT_EQ(s.fresh_blocks, start.fresh_blocks);
+    EXPECT_EQ(s.fresh_bytes, start.fresh_bytes + 4 * kMiB);
     EXPECT_EQ(s.bytes_cached, start.bytes_cached - 8 * kMiB);
-    EXPECT_EQ(s.bytes_in_use, start.bytes_in_use + 3 * kMiB);
-    EXPECT_TRUE(Writable(shrunk));
+    EXPECT_EQ(s.bytes_in_use, start.bytes_in_use + 12 * kMiB);
+    EXPECT_TRUE(Writable(smaller));
   }
   const CpuAllocatorStats end = GetCpuAllocatorStats();
   EXPECT_EQ(end.bytes_in_use, start.bytes_in_use);
-  EXPECT_EQ(end.bytes_cached, start.bytes_cached - 5 * kMiB);
+  EXPECT_EQ(end.bytes_cached, start.bytes_cached + 4 * kMiB);
+}
+
+TEST(CpuBlockCacheTest, ABlockMoreThanTwiceTheRequestStaysWholeForItsOwnSize) {
+  // A full-graph evaluation's block between mini-batch steps: small requests leave it whole, and
+  // the next request of its size takes it without faulting.
+  EmptyCache();
+  { Tensor big = Block(64); }
+  const CpuAllocatorStats start = GetCpuAllocatorStats();
+  {
+    Tensor small = Block(5);
+    EXPECT_TRUE(Writable(small));
+  }
+  const CpuAllocatorStats mid = GetCpuAllocatorStats();
+  EXPECT_GE(mid.bytes_cached, start.bytes_cached);
+  {
+    Tensor again = Block(64);
+    const CpuAllocatorStats s = GetCpuAllocatorStats();
+    EXPECT_EQ(s.fresh_blocks, mid.fresh_blocks);
+    EXPECT_EQ(s.cache_hits, mid.cache_hits + 1);
+  }
 }
 
 TEST(CpuBlockCacheTest, MakesRoomForOtherBuffersUnderThePeak) {

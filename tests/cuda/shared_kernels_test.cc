@@ -114,11 +114,12 @@ TEST(SharedElementwise, ChunkedColumnSumsMatchSumRows) {
   ExpectNear(ops::SumRows(x), got, 1e-4f);
 }
 
-TEST(SharedElementwise, DropoutBlocksMatchTheCpuMaskAndKeepRate) {
-  const int64_t rows = 64, cols = 37;  // a partial last block
+// The CPU dropout mask of [64, cols] against shared::DropoutBlock, entry by entry.
+void CheckDropoutBlocks(int64_t cols) {
+  const int64_t rows = 64;
   const float p = 0.3f;
   Tensor ids = Tensor::FromVector<int64_t>(std::vector<int64_t>(rows, 0));
-  for (int64_t r = 0; r < rows; ++r) ids.i64()[r] = 1000 + 7 * r;
+  for (int64_t r = 0; r < rows; ++r) ids.i64()[r] = (r % 2 == 0 ? 1000 : int64_t{5} << 33) + 7 * r;
   Tensor mask = ops::DropoutMask(rows, cols, p, 42, ids);
   std::vector<float> got(rows * cols, -1.0f);
   int64_t kept = 0;
@@ -131,6 +132,14 @@ TEST(SharedElementwise, DropoutBlocksMatchTheCpuMaskAndKeepRate) {
   for (float v : got) kept += v != 0.0f;
   ExpectNear(mask, got, 0.0f);
   EXPECT_NEAR(static_cast<double>(kept) / got.size(), 1.0 - p, 0.05);
+}
+
+TEST(SharedElementwise, DropoutBlocksMatchTheCpuMaskAndKeepRate) {
+  // A partial last block; the CPU's vector stretches of 64 and 256 columns, then single blocks.
+  for (const int64_t cols : {37, 64, 128, 300, 520}) {
+    SCOPED_TRACE(cols);
+    CheckDropoutBlocks(cols);
+  }
 }
 
 // The GPU's warp-per-256-columns dropout, its lane shuffles emulated: every column is written

@@ -292,6 +292,26 @@ TEST(Trainer, SelectsOnValidationAccuracyOrMacroF1) {
   EXPECT_NE(ValidateConfig(o).message().find("select_on"), std::string::npos);
 }
 
+TEST(Trainer, EvaluatesEveryKEpochsAndAfterTheLast) {
+  // Evaluation leaves training alone; selection only sees the evaluated epochs.
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_train()->set_epochs(40);
+  const TrainResult every = TrainOrDie(o);
+  o.mutable_train()->set_eval_every(7);
+  const TrainResult sparse = TrainOrDie(o);
+  EXPECT_EQ(every.losses, sparse.losses);
+  EXPECT_EQ(sparse.epochs, 40);
+  EXPECT_TRUE(sparse.best_epoch % 7 == 0 || sparse.best_epoch == 40) << sparse.best_epoch;
+  EXPECT_LE(sparse.valid_accuracy, every.valid_accuracy);
+  EXPECT_GT(sparse.test_accuracy, 0.7);
+  o.mutable_train()->set_patience(1);  // counts evaluations: stops at the first that does not improve
+  const TrainResult stopped = TrainOrDie(o);
+  EXPECT_EQ(stopped.epochs % 7, 0);
+  EXPECT_LE(stopped.epochs, 40);
+  o.mutable_train()->set_eval_every(0);
+  EXPECT_NE(ValidateConfig(o).message().find("eval_every"), std::string::npos);
+}
+
 TEST(Trainer, SummaryJsonHasTheDocumentedKeys) {
   flexgraph::RunConfig o = CoraOptions("gcn");
   o.mutable_train()->set_epochs(3);

@@ -20,8 +20,12 @@
 namespace fg::ops::cpu {
 namespace {
 constexpr int64_t kGrain = 1 << 14;
-// C is computed in at most kMaxGemmBlocks blocks of whole kGemmUnit rows (or columns).
-constexpr int64_t kGemmUnit = 64, kMaxGemmBlocks = 64;
+// C is computed in at most kMaxGemmBlocks blocks of whole kGemmUnit rows (or columns): each call
+// packs the other operand again, so blocks are no smaller than they need to be.
+constexpr int64_t kGemmUnit = 256, kMaxGemmBlocks = 64;
+// A product whose k is at least kSplitKRatio times its larger side of C (a weight gradient
+// X^T dY over many rows) is summed over at most kMaxKSlices slices of at least kKSliceUnit.
+constexpr int64_t kSplitKRatio = 8, kKSliceUnit = 1024, kMaxKSlices = 16;
 
 template <typename F>
 void Elementwise(int64_t n, F&& f) {
@@ -83,11 +87,42 @@ void GemmBlocks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
     ParallelFor(0, blocks, [&](int64_t blk) { gemm(start(blk), start(blk + 1)); });
   }
 }
+
+// C = alpha op(A) op(B) + beta C as the sum of slices of k: each slice's product (single-threaded
+// OpenBLAS, one slice per task) into its own buffer, then the slices added in order. Splitting C
+// instead would pack the long operands once per block of C. Slices depend on the shape only.
+void GemmSplitK(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, const float* b, float beta, float* c) {
+  const int64_t slices = std::min(k / kKSliceUnit, kMaxKSlices);
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, mn = m * n;
+  thread_local std::vector<float> partial;
+  if (partial.size() < static_cast<size_t>(slices * mn)) partial.resize(slices * mn);
+  float* part = partial.data();
+  ParallelFor(0, slices, [&](int64_t s) {
+    const int64_t lo = k * s / slices, hi = k * (s + 1) / slices;
+    const float* as = trans_a ? a + lo * lda : a + lo;
+    const float* bs = trans_b ? b + lo : b + lo * ldb;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, hi - lo, alpha, as, lda, bs, ldb, 0.0f,
+                part + s * mn, n);
+  });
+  Elementwise(mn, [&](int64_t i) {
+    float sum = part[i];
+    for (int64_t s = 1; s < slices; ++s) sum += part[s * mn + i];
+    c[i] = beta == 0.0f ? sum : sum + beta * c[i];
+  });
+}
 }  // namespace
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c, int64_t batch) {
   if (m == 0 || n == 0) return;
+  if (k >= kSplitKRatio * std::max(m, n) && k >= 2 * kKSliceUnit) {
+    for (int64_t i = 0; i < batch; ++i) {
+      GemmSplitK(trans_a, trans_b, m, n, k, alpha, a + i * m * k, b + i * k * n, beta, c + i * m * n);
+    }
+    return;
+  }
   for (int64_t i = 0; i < batch; ++i) {
     GemmBlocks(trans_a, trans_b, m, n, k, alpha, a + i * m * k, b + i * k * n, beta, c + i * m * n,
                [](bool, int64_t, int64_t) {});
@@ -241,83 +276,96 @@ void RowL2NormalizeBackward(const float* y, const float* norms, const float* gy,
 }
 
 namespace {
-// Sixteen Philox4x32-10 blocks with counters (lo0 + l, hi), l = 0..15, in a form the compiler
-// vectorises (vpmuludq); identical to PhiloxBlock (base/rng.h) lane by lane.
-void Philox16(uint64_t key, uint64_t lo0, uint64_t hi, uint32_t out[4][16]) {
-  uint32_t c0[16], c1[16], c2[16], c3[16];
-  for (int l = 0; l < 16; ++l) {
-    const uint64_t lo = lo0 + l;
-    c0[l] = static_cast<uint32_t>(lo);
-    c1[l] = static_cast<uint32_t>(lo >> 32);
-    c2[l] = static_cast<uint32_t>(hi);
-    c3[l] = static_cast<uint32_t>(hi >> 32);
+#if defined(__AVX2__)
+// The high halves of the lane-wise 32 x 32-bit products a * m.
+inline __m256i MulHi32(__m256i a, __m256i m) {
+  const __m256i even = _mm256_mul_epu32(a, m);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+// Dropout of the 64 H columns j0 .. j0 + 64 H - 1 (j0 a multiple of 8) of row `id`: 8 H Philox4x32-10
+// blocks with counters (j0 / 8 + b, id), identical to PhiloxBlock (base/rng.h) lane by lane, in H
+// independent vectors of eight (explicit vpmuludq: twice the compiler's rate), then block b's four
+// words read as 16-bit halves are the bits of columns j0 + 8 b .. j0 + 8 b + 7 (shared::DropoutBits).
+template <int H>
+void DropoutStretch(uint64_t seed, uint64_t id, int64_t j0, __m256i below, __m256 keep,
+                    const float* src, float* dst) {
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const uint64_t first = static_cast<uint64_t>(j0 / shared::kDropoutBlockCols);
+  __m256i c0[H], c1[H], c2[H], c3[H];
+  for (int h = 0; h < H; ++h) {
+    alignas(32) uint32_t lo[8], hi[8];
+    for (int l = 0; l < 8; ++l) {
+      const uint64_t counter = first + 8 * h + l;
+      lo[l] = static_cast<uint32_t>(counter);
+      hi[l] = static_cast<uint32_t>(counter >> 32);
+    }
+    c0[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+    c1[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+    c2[h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(id)));
+    c3[h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(id >> 32)));
   }
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   for (int r = 0; r < 10; ++r) {
-#pragma omp simd
-    for (int l = 0; l < 16; ++l) {
-      const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0[l];
-      const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2[l];
-      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[l] ^ k0;
-      const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[l] ^ k1;
-      c1[l] = static_cast<uint32_t>(p1);
-      c3[l] = static_cast<uint32_t>(p0);
-      c0[l] = n0;
-      c2[l] = n2;
+    const __m256i vk0 = _mm256_set1_epi32(static_cast<int>(k0));
+    const __m256i vk1 = _mm256_set1_epi32(static_cast<int>(k1));
+    for (int h = 0; h < H; ++h) {
+      const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(MulHi32(c2[h], m1), c1[h]), vk0);
+      const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(MulHi32(c0[h], m0), c3[h]), vk1);
+      c1[h] = _mm256_mullo_epi32(c2[h], m1);
+      c3[h] = _mm256_mullo_epi32(c0[h], m0);
+      c0[h] = n0;
+      c2[h] = n2;
     }
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  for (int l = 0; l < 16; ++l) {
-    out[0][l] = c0[l];
-    out[1][l] = c1[l];
-    out[2][l] = c2[l];
-    out[3][l] = c3[l];
+  for (int h = 0; h < H; ++h) {
+    // Transposed to one block's four words per 128-bit lane: u[k] holds blocks k and k + 4.
+    const __m256i t0 = _mm256_unpacklo_epi32(c0[h], c1[h]), t1 = _mm256_unpackhi_epi32(c0[h], c1[h]);
+    const __m256i t2 = _mm256_unpacklo_epi32(c2[h], c3[h]), t3 = _mm256_unpackhi_epi32(c2[h], c3[h]);
+    const __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                          _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+    for (int k = 0; k < 8; ++k) {
+      const __m128i words = k < 4 ? _mm256_castsi256_si128(u[k]) : _mm256_extracti128_si256(u[k - 4], 1);
+      const __m256i bits = _mm256_cvtepu16_epi32(words);
+      const __m256 m = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(bits, below)), keep);
+      const int64_t c = 64 * h + 8 * k;
+      _mm256_storeu_ps(dst + c, src != nullptr ? _mm256_mul_ps(_mm256_loadu_ps(src + c), m) : m);
+    }
   }
 }
+#endif
 }  // namespace
 
 void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
              const float* x, float* y) {
   static_assert(std::endian::native == std::endian::little, "mask bits are read as halves of words");
-  constexpr int64_t kBlockCols = shared::kDropoutBlockCols;
-  constexpr int64_t kStretch = 16 * kBlockCols;  // the columns of one Philox16
   const float keep = 1.0f / (1.0f - p);
-  const uint32_t threshold = shared::DropoutThreshold(p);
   ParallelFor(0, rows, [&](int64_t r) {
     const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
     const float* xr = x != nullptr ? x + r * cols : nullptr;
     float* yr = y + r * cols;
     int64_t j = 0;
-    for (; j + kStretch <= cols; j += kStretch) {
-      uint32_t out[4][16];
-      Philox16(seed, static_cast<uint64_t>(j / kBlockCols), id, out);
-      // Block l's words in order, read as 16-bit halves (little-endian), are the bits of columns
-      // 8 l .. 8 l + 7 (shared::DropoutBits).
-      alignas(64) uint32_t words[16][4];
-      for (int l = 0; l < 16; ++l) {
-        for (int t = 0; t < 4; ++t) words[l][t] = out[t][l];
-      }
-      alignas(64) uint16_t bits[kStretch];
-      std::memcpy(bits, words, sizeof(bits));
-      float* dst = yr + j;
-      const float* src = xr != nullptr ? xr + j : nullptr;
 #if defined(__AVX2__)
-      const __m256i below = _mm256_set1_epi32(static_cast<int>(threshold) - 1);
-      const __m256 keep_v = _mm256_set1_ps(keep);
-      for (int c = 0; c < kStretch; c += 8) {
-        const __m256i b = _mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(bits + c)));
-        const __m256 m = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(b, below)), keep_v);
-        _mm256_storeu_ps(dst + c, src != nullptr ? _mm256_mul_ps(_mm256_loadu_ps(src + c), m) : m);
-      }
-#else
-      for (int c = 0; c < kStretch; ++c) {
-        const float m = bits[c] >= threshold ? keep : 0.0f;
-        dst[c] = src != nullptr ? src[c] * m : m;
-      }
-#endif
+    // Thresholds are at most 2^16 and bits below it: the signed compare is exact.
+    const __m256i below = _mm256_set1_epi32(static_cast<int>(shared::DropoutThreshold(p)) - 1);
+    const __m256 keep_v = _mm256_set1_ps(keep);
+    for (; j + 256 <= cols; j += 256) {
+      DropoutStretch<4>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
     }
-    for (; j < cols; j += kBlockCols) shared::DropoutBlock(seed, id, j, cols, p, keep, xr, yr);
+    if (j + 128 <= cols) {
+      DropoutStretch<2>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
+      j += 128;
+    }
+    if (j + 64 <= cols) {
+      DropoutStretch<1>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
+      j += 64;
+    }
+#endif
+    for (; j < cols; j += shared::kDropoutBlockCols) shared::DropoutBlock(seed, id, j, cols, p, keep, xr, yr);
   });
 }
 
