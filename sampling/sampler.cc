@@ -21,23 +21,29 @@ int64_t Below(RandomStream& rng, int64_t n) {
   return static_cast<int64_t>((static_cast<uint64_t>(rng.NextU32()) * static_cast<uint64_t>(n)) >> 32);
 }
 
-// `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k, a
-// partial Fisher-Yates shuffle otherwise.
+// `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k
+// (each pick inserted in order: a binary search, no sort), a partial Fisher-Yates shuffle otherwise.
 void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
   out->clear();
   if (k <= 64) {
     for (int64_t j = d - k; j < d; ++j) {
       const int64_t t = Below(rng, j + 1);
-      out->push_back(std::find(out->begin(), out->end(), t) == out->end() ? t : j);
+      auto at = std::lower_bound(out->begin(), out->end(), t);
+      // t taken already: j is new (every earlier pick is below j), and the largest so far.
+      if (at != out->end() && *at == t) {
+        out->push_back(j);
+      } else {
+        out->insert(at, t);
+      }
     }
-  } else {
-    out->resize(d);
-    std::iota(out->begin(), out->end(), 0);
-    for (int64_t i = 0; i < k; ++i) {
-      std::swap((*out)[i], (*out)[i + Below(rng, d - i)]);
-    }
-    out->resize(k);
+    return;
   }
+  out->resize(d);
+  std::iota(out->begin(), out->end(), 0);
+  for (int64_t i = 0; i < k; ++i) {
+    std::swap((*out)[i], (*out)[i + Below(rng, d - i)]);
+  }
+  out->resize(k);
   std::sort(out->begin(), out->end());
 }
 
@@ -121,14 +127,16 @@ Block MakeBlock(const hdg::SchemaTree& schema, const std::vector<int64_t>& front
   for (size_t j = 0; j < table.size(); ++j) (*slot)[table[j]] = static_cast<int32_t>(j);
   const int64_t nnz = static_cast<int64_t>(s.cols.size());
   Tensor children = Tensor::Empty({nnz}, DType::kInt32);
+  int32_t* child = children.i32();
+  int32_t* slots = slot->data();
   for (int64_t e = 0; e < nnz; ++e) {
-    if (e + 32 < nnz) __builtin_prefetch(slot->data() + s.cols[e + 32]);
-    int32_t& at = (*slot)[s.cols[e]];
+    if (e + 32 < nnz) __builtin_prefetch(slots + s.cols[e + 32]);
+    int32_t& at = slots[s.cols[e]];
     if (at < 0) {
       at = static_cast<int32_t>(table.size());
       table.push_back(s.cols[e]);
     }
-    children.i32()[e] = at;
+    child[e] = at;
   }
   for (int64_t v : table) (*slot)[v] = -1;
   const int64_t n = static_cast<int64_t>(frontier.size());
