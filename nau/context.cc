@@ -73,6 +73,16 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
       return d.out;
     }
   }
+  // The roots' rows of an input already dropped under the same keys.
+  if (roots_of_.layer == layer && roots_of_.roots.node() == x.node() && row_ids.defined() &&
+      row_ids.raw() == root_global_ids.raw()) {
+    for (const Dropped& d : dropped_) {
+      if (d.seed == s && d.p == p && d.x.node() == roots_of_.input.node() && d.ids.defined() &&
+          d.ids.raw() == table_global_ids.raw()) {
+        return ag::GatherRows(d.out, roots_of_.index);
+      }
+    }
+  }
   Tensor ids = row_ids;
   for (const auto& [host, placed] : placed_ids) {
     if (ids.defined() && ids.raw() == host.raw() && placed.device() == x.value().device())

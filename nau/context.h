@@ -131,6 +131,13 @@ class LayerContext {
   // input as messages and again as its roots' own rows) gets the first result back: one mask,
   // one node for backward.
   ag::Var Dropout(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
+  // Records that `roots` are the rows `index` of `input` (the executor's gather of the layer's
+  // roots): dropping the roots by root_global_ids, once the input has been dropped by
+  // table_global_ids with the same site, gathers those rows of the dropped input (the masks key on
+  // global ids, so they are the same) instead of drawing them again.
+  void NoteRoots(const ag::Var& input, const ag::Var& roots, const Tensor& index) {
+    roots_of_ = {layer, input, roots, index};
+  }
 
  private:
   struct Dropped {
@@ -141,6 +148,12 @@ class LayerContext {
     Tensor ids;
   };
   mutable std::vector<Dropped> dropped_;  // this layer's dropouts of this pass
+  struct RootsOf {
+    int layer = -1;
+    ag::Var input, roots;
+    Tensor index;
+  };
+  RootsOf roots_of_;
 };
 
 using UpdateContext = LayerContext;

@@ -10,7 +10,9 @@ ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& r
 }
 
 ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
-                      const ag::Var& weight, const ag::Var& bias, float p, int site) {
+                      const ag::Var& weight, const ag::Var& bias, float p, int site,
+                      const ag::Var& plus_x, const ag::Var& plus_w) {
+  const bool plus = plus_x.defined() && plus_w.defined();
   // A constant input with a sparse view of as many rows: the table, or its roots.
   SparseMatrixPtr view;
   for (const SparseMatrixPtr& v : {ctx.input_sparse, ctx.roots_sparse}) {
@@ -26,7 +28,7 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
                                   << " for weight " << weight.value().ShapeString();
     ag::Var d = ctx.Dropout(x, p, site, row_ids);
     if (d.value().rank() != 2) d = ag::Reshape(d, {d.rows(), in});
-    ag::Var y = ag::MatMul(d, weight);
+    ag::Var y = plus ? ag::MatMulSum(d, weight, plus_x, plus_w) : ag::MatMul(d, weight);
     return bias.defined() ? ag::AddBias(y, bias) : y;
   }
   SparseMatrixPtr a = view;
@@ -35,6 +37,7 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
         ops::SparseDropout(a->csr(), p, ctx.DropoutSeed(site), row_ids));
   }
   ag::Var y = ag::Spmm(a, weight, ops::SpmmReduce::kSum);
+  if (plus) y = ag::Add(y, ag::MatMul(plus_x, plus_w));
   return bias.defined() ? ag::AddBias(y, bias) : y;
 }
 

@@ -15,9 +15,11 @@ namespace fg::nau {
 ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const nn::Linear& fc, float p, int site);
 
-// The same with explicit parameters: Dropout(x) weight (+ bias when defined), e.g. for a row
-// block of a larger weight matrix.
+// The same with explicit parameters: Dropout(x) weight (+ plus_x plus_w when both are defined)
+// (+ bias when defined), e.g. for a row block of a larger weight matrix. The second product
+// accumulates into the first's output on the dense path.
 ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
-                      const ag::Var& weight, const ag::Var& bias, float p, int site);
+                      const ag::Var& weight, const ag::Var& bias, float p, int site,
+                      const ag::Var& plus_x = ag::Var(), const ag::Var& plus_w = ag::Var());
 
 }  // namespace fg::nau

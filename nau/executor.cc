@@ -13,10 +13,13 @@ bool UniformArity(const hdg::HdgLevel& l) {
 
 }  // namespace
 
-ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x) {
+ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x, LayerContext* ctx) {
   const Tensor& roots = hdg.roots();
-  const bool identity = roots.numel() == x.rows() && hdg.roots_are_first_rows();
-  return identity ? x : ag::GatherRows(x, roots.To(x.value().device()));
+  if (roots.numel() == x.rows() && hdg.roots_are_first_rows()) return x;
+  const Tensor index = roots.To(x.value().device());
+  ag::Var self = ag::GatherRows(x, index);
+  if (ctx != nullptr) ctx->NoteRoots(x, self, index);
+  return self;
 }
 
 std::vector<LevelPlan> HybridExecutor::Plan(const hdg::Hdg& hdg, const Layer& layer) const {
@@ -135,7 +138,7 @@ ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& p
   {
     ScopedTimer timer(t_msg);
     messages = layer.Message(ctx, input);
-    self = GatherRoots(hdg, input);
+    self = GatherRoots(hdg, input, &ctx);
   }
   {
     ScopedTimer timer(t_agg);

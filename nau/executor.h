@@ -43,7 +43,8 @@ class HybridExecutor {
   std::optional<Strategy> override_;
 };
 
-// Rows of `x` at `hdg.roots()`, or x itself when the roots are exactly 0..n-1.
-ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x);
+// Rows of `x` at `hdg.roots()`, or x itself when the roots are exactly 0..n-1. With `ctx`, the
+// gather is recorded there (LayerContext::NoteRoots), so that dropping the roots reuses x's mask.
+ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x, LayerContext* ctx = nullptr);
 
 }  // namespace fg::nau

@@ -85,7 +85,7 @@ def flexgraph_row(a, d, name):
     train_json = os.path.join(tmp, f"{name}-train.json")
     run([os.path.join(a.build, "runtime", "flexgraph"), "train", "--dataset", d, "--model", "sage",
          "--hidden", str(a.hidden), "--batch_size", str(a.batch_size), "--fanouts", a.fanouts,
-         "--epochs", str(a.epochs + 1), "--threads", str(a.threads), "--quiet",
+         "--epochs", str(a.epochs + 1), "--eval_every", str(a.epochs + 1), "--threads", str(a.threads), "--quiet",
          "--summary_json", train_json], env=thread_env(a.threads))
     with open(train_json) as f:
         t = json.load(f)

@@ -44,6 +44,25 @@ Var MatMul(const Var& a, const Var& b, bool ta, bool tb) {
   });
 }
 
+Var MatMulSum(const Var& a1, const Var& b1, const Var& a2, const Var& b2) {
+  FG_CHECK(a1.rows() == a2.rows() && b1.value().rank() == 2 && b2.value().rank() == 2 &&
+           b1.value().dim(1) == b2.value().dim(1))
+      << "MatMulSum: " << a1.value().ShapeString() << " x " << b1.value().ShapeString() << " + "
+      << a2.value().ShapeString() << " x " << b2.value().ShapeString();
+  Tensor y = ops::Matmul(a1.value(), b1.value());
+  ops::MatmulInto(a2.value(), b2.value(), false, false, 1.0f, 1.0f, &y);
+  auto keep = [](const Var& x, const Var& other) { return other.requires_grad() ? x.value() : Tensor(); };
+  Tensor a1v = keep(a1, b1), b1v = keep(b1, a1), a2v = keep(a2, b2), b2v = keep(b2, a2);
+  return MakeResult(y, "MatMulSum", {a1, b1, a2, b2},
+                    [a1 = GradRef(a1), b1 = GradRef(b1), a2 = GradRef(a2), b2 = GradRef(b2), a1v, b1v,
+                     a2v, b2v](const Tensor& g) {
+    if (a1.requires_grad()) AccumulateGrad(a1, ops::Matmul(g, b1v, false, true), "MatMulSum");
+    if (b1.requires_grad()) AccumulateGrad(b1, ops::Matmul(a1v, g, true, false), "MatMulSum");
+    if (a2.requires_grad()) AccumulateGrad(a2, ops::Matmul(g, b2v, false, true), "MatMulSum");
+    if (b2.requires_grad()) AccumulateGrad(b2, ops::Matmul(a2v, g, true, false), "MatMulSum");
+  });
+}
+
 Var BatchedMatMul(const Var& a, const Var& b, bool ta, bool tb) {
   Tensor y = ops::BatchedMatmul(a.value(), b.value(), ta, tb);
   Tensor av = b.requires_grad() ? a.value() : Tensor(), bv = a.requires_grad() ? b.value() : Tensor();

@@ -15,6 +15,9 @@ namespace fg::ag {
 
 // --- dense -------------------------------------------------------------------------------------
 Var MatMul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+// a1 b1 + a2 b2 ([m, k1] x [k1, n] + [m, k2] x [k2, n]): the second product accumulates into the
+// first's output (no sum pass, no third buffer).
+Var MatMulSum(const Var& a1, const Var& b1, const Var& a2, const Var& b2);
 // [B, m, k] @ [B, k, n].
 Var BatchedMatMul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 // a + b, same shape.

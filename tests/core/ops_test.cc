@@ -45,6 +45,16 @@ TEST(Matmul, Gradients) {
   }
 }
 
+TEST(MatMulSum, EqualsTheSumOfProductsWithItsGradients) {
+  Tensor a1 = RandomTensor({5, 3}, 1), b1 = RandomTensor({3, 4}, 2);
+  Tensor a2 = RandomTensor({5, 6}, 3), b2 = RandomTensor({6, 4}, 4);
+  const Tensor y = ag::MatMulSum(Var(a1), Var(b1), Var(a2), Var(b2)).value();
+  const Tensor expected = ops::Add(ops::Matmul(a1, b1), ops::Matmul(a2, b2));
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_NEAR(y.f32()[i], expected.f32()[i], 1e-5) << i;
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::MatMulSum(v[0], v[1], v[2], v[3]); }, {a1, b1, a2, b2});
+}
+
 TEST(BatchedMatmul, GradientsAndValues) {
   Tensor a = RandomTensor({2, 3, 4}, 1), b = RandomTensor({2, 4, 2}, 2);
   Tensor c = ops::BatchedMatmul(a, b);

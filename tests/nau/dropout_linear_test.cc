@@ -1,7 +1,10 @@
 // DropoutLinear: the sparse path (SpMM over the non-zeros of a constant input) equals the dense
 // path (dense dropout mask, GEMM) in value and in the weight gradient, for training and eval.
-// LayerContext::Dropout: one mask per rows, site and layer in a pass.
+// LayerContext::Dropout: one mask per rows, site and layer in a pass; the roots' rows gathered from
+// the dropped input.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "nau/dropout_linear.h"
 #include "tests/core/gradcheck.h"
@@ -62,6 +65,42 @@ TEST(LayerContext, DropsTheSameRowsOnceAPass) {
   // Evaluation drops nothing.
   ctx.training = false;
   EXPECT_EQ(ctx.Dropout(h, 0.5f, 0, ids).value().raw(), x.raw());
+}
+
+TEST(LayerContext, DroppedRootsAreRowsOfTheDroppedInput) {
+  // Roots 4, 0, 9 of a 12-row input: their mask keyed by their own ids equals the input's rows.
+  Tensor x = testing::RandomTensor({12, 70}, 6);
+  Tensor table_ids = Tensor::Empty({12}, DType::kInt64);
+  for (int64_t r = 0; r < 12; ++r) table_ids.i64()[r] = 1000 + 5 * r;
+  const std::vector<int32_t> rows = {4, 0, 9};
+  Tensor index = Tensor::FromVector(rows);
+  Tensor root_ids = Tensor::Empty({3}, DType::kInt64);
+  for (int64_t i = 0; i < 3; ++i) root_ids.i64()[i] = table_ids.i64()[rows[i]];
+  for (bool noted : {false, true}) {
+    LayerContext ctx;
+    ctx.training = true;
+    ctx.seed = 9;
+    ctx.table_global_ids = table_ids;
+    ctx.root_global_ids = root_ids;
+    ag::Var h(x, /*requires_grad=*/true);
+    ag::Var input = ctx.Dropout(h, 0.5f, 0, ctx.table_global_ids);
+    ag::Var roots = ag::GatherRows(h, index);
+    if (noted) ctx.NoteRoots(h, roots, index);
+    ag::Var dropped = ctx.Dropout(roots, 0.5f, 0, ctx.root_global_ids);
+    // Always the mask of the roots' own ids; noted, gathered from the dropped input.
+    EXPECT_EQ(dropped.value().ToVector<float>(),
+              ag::Dropout(roots, 0.5f, ctx.DropoutSeed(0), true, root_ids).value().ToVector<float>());
+    EXPECT_EQ(std::string(dropped.op()) == "GatherRows", noted);
+    ag::Sum(ag::Add(ag::Sum(input), ag::Scale(ag::Sum(dropped), 2.0f))).Backward();
+    // d/dh: the input's mask plus twice each root's own mask on its row.
+    const Tensor mask = ops::DropoutMask(12, 70, 0.5f, ctx.DropoutSeed(0), table_ids);
+    for (int64_t r = 0; r < 12; ++r) {
+      const int copies = static_cast<int>(std::count(rows.begin(), rows.end(), static_cast<int32_t>(r)));
+      for (int64_t j = 0; j < 70; ++j) {
+        EXPECT_FLOAT_EQ(h.grad().f32()[r * 70 + j], (1 + 2 * copies) * mask.f32()[r * 70 + j]) << r << " " << j;
+      }
+    }
+  }
 }
 
 }  // namespace

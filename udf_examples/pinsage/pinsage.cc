@@ -137,8 +137,7 @@ ag::Var PinSageLayer::Update(nau::UpdateContext& ctx, const ag::Var& self, const
   const int64_t in = self.row_width(), pool = nbr.row_width();
   ag::Var w_self = ag::GatherRows(update_.weight(), RowRange(0, in));
   ag::Var w_nbr = ag::GatherRows(update_.weight(), RowRange(in, in + pool));
-  ag::Var s = nau::DropoutMatMul(ctx, self, ctx.root_global_ids, w_self, ag::Var(), dropout_, 0);
-  ag::Var z = ag::Add(s, ag::MatMul(nbr, w_nbr));
+  ag::Var z = nau::DropoutMatMul(ctx, self, ctx.root_global_ids, w_self, ag::Var(), dropout_, 0, nbr, w_nbr);
   return last_ ? ag::AddBias(z, update_.bias()) : ag::RowL2Normalize(ag::BiasRelu(z, update_.bias()));
 }
 

@@ -53,8 +53,10 @@ class SageLayer : public nau::Layer {
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
     // The bias joins after both terms, fused with the ReLU.
-    ag::Var s = nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), ag::Var(), dropout_, 0);
-    ag::Var h = ag::Add(s, project_first_ ? nbr : neigh_.Forward(nbr));
+    ag::Var h = project_first_
+                    ? ag::Add(nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), ag::Var(), dropout_, 0), nbr)
+                    : nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), ag::Var(), dropout_, 0, nbr,
+                                         neigh_.weight());
     return last_ ? ag::AddBias(h, self_.bias()) : ag::BiasRelu(h, self_.bias());
   }
 
