@@ -405,30 +405,7 @@ Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op) 
   Tensor argmax;
   Tensor y = ops::SegmentReduce(offsets, x.value(), op, &argmax);
   return MakeResult(y, "SegmentReduce", {x}, [offsets, x = GradRef(x), op, argmax](const Tensor& g) {
-    // Computed on the host (copies when the tensors live on a GPU).
-    const int64_t segs = offsets.numel() - 1;
-    const int64_t width = x.row_width();
-    Tensor gx = Tensor::Zeros({x.rows(), width});
-    const Tensor o_host = offsets.To(Device::kCpu), g_host = g.To(Device::kCpu);
-    const Tensor am_host = argmax.defined() ? argmax.To(Device::kCpu) : argmax;
-    const int64_t* o = o_host.i64();
-    const float* gp = g_host.f32();
-    float* out = gx.f32();
-    for (int64_t s = 0; s < segs; ++s) {
-      const int64_t lo = o[s], hi = o[s + 1];
-      if (op == ops::SegmentReduceOp::kMax) {
-        for (int64_t j = 0; j < width; ++j) {
-          const int32_t e = am_host.i32()[s * width + j];
-          if (e >= 0) out[e * width + j] += gp[s * width + j];
-        }
-      } else {
-        const float f = op == ops::SegmentReduceOp::kMean && hi > lo ? 1.0f / (hi - lo) : 1.0f;
-        for (int64_t e = lo; e < hi; ++e) {
-          for (int64_t j = 0; j < width; ++j) out[e * width + j] = f * gp[s * width + j];
-        }
-      }
-    }
-    AccumulateGrad(x, gx.To(g.device()), "SegmentReduce");
+    AccumulateGrad(x, ops::SegmentReduceBackward(offsets, g, op, argmax, x.rows()), "SegmentReduce");
   });
 }
 

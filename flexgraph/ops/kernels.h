@@ -73,6 +73,11 @@ struct OptimizerStepArgs {
   /* out[i] = reduce of x rows off[i]..off[i+1] (0 sum, 1 mean, 2 max with argmax row). */         \
   void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t width, int reduce,  \
                      float* out, int32_t* argmax);                                                 \
+  /* The gradient of SegmentReduce: gx[e] = g[s] (sum), g[s] / |s| (mean) for every row e of      \
+     segment s; max: g[s, j] at the argmax row of column j, 0 elsewhere. Every row of gx in a      \
+     segment is written. */                                                                         \
+  void SegmentReduceBackward(const int64_t* off, int64_t segs, const float* g,                     \
+                             const int32_t* argmax, int64_t width, int reduce, float* gx);         \
   /* out[k] = x[idx[k]] */                                                                         \
   void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out);       \
   void LogSoftmaxRows(const float* x, int64_t rows, int64_t cols, float* y);                       \

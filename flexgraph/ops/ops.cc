@@ -364,6 +364,26 @@ Tensor SegmentReduce(const Tensor& offsets_in, const Tensor& x, SegmentReduceOp 
   return out;
 }
 
+Tensor SegmentReduceBackward(const Tensor& offsets_in, const Tensor& g, SegmentReduceOp op,
+                             const Tensor& argmax_in, int64_t rows) {
+  CheckFloat(g, "SegmentReduceBackward", "g");
+  const Tensor offsets = Placed(offsets_in, g, "SegmentReduceBackward", "offsets");
+  const int64_t segs = offsets.numel() - 1;
+  FG_CHECK(g.rows() == segs) << "SegmentReduceBackward: " << segs << " segments, g is " << g.ShapeString();
+  Tensor argmax;
+  if (op == SegmentReduceOp::kMax) {
+    FG_CHECK(argmax_in.defined() && argmax_in.dtype() == DType::kInt32 && argmax_in.numel() == g.numel())
+        << "SegmentReduceBackward: max needs the forward's argmax of " << g.ShapeString();
+    argmax = Placed(argmax_in, g, "SegmentReduceBackward", "argmax");
+  }
+  FG_CHECK(LastOffset(offsets) == rows) << "SegmentReduceBackward: segments cover " << LastOffset(offsets)
+                                        << " rows, not " << rows;
+  Tensor gx = Tensor::Empty(WithRows(g, rows), DType::kFloat32, g.device());
+  FG_DISPATCH(g.device(), SegmentReduceBackward, offsets.i64(), segs, g.f32(),
+              argmax.defined() ? argmax.i32() : nullptr, g.row_width(), static_cast<int>(op), gx.f32());
+  return gx;
+}
+
 Tensor GatherRows(const Tensor& x, const Tensor& idx_in) {
   CheckFloat(x, "GatherRows", "x");
   FG_CHECK(idx_in.dtype() == DType::kInt32) << "GatherRows: indices must be int32";

@@ -73,6 +73,10 @@ enum class SegmentReduceOp { kSum = 0, kMean = 1, kMax = 2 };
 // [nnz, d] -> [segments, d]; for kMax, argmax receives the winning entry (-1 for empty segments).
 Tensor SegmentReduce(const Tensor& offsets, const Tensor& x, SegmentReduceOp op,
                      Tensor* argmax = nullptr);
+// The gradient of SegmentReduce over `rows` input rows from the output's gradient g (argmax: the
+// forward's, for kMax).
+Tensor SegmentReduceBackward(const Tensor& offsets, const Tensor& g, SegmentReduceOp op,
+                             const Tensor& argmax, int64_t rows);
 
 // --- indexing ----------------------------------------------------------------------------------
 // out[k] = x[idx[k]] (idx int32).

@@ -199,6 +199,9 @@ TEST_P(DeviceOpsTest, SegmentSoftmaxAndReductions) {
     Tensor am, am_dev;
     ExpectClose(ops::SegmentReduce(off, x, op, &am), ops::SegmentReduce(On(off), On(x), op, &am_dev));
     if (op == ops::SegmentReduceOp::kMax) ExpectSameInts(am, am_dev);
+    const Tensor g = RandomTensor({c.num_rows, 5}, 37);
+    ExpectClose(ops::SegmentReduceBackward(off, g, op, am, x.rows()),
+                ops::SegmentReduceBackward(On(off), On(g), op, am_dev, x.rows()), 0.0f);
   }
 }
 

@@ -415,6 +415,29 @@ void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t wid
   });
 }
 
+void SegmentReduceBackward(const int64_t* off, int64_t segs, const float* g, const int32_t* argmax,
+                           int64_t width, int reduce, float* gx) {
+  ForRowsBalanced(off, segs, [&](int64_t s) {
+    const int64_t lo = off[s], hi = off[s + 1];
+    const float* gs = g + s * width;
+    if (reduce == 2) {
+      const int32_t* am = argmax + s * width;
+      for (int64_t e = lo; e < hi; ++e) {
+        float* out = gx + e * width;
+#pragma omp simd
+        for (int64_t j = 0; j < width; ++j) out[j] = am[j] == e ? gs[j] : 0.0f;
+      }
+      return;
+    }
+    const float f = reduce == 1 && hi > lo ? 1.0f / static_cast<float>(hi - lo) : 1.0f;
+    for (int64_t e = lo; e < hi; ++e) {
+      float* out = gx + e * width;
+#pragma omp simd
+      for (int64_t j = 0; j < width; ++j) out[j] = f * gs[j];
+    }
+  });
+}
+
 void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out) {
   if (n == 0 || width == 0) return;
   constexpr int64_t kChunk = 1024;

@@ -94,6 +94,24 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One thread per (segment, column): the column of every row of the segment.
+__global__ void __launch_bounds__(kThreads)
+    SegmentReduceBackwardKernel(const int64_t* __restrict__ off, const float* __restrict__ g,
+                                const int32_t* __restrict__ argmax, int64_t width, int reduce,
+                                float* __restrict__ gx, int64_t n) {
+  FG_GRID_STRIDE(i, n) {
+    const int64_t seg = i / width, j = i % width, lo = off[seg], hi = off[seg + 1];
+    const float v = g[i];
+    if (reduce == 2) {
+      const int32_t arg = argmax[i];
+      for (int64_t e = lo; e < hi; ++e) gx[e * width + j] = e == arg ? v : 0.0f;
+    } else {
+      const float f = reduce == 1 && hi > lo ? (1.0f / static_cast<float>(hi - lo)) * v : v;
+      for (int64_t e = lo; e < hi; ++e) gx[e * width + j] = f;
+    }
+  }
+}
+
 template <typename Index>
 __global__ void __launch_bounds__(kThreads)
     GatherRowsKernel(const float* __restrict__ x, Index width, const int32_t* __restrict__ idx,
@@ -214,6 +232,15 @@ void SegmentReduce(const int64_t* off, int64_t rows, const float* x, int64_t wid
   if (n == 0) return;
   SegmentReduceKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
       off, x, width, reduce, out, reduce == 2 ? argmax : nullptr, n);
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void SegmentReduceBackward(const int64_t* off, int64_t segs, const float* g, const int32_t* argmax,
+                           int64_t width, int reduce, float* gx) {
+  const int64_t n = segs * width;
+  if (n == 0) return;
+  SegmentReduceBackwardKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
+      off, g, reduce == 2 ? argmax : nullptr, width, reduce, gx, n);
   FG_CUDA_CHECK_LAUNCH();
 }
 
