@@ -60,11 +60,12 @@ struct OptimizerStepArgs {
   /* gx[argmax[i, j], j] += gy[i, j] (deterministic: caller passes the transposed structure). */   \
   void SpmmMaxBackward(const int64_t* t_off, const int32_t* t_col, int64_t x_rows,                 \
                        const int32_t* argmax, const float* gy, int64_t width, float* gx);          \
-  /* Per entry and head: out[e, h] = <a[row(e)], b[col(e)]> over the head's slice. */              \
-  void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, const float* a,              \
+  /* Per entry and head: out[e, h] = <a[row(e)], b[col(e)]> over the head's slice; nnz = off[rows] \
+     (known on the host: the GPU kernels read no count back). */                                   \
+  void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, int64_t nnz, const float* a, \
                 const float* b, int64_t width, int64_t heads, float* out);                         \
-  /* out[e, h] = u[row(e), h] + v[col(e), h]. */                                                   \
-  void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, const float* u,              \
+  /* out[e, h] = u[row(e), h] + v[col(e), h]; nnz as for SddmmDot. */                              \
+  void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, int64_t nnz, const float* u, \
                 const float* v, int64_t heads, float* out);                                        \
   /* Segment softmax over row segments of edge scores [nnz, heads]. */                             \
   void SegmentSoftmax(const int64_t* off, int64_t rows, const float* s, int64_t heads, float* y);  \

@@ -303,7 +303,7 @@ Tensor SddmmDot(const Csr& c, const Tensor& a, const Tensor& b, int64_t heads) {
   const Csr placed = PlacedCsr(c, a, "SddmmDot");
   CheckSameDevice(b, a, "SddmmDot", "b");
   Tensor out = Tensor::Empty({c.nnz(), heads}, DType::kFloat32, a.device());
-  FG_DISPATCH(a.device(), SddmmDot, placed.row_ptr(), placed.col(), c.num_rows, a.f32(), b.f32(),
+  FG_DISPATCH(a.device(), SddmmDot, placed.row_ptr(), placed.col(), c.num_rows, c.nnz(), a.f32(), b.f32(),
               a.row_width(), heads, out.f32());
   return out;
 }
@@ -317,7 +317,7 @@ Tensor SddmmAdd(const Csr& c, const Tensor& u, const Tensor& v) {
   const Csr placed = PlacedCsr(c, u, "SddmmAdd");
   CheckSameDevice(v, u, "SddmmAdd", "v");
   Tensor out = Tensor::Empty({c.nnz(), u.row_width()}, DType::kFloat32, u.device());
-  FG_DISPATCH(u.device(), SddmmAdd, placed.row_ptr(), placed.col(), c.num_rows, u.f32(), v.f32(),
+  FG_DISPATCH(u.device(), SddmmAdd, placed.row_ptr(), placed.col(), c.num_rows, c.nnz(), u.f32(), v.f32(),
               u.row_width(), out.f32());
   return out;
 }
@@ -326,7 +326,7 @@ Tensor SegmentSoftmax(const Tensor& offsets_in, const Tensor& scores) {
   CheckFloat(scores, "SegmentSoftmax", "scores");
   const Tensor offsets = Placed(offsets_in, scores, "SegmentSoftmax", "offsets");
   const int64_t segs = offsets.numel() - 1;
-  const int64_t covered = LastOffset(offsets);
+  const int64_t covered = LastOffset(offsets_in);  // the host copy when there is one: no sync
   FG_CHECK(covered == scores.rows()) << "SegmentSoftmax: segments cover " << covered
                                      << " entries, scores are " << scores.ShapeString();
   Tensor y = Tensor::Empty(scores.shape(), DType::kFloat32, scores.device());
@@ -349,7 +349,7 @@ Tensor SegmentReduce(const Tensor& offsets_in, const Tensor& x, SegmentReduceOp 
   CheckFloat(x, "SegmentReduce", "x");
   const Tensor offsets = Placed(offsets_in, x, "SegmentReduce", "offsets");
   const int64_t segs = offsets.numel() - 1;
-  const int64_t covered = LastOffset(offsets);
+  const int64_t covered = LastOffset(offsets_in);  // the host copy when there is one: no sync
   FG_CHECK(covered == x.rows()) << "SegmentReduce: segments cover " << covered << " rows, x is "
                                 << x.ShapeString();
   Tensor out = Tensor::Empty(WithRows(x, segs), DType::kFloat32, x.device());
@@ -376,7 +376,7 @@ Tensor SegmentReduceBackward(const Tensor& offsets_in, const Tensor& g, SegmentR
         << "SegmentReduceBackward: max needs the forward's argmax of " << g.ShapeString();
     argmax = Placed(argmax_in, g, "SegmentReduceBackward", "argmax");
   }
-  FG_CHECK(LastOffset(offsets) == rows) << "SegmentReduceBackward: segments cover " << LastOffset(offsets)
+  FG_CHECK(LastOffset(offsets_in) == rows) << "SegmentReduceBackward: segments cover " << LastOffset(offsets_in)
                                         << " rows, not " << rows;
   Tensor gx = Tensor::Empty(WithRows(g, rows), DType::kFloat32, g.device());
   FG_DISPATCH(g.device(), SegmentReduceBackward, offsets.i64(), segs, g.f32(),

@@ -320,7 +320,7 @@ void SpmmMaxBackward(const int64_t* t_off, const int32_t* t_col, int64_t x_rows,
   // one entry, so duplicates are the caller's contract to avoid (graph builders deduplicate).
 }
 
-void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, const float* a,
+void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, int64_t /*nnz*/, const float* a,
               const float* b, int64_t width, int64_t heads, float* out) {
   const int64_t hw = width / heads;
   ForRowsBalanced(off, rows, [&](int64_t r) {
@@ -337,7 +337,7 @@ void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, const float*
   });
 }
 
-void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, const float* u,
+void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, int64_t /*nnz*/, const float* u,
               const float* v, int64_t heads, float* out) {
   ForRowsBalanced(off, rows, [&](int64_t r) {
     for (int64_t e = off[r]; e < off[r + 1]; ++e) {

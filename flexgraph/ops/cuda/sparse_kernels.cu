@@ -153,15 +153,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Entry count of a CSR whose offsets live on the device (one small synchronous read).
-int64_t DeviceNnz(const int64_t* off, int64_t rows) {
-  int64_t nnz = 0;
-  FG_CUDA_CHECK(cudaMemcpyAsync(&nnz, off + rows, sizeof(int64_t), cudaMemcpyDeviceToHost,
-                                CurrentStream()));
-  FG_CUDA_CHECK(cudaStreamSynchronize(CurrentStream()));
-  return nnz;
-}
-
 }  // namespace
 
 void LaunchSpmmElementwise(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,
@@ -190,20 +181,20 @@ void SpmmMaxBackward(const int64_t* t_off, const int32_t* t_col, int64_t x_rows,
   FG_CUDA_CHECK_LAUNCH();
 }
 
-void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, const float* a,
+void SddmmDot(const int64_t* off, const int32_t* col, int64_t rows, int64_t nnz, const float* a,
               const float* b, int64_t width, int64_t heads, float* out) {
   if (rows == 0) return;
-  const int64_t n = DeviceNnz(off, rows) * heads;
+  const int64_t n = nnz * heads;
   if (n == 0) return;
   SddmmDotKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, col, rows, a, b, width,
                                                                   heads, out, n);
   FG_CUDA_CHECK_LAUNCH();
 }
 
-void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, const float* u,
+void SddmmAdd(const int64_t* off, const int32_t* col, int64_t rows, int64_t nnz, const float* u,
               const float* v, int64_t heads, float* out) {
   if (rows == 0) return;
-  const int64_t n = DeviceNnz(off, rows) * heads;
+  const int64_t n = nnz * heads;
   if (n == 0) return;
   SddmmAddKernel<<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, col, rows, u, v, heads, out,
                                                                   n);
