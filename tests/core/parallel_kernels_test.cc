@@ -195,6 +195,30 @@ TEST(ParallelKernels, BiasReluIsAddBiasThenReluOverManyRowBlocks) {
   EXPECT_EQ(gbs[0], gbs[1]);
 }
 
+// A product with a long k (a weight gradient X^T dY) sums slices of k: close to a double-precision
+// reference, with beta applied once, and bitwise the same for any thread count.
+TEST(ParallelKernels, LongInnerDimensionGemmSumsSlicesForAnyThreadCount) {
+  const int64_t k = 5000, m = 37, n = 20;  // k / 1024 = 4 slices, not multiples of anything
+  Tensor a = RandomTensor({k, m}, 96), b = RandomTensor({k, n}, 97), c0 = RandomTensor({m, n}, 98);
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 3}) {
+    SetNumThreads(threads);
+    Tensor c = c0.Clone();
+    ops::MatmulInto(a, b, /*trans_a=*/true, /*trans_b=*/false, 0.5f, -2.0f, &c);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = 0;
+        for (int64_t t = 0; t < k; ++t) ref += static_cast<double>(a.f32()[t * m + i]) * b.f32()[t * n + j];
+        ASSERT_NEAR(c.f32()[i * n + j], 0.5 * ref - 2.0 * c0.f32()[i * n + j], 2e-3) << i << "," << j;
+      }
+    }
+    results.push_back(c.ToVector<float>());
+  }
+  SetNumThreads(2);
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+}
+
 // The GEMM with its bias + ReLU epilogue equals the three ops, for row blocks (tall C) and column
 // blocks (short, wide C).
 TEST(ParallelKernels, MatmulBiasReluIsMatmulThenBiasThenRelu) {
