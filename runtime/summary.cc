@@ -47,6 +47,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["hdg_bytes"] = NumberValue(static_cast<double>(r.hdg_bytes));
   f["peak_rss_bytes"] = NumberValue(static_cast<double>(r.peak_rss_bytes));
   f["peak_tensor_bytes"] = NumberValue(static_cast<double>(r.peak_tensor_bytes));
+  f["host_fresh_bytes"] = NumberValue(static_cast<double>(r.host_fresh_bytes));
   f["peak_device_bytes"] = NumberValue(static_cast<double>(r.peak_device_bytes));
   f["num_vertices"] = NumberValue(static_cast<double>(r.num_vertices));
   f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));

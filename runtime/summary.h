@@ -33,6 +33,7 @@ struct TrainResult {
   int64_t hdg_bytes = 0;
   int64_t peak_rss_bytes = 0;
   int64_t peak_tensor_bytes = 0;  // host tensor blocks of 64 KiB and more in use at once, at most
+  int64_t host_fresh_bytes = 0;   // of those, bytes taken from the system (page faults) over the run
   int64_t peak_device_bytes = 0;  // the GPU allocator's peak in use (0 on the CPU)
   int64_t num_vertices = 0, num_edges = 0;
   nau::ExecStats stats;

@@ -294,6 +294,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.hdg_bytes = HdgBytes();
   r.peak_rss_bytes = PeakRssBytes();
   r.peak_tensor_bytes = static_cast<int64_t>(GetCpuAllocatorStats().peak_bytes_in_use);
+  r.host_fresh_bytes = static_cast<int64_t>(GetCpuAllocatorStats().fresh_bytes);
   r.peak_device_bytes = static_cast<int64_t>(GetDeviceAllocatorStats().peak_bytes_in_use);
   r.stats = stats_;
   exec_.ReportTraffic(stats_, &r);
