@@ -13,6 +13,7 @@
 
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
+#include "flexgraph/base/rng_avx2.h"
 #include "flexgraph/ops/kernels.h"
 #include "flexgraph/ops/shared/elementwise.h"
 #include "flexgraph/ops/shared/rows.h"
@@ -277,57 +278,17 @@ void RowL2NormalizeBackward(const float* y, const float* norms, const float* gy,
 
 namespace {
 #if defined(__AVX2__)
-// The high halves of the lane-wise 32 x 32-bit products a * m.
-inline __m256i MulHi32(__m256i a, __m256i m) {
-  const __m256i even = _mm256_mul_epu32(a, m);
-  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
-  return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-}
-
-// Dropout of the 64 H columns j0 .. j0 + 64 H - 1 (j0 a multiple of 8) of row `id`: 8 H Philox4x32-10
-// blocks with counters (j0 / 8 + b, id), identical to PhiloxBlock (base/rng.h) lane by lane, in H
-// independent vectors of eight (explicit vpmuludq: twice the compiler's rate), then block b's four
-// words read as 16-bit halves are the bits of columns j0 + 8 b .. j0 + 8 b + 7 (shared::DropoutBits).
+// Dropout of the 64 H columns j0 .. j0 + 64 H - 1 (j0 a multiple of 8) of row `id`: 8 H Philox
+// blocks with counters (j0 / 8 + b, id) (base/rng_avx2.h), then block b's four words read as
+// 16-bit halves are the bits of columns j0 + 8 b .. j0 + 8 b + 7 (shared::DropoutBits).
 template <int H>
 void DropoutStretch(uint64_t seed, uint64_t id, int64_t j0, __m256i below, __m256 keep,
                     const float* src, float* dst) {
-  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
-  const uint64_t first = static_cast<uint64_t>(j0 / shared::kDropoutBlockCols);
-  __m256i c0[H], c1[H], c2[H], c3[H];
+  __m256i w[4][H];
+  PhiloxVectors<H>(seed, static_cast<uint64_t>(j0 / shared::kDropoutBlockCols), id, w);
   for (int h = 0; h < H; ++h) {
-    alignas(32) uint32_t lo[8], hi[8];
-    for (int l = 0; l < 8; ++l) {
-      const uint64_t counter = first + 8 * h + l;
-      lo[l] = static_cast<uint32_t>(counter);
-      hi[l] = static_cast<uint32_t>(counter >> 32);
-    }
-    c0[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
-    c1[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
-    c2[h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(id)));
-    c3[h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(id >> 32)));
-  }
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  for (int r = 0; r < 10; ++r) {
-    const __m256i vk0 = _mm256_set1_epi32(static_cast<int>(k0));
-    const __m256i vk1 = _mm256_set1_epi32(static_cast<int>(k1));
-    for (int h = 0; h < H; ++h) {
-      const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(MulHi32(c2[h], m1), c1[h]), vk0);
-      const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(MulHi32(c0[h], m0), c3[h]), vk1);
-      c1[h] = _mm256_mullo_epi32(c2[h], m1);
-      c3[h] = _mm256_mullo_epi32(c0[h], m0);
-      c0[h] = n0;
-      c2[h] = n2;
-    }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  for (int h = 0; h < H; ++h) {
-    // Transposed to one block's four words per 128-bit lane: u[k] holds blocks k and k + 4.
-    const __m256i t0 = _mm256_unpacklo_epi32(c0[h], c1[h]), t1 = _mm256_unpackhi_epi32(c0[h], c1[h]);
-    const __m256i t2 = _mm256_unpacklo_epi32(c2[h], c3[h]), t3 = _mm256_unpackhi_epi32(c2[h], c3[h]);
-    const __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
-                          _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+    __m256i u[4];
+    BlockWords<H>(w, h, u);
     for (int k = 0; k < 8; ++k) {
       const __m128i words = k < 4 ? _mm256_castsi256_si128(u[k]) : _mm256_extracti128_si256(u[k - 4], 1);
       const __m256i bits = _mm256_cvtepu16_epi32(words);
