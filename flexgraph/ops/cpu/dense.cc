@@ -25,8 +25,15 @@ constexpr int64_t kGrain = 1 << 14;
 // packs the other operand again, so blocks are no smaller than they need to be.
 constexpr int64_t kGemmUnit = 256, kMaxGemmBlocks = 64;
 // A product whose k is at least kSplitKRatio times its larger side of C (a weight gradient
-// X^T dY over many rows) is summed over at most kMaxKSlices slices of at least kKSliceUnit.
-constexpr int64_t kSplitKRatio = 8, kKSliceUnit = 1024, kMaxKSlices = 16;
+// X^T dY over many rows) is summed over at most kMaxKSlices slices of at least kKSliceUnit, their
+// partial products together at most kMaxSliceFloats.
+constexpr int64_t kSplitKRatio = 8, kKSliceUnit = 1024, kMaxKSlices = 16, kMaxSliceFloats = int64_t{1} << 24;
+
+// The slices of k for C[m, n] = op(A) op(B) (0 or 1: no split). Shape only.
+int64_t KSlices(int64_t m, int64_t n, int64_t k) {
+  if (k < kSplitKRatio * std::max(m, n)) return 0;
+  return std::min({k / kKSliceUnit, kMaxKSlices, kMaxSliceFloats / (m * n)});
+}
 
 template <typename F>
 void Elementwise(int64_t n, F&& f) {
@@ -94,7 +101,7 @@ void GemmBlocks(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 // instead would pack the long operands once per block of C. Slices depend on the shape only.
 void GemmSplitK(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float* a, const float* b, float beta, float* c) {
-  const int64_t slices = std::min(k / kKSliceUnit, kMaxKSlices);
+  const int64_t slices = KSlices(m, n, k);
   const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n, mn = m * n;
   thread_local std::vector<float> partial;
   if (partial.size() < static_cast<size_t>(slices * mn)) partial.resize(slices * mn);
@@ -118,7 +125,7 @@ void GemmSplitK(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c, int64_t batch) {
   if (m == 0 || n == 0) return;
-  if (k >= kSplitKRatio * std::max(m, n) && k >= 2 * kKSliceUnit) {
+  if (KSlices(m, n, k) >= 2) {
     for (int64_t i = 0; i < batch; ++i) {
       GemmSplitK(trans_a, trans_b, m, n, k, alpha, a + i * m * k, b + i * k * n, beta, c + i * m * n);
     }
