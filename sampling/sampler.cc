@@ -120,11 +120,13 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
 }
 
 // Batch k's block: its table (the frontier, then the sampled vertices new to it, in order of
-// first appearance) and its HDG over the table. Returns the table (the next frontier).
-Block MakeBlock(const hdg::SchemaTree& schema, const std::vector<int64_t>& frontier,
-                const SampledRows& s, std::vector<int32_t>* slot) {
-  std::vector<int64_t> table = frontier;
-  for (size_t j = 0; j < table.size(); ++j) (*slot)[table[j]] = static_cast<int32_t>(j);
+// first appearance) and its HDG over the table. The sampled vertices are appended to `frontier`
+// in place: it leaves as the table, the next layer's frontier.
+Block MakeBlock(const hdg::SchemaTree& schema, std::vector<int64_t>* frontier, const SampledRows& s,
+                std::vector<int32_t>* slot) {
+  std::vector<int64_t>& table = *frontier;
+  const int64_t n = static_cast<int64_t>(table.size());
+  for (int64_t j = 0; j < n; ++j) (*slot)[table[j]] = static_cast<int32_t>(j);
   const int64_t nnz = static_cast<int64_t>(s.cols.size());
   Tensor children = Tensor::Empty({nnz}, DType::kInt32);
   int32_t* child = children.i32();
@@ -139,7 +141,6 @@ Block MakeBlock(const hdg::SchemaTree& schema, const std::vector<int64_t>& front
     child[e] = at;
   }
   for (int64_t v : table) (*slot)[v] = -1;
-  const int64_t n = static_cast<int64_t>(frontier.size());
   Tensor roots = Tensor::Empty({n}, DType::kInt32);
   std::iota(roots.i32(), roots.i32() + n, 0);
   Tensor weights = schema.weighted() ? Tensor::FromVector(s.weights) : Tensor();
@@ -300,9 +301,8 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const Neig
     }
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) {
-        Block b = MakeBlock(a.schema(), frontier[k], sampled[k], &slot[block]);
+        Block b = MakeBlock(a.schema(), &frontier[k], sampled[k], &slot[block]);
         out[k].sampled_edges += b.hdg->level(1).csr().nnz();
-        frontier[k].assign(b.table.i64(), b.table.i64() + b.table.numel());
         out[k].blocks[l] = std::move(b);
       }
     });
