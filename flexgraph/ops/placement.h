@@ -1,4 +1,4 @@
-// Internal: operand checks shared by the public ops (ops.cc, instances.cc). Dense float operands
+// Internal: operand checks shared by the public ops (ops.cc, sparse_ops.cc, instances.cc). Dense float operands
 // must share one device; index arrays (a Csr's arrays, offsets, row indices, row ids) held on the
 // host are copied to a GPU operand's device for the call, and index arrays on a GPU with a host
 // operand are an error. Not part of the public API.
@@ -33,6 +33,48 @@ inline Csr PlacedCsr(const Csr& c, const Tensor& x, const char* op) {
   out.indices = Placed(c.indices, x, op, "csr indices");
   out.values = Placed(c.values, x, op, "csr values");
   return out;
+}
+
+// A defined float32 operand.
+inline void CheckFloat(const Tensor& t, const char* op, const char* arg) {
+  FG_CHECK(t.defined()) << op << ": " << arg << " is undefined";
+  FG_CHECK(t.dtype() == DType::kFloat32)
+      << op << ": " << arg << " must be float32, got " << DTypeName(t.dtype());
+}
+
+// Two dense operands of one shape, on one device.
+inline void CheckSameNumel(const Tensor& a, const Tensor& b, const char* op) {
+  FG_CHECK(a.numel() == b.numel())
+      << op << ": shape mismatch " << a.ShapeString() << " vs " << b.ShapeString();
+  FG_CHECK(a.device() == b.device()) << op << ": operands on " << DeviceName(a.device()) << " and "
+                                     << DeviceName(b.device());
+}
+
+// offsets[segments], read from either device.
+inline int64_t LastOffset(const Tensor& offsets) {
+  FG_CHECK(offsets.dtype() == DType::kInt64 && offsets.numel() >= 1)
+      << "segment offsets must be int64 [segments + 1], got " << DTypeName(offsets.dtype()) << " "
+      << offsets.ShapeString();
+  int64_t last = 0;
+  CopyBytes(&last, Device::kCpu, offsets.i64() + offsets.numel() - 1, offsets.device(),
+            sizeof(int64_t));
+  return last;
+}
+
+// A float32 x with a row per column of c, and c placed on its device.
+inline Csr PlacedCsrOperand(const Csr& c, const Tensor& x, const char* op) {
+  CheckFloat(x, op, "x");
+  FG_CHECK(x.rows() == c.num_cols) << op << ": sparse matrix has " << c.num_cols
+                                   << " columns but dense operand has shape " << x.ShapeString();
+  return PlacedCsr(c, x, op);
+}
+
+// x's shape with `rows` rows.
+inline Shape WithRows(const Tensor& x, int64_t rows) {
+  Shape s = x.shape();
+  if (s.empty()) s = {1};
+  s[0] = rows;
+  return s;
 }
 
 }  // namespace fg::ops

@@ -55,8 +55,8 @@ namespace {
 // to a quarter less; a mapped block (kMapMin and more) serves requests down to half its size whole,
 // and a smaller one grows to a request (training allocates the same shapes every epoch,
 // mini-batches similar ones; fresh pages cost page faults and zeroing: a third of a GCN epoch on
-// RMAT-22 when its working set outgrew a 4 GiB cache, and on a virtual machine, whose host backs
-// fresh pages lazily, a few hundred MB/s). Larger blocks are never cut: a full-graph evaluation's
+// RMAT-22 when its working set outgrew a 4 GiB cache; on a virtual machine, whose host backs fresh
+// pages lazily, 0.4 to 1.7 GB/s). Larger blocks are never cut: a full-graph evaluation's
 // blocks wait whole through the mini-batch steps between evaluations. The cache adds at most an
 // eighth to the process's peak: a fresh block first sends back the least recently freed cached
 // blocks until the blocks held (in use and cached) fit under the most ever in use at once plus an
