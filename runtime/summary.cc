@@ -77,6 +77,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   };
   list(r.losses, &f["losses"]);
   list(r.epoch_seconds, &f["epoch_seconds"]);
+  list(r.epoch_host_syncs, &f["epoch_host_syncs"]);
   return s;
 }
 
@@ -112,7 +113,8 @@ void PrintSummary(const TrainResult& r, std::FILE* out) {
                r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
                r.peak_rss_bytes / 1048576.0, r.peak_tensor_bytes / 1048576.0, r.stats.Shares().c_str());
   if (r.peak_device_bytes > 0) {
-    std::fprintf(out, "GPU: peak %.1f MiB in use\n", r.peak_device_bytes / 1048576.0);
+    std::fprintf(out, "GPU: peak %.1f MiB in use, the host waited %.0f times per training step\n",
+                 r.peak_device_bytes / 1048576.0, Median(r.epoch_host_syncs));
   }
   if (r.batches_per_epoch > 0) {
     std::fprintf(out, "mini-batch: %lld batches and %lld sampled HDG entries per epoch, %.3fs waited for samples\n",

@@ -35,6 +35,9 @@ struct TrainResult {
   int64_t peak_tensor_bytes = 0;  // host tensor blocks of 64 KiB and more in use at once, at most
   int64_t host_fresh_bytes = 0;   // of those, bytes taken from the system (page faults) over the run
   int64_t peak_device_bytes = 0;  // the GPU allocator's peak in use (0 on the CPU)
+  // Times the host waited for the GPU during each training step (0 on the CPU): reading the loss
+  // back is one; every other wait is a stall to remove.
+  std::vector<double> epoch_host_syncs;
   int64_t num_vertices = 0, num_edges = 0;
   nau::ExecStats stats;
   // Mini-batch training (zero otherwise): batches and sampled HDG entries per epoch (the last),

@@ -207,9 +207,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     FaultPoint("epoch.start");
     Stopwatch watch;
     const nau::ExecStats before = stats_;
+    const int64_t syncs_before = GetDeviceAllocatorStats().host_syncs;
     const double loss = TrainStep(epoch);
     const double seconds = watch.Seconds();
     r.epoch_stats.push_back(stats_ - before);
+    r.epoch_host_syncs.push_back(
+        static_cast<double>(GetDeviceAllocatorStats().host_syncs - syncs_before));
     FG_RETURN_IF_ERROR(status());
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat("training diverged: loss ", loss, " at epoch ",

@@ -5,14 +5,15 @@
 # binaries resolve, runs the CUDA op tests and the CPU op tests, compute-sanitizer (memcheck) on the
 # CUDA op tests, every model on `--device cuda` next to the same run on the CPU, and the benchmark
 # against PyG and torch.sparse on the same GPU (bench/gpu/run.py, with the system python3's torch
-# and torch_geometric), then kernel time by name for GCN on RMAT-20 (bench/gpu/kernel_profile.py).
+# and torch_geometric), then kernel time by name (bench/gpu/kernel_profile.py; GPU_PROFILE below).
 # Writes 8 files to $OUT: summary.md (one line per step: status and seconds, then the tables),
 # env.log, tests.log, sanitizer.log, train.log, gpu_bench.md, gpu_bench.json, profile.md. Exits
 # non-zero when a step fails.
 #
 #   scripts/bundle.sh                  # here: builds, packs and excludes gpu_bundle/ from git
 #   scripts/gpu_check.sh gpu_bundle    # there (the device tool, with carry: ["gpu_bundle"])
-#   GPU_BENCH_BUDGET_S=120 GPU_BENCH_ARGS="--workloads cora,rmat20" scripts/gpu_check.sh gpu_bundle
+#   GPU_BENCH_BUDGET_S=120 GPU_BENCH_ARGS="--workloads cora,rmat20" GPU_PROFILE=magnn \
+#     scripts/gpu_check.sh gpu_bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-gpu_bundle}
@@ -81,25 +82,37 @@ for device in cuda cpu; do
     train "$m-rmat18" "$device" --dataset "rmat:scale=18,edge_factor=16,features=128,classes=8" \
       --model "$m" --hidden 256
   done
+  train "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn --hidden 64 --layers 2
 done
 # FlexGraph against PyG and plain torch.sparse on this GPU; no run starts after the budget (seconds),
 # so the whole check stays within one 10-minute command.
 step "GPU bench vs PyG" "$out/train.log" python3 bench/gpu/run.py --device cuda --flexgraph "$bin/flexgraph" \
   --data_root "$data" --work_dir "$root/gpu_bench" --out "$out" --threads "$OMP_NUM_THREADS" \
   --time_budget "${GPU_BENCH_BUDGET_S:-300}" ${GPU_BENCH_ARGS:-}
-# Where the device time goes: kernel time by name (Nsight Compute) for GCN on RMAT-20, FlexGraph and
-# torch.sparse, 3 epochs each with their evaluations (GPU_PROFILE=0 skips it).
+# Where the device time goes: kernel time by name (Nsight Compute). GPU_PROFILE=gcn (default): GCN on
+# RMAT-20, FlexGraph and torch.sparse, 3 epochs each with their evaluations; GPU_PROFILE=magnn:
+# FlexGraph's MAGNN on IMDB, 3 epochs; GPU_PROFILE=0 skips it.
 rmat20="$root/gpu_bench/rmat20"
-if [ "${GPU_PROFILE:-1}" != 0 ] && [ -f "$rmat20/indptr.npy" ]; then
-  step "kernel profile FlexGraph" "$out/train.log" python3 bench/gpu/kernel_profile.py \
-    --label "FlexGraph GCN on RMAT-20, hidden 256, 3 epochs" --out "$out/profile.md" -- \
-    "$bin/flexgraph" train --dataset "$rmat20" --model gcn --hidden 256 --epochs 3 --device cuda \
-    --normalize_features false --quiet
-  step "kernel profile torch.sparse" "$out/train.log" python3 bench/gpu/kernel_profile.py \
-    --label "torch.sparse GCN on RMAT-20, hidden 256, 3 epochs" --out "$out/profile.md" -- \
-    python3 bench/baselines/run_baseline.py --framework torch --model gcn --data "$rmat20" --epochs 3 \
-    --warmup 1 --hidden 256 --layers 2 --device cuda --threads "$OMP_NUM_THREADS" --input_dropout
-fi
+case "${GPU_PROFILE:-gcn}" in
+  gcn)
+    if [ -f "$rmat20/indptr.npy" ]; then
+      step "kernel profile FlexGraph" "$out/train.log" python3 bench/gpu/kernel_profile.py \
+        --label "FlexGraph GCN on RMAT-20, hidden 256, 3 epochs" --out "$out/profile.md" -- \
+        "$bin/flexgraph" train --dataset "$rmat20" --model gcn --hidden 256 --epochs 3 --device cuda \
+        --normalize_features false --quiet
+      step "kernel profile torch.sparse" "$out/train.log" python3 bench/gpu/kernel_profile.py \
+        --label "torch.sparse GCN on RMAT-20, hidden 256, 3 epochs" --out "$out/profile.md" -- \
+        python3 bench/baselines/run_baseline.py --framework torch --model gcn --data "$rmat20" --epochs 3 \
+        --warmup 1 --hidden 256 --layers 2 --device cuda --threads "$OMP_NUM_THREADS" --input_dropout
+    fi
+    ;;
+  magnn)
+    step "kernel profile FlexGraph MAGNN" "$out/train.log" python3 bench/gpu/kernel_profile.py \
+      --label "FlexGraph MAGNN on IMDB, hidden 64, 8 heads, 3 epochs" --out "$out/profile.md" -- \
+      "$bin/flexgraph" train --dataset "$data/imdb" --model magnn --hidden 64 --layers 2 --epochs 3 \
+      --device cuda --quiet
+    ;;
+esac
 python3 - "$runs" >> "$summary" << 'PY' || status=1
 import glob, json, os, sys
 runs = sys.argv[1]
@@ -110,9 +123,10 @@ for gpu in sorted(glob.glob(os.path.join(runs, "*-cuda.json"))):
         continue
     g, c = json.load(open(gpu)), json.load(open(cpu))
     rel = max(abs(a - b) / abs(b) for a, b in zip(g["losses"], c["losses"])) if c["losses"] else 0
+    waits = sorted(g.get("epoch_host_syncs", [])[1:]) or [float("nan")]
     rows.append(f"| {os.path.basename(gpu)[:-10]} | {g['epoch_seconds_median']:.4f} | "
-                f"{c['epoch_seconds_median']:.4f} | {rel:.2e} |")
-print("\n| run | GPU s/epoch | CPU s/epoch | max loss rel. diff |\n|---|---|---|---|")
+                f"{c['epoch_seconds_median']:.4f} | {rel:.2e} | {waits[len(waits) // 2]:.0f} |")
+print("\n| run | GPU s/epoch | CPU s/epoch | max loss rel. diff | GPU host waits/step |\n|---|---|---|---|---|")
 print("\n".join(rows) if rows else "| (no run trained on both devices) | | | |")
 PY
 [ -f "$out/gpu_bench.md" ] && { echo; cat "$out/gpu_bench.md"; } >> "$summary"

@@ -21,8 +21,9 @@ int64_t ComplexRow(const Tensor& x, const Tensor& r, const char* op) {
   return len * d;
 }
 
-// Checks the blocks against a table of `rows` rows of width d (every vertex id, on the host, when
-// `check_ids`: the forward pass; its gradients see the same blocks); fills the blocks' first output
+// Checks the blocks against a table of `rows` rows of width d (every vertex id held on the host,
+// when `check_ids`: the forward pass; its gradients see the same blocks; ids on a device are
+// trusted, placed from checked host ids, so that nothing is read back); fills the blocks' first output
 // row and first vertex entry (size blocks + 1). Returns the blocks with their vertices on x's
 // device; the rotations must be there already.
 InstanceBlocks Layout(const InstanceBlocks& blocks, const Tensor& x, int64_t rows, int64_t d,
@@ -44,11 +45,10 @@ InstanceBlocks Layout(const InstanceBlocks& blocks, const Tensor& x, int64_t row
         << "EncodeInstances: rotations " << r.ShapeString() << " for instances of " << v.dim(1)
         << " vertices of width " << d;
     CheckSameDevice(r, x, "EncodeInstances", "rotations");
-    if (check_ids) {
-      const Tensor host = v.To(Device::kCpu);
-      for (int64_t k = 0; k < host.numel(); ++k) {
-        FG_CHECK(host.i32()[k] >= 0 && host.i32()[k] < rows)
-            << "EncodeInstances: vertex " << host.i32()[k] << " outside [0, " << rows << ")";
+    if (check_ids && v.device() == Device::kCpu) {
+      for (int64_t k = 0; k < v.numel(); ++k) {
+        FG_CHECK(v.i32()[k] >= 0 && v.i32()[k] < rows)
+            << "EncodeInstances: vertex " << v.i32()[k] << " outside [0, " << rows << ")";
       }
     }
     placed.vertices.push_back(Placed(v, x, "EncodeInstances", "vertices"));

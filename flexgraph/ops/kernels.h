@@ -79,6 +79,10 @@ struct OptimizerStepArgs {
      segment is written. */                                                                         \
   void SegmentReduceBackward(const int64_t* off, int64_t segs, const float* g,                     \
                              const int32_t* argmax, int64_t width, int reduce, float* gx);         \
+  /* The positions k < n grouped by idx[k], a stable counting sort: off [num_rows + 1], pos [n],   \
+     positions ascending within a group. The host aborts on an index outside [0, num_rows); a     \
+     GPU leaves such entries out of every group (off[num_rows] counts the others). */              \
+  void GroupByIndex(const int32_t* idx, int64_t n, int64_t num_rows, int64_t* off, int32_t* pos);  \
   /* out[k] = x[idx[k]] */                                                                         \
   void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out);       \
   void LogSoftmaxRows(const float* x, int64_t rows, int64_t cols, float* y);                       \

@@ -83,8 +83,8 @@ Tensor SegmentReduceBackward(const Tensor& offsets, const Tensor& g, SegmentRedu
 Tensor GatherRows(const Tensor& x, const Tensor& idx);
 // out[idx[k]] += x[k] for out of `num_rows` rows; deterministic (fixed summation order).
 Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows);
-// The Csr grouping positions k by idx[k] (rows = num_rows), for repeated scatter-adds; on idx's
-// device (built on the host).
+// The Csr grouping positions k by idx[k] (rows = num_rows; positions ascending within a row), for
+// repeated scatter-adds; built on idx's device (a radix sort on a GPU, no host round trip).
 Csr GroupByIndex(const Tensor& idx, int64_t num_rows);
 
 // --- normalisation, losses, dropout ------------------------------------------------------------

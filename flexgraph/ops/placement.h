@@ -50,15 +50,17 @@ inline void CheckSameNumel(const Tensor& a, const Tensor& b, const char* op) {
                                      << DeviceName(b.device());
 }
 
-// offsets[segments], read from either device.
-inline int64_t LastOffset(const Tensor& offsets) {
+// Segment offsets (int64 [segments + 1]) that cover `rows` rows. Offsets held on the host are
+// checked; offsets on a device are trusted (placed from a checked host copy), so that no op reads
+// the device back.
+inline void CheckCovers(const Tensor& offsets, int64_t rows, const char* op, const char* what) {
   FG_CHECK(offsets.dtype() == DType::kInt64 && offsets.numel() >= 1)
-      << "segment offsets must be int64 [segments + 1], got " << DTypeName(offsets.dtype()) << " "
-      << offsets.ShapeString();
-  int64_t last = 0;
-  CopyBytes(&last, Device::kCpu, offsets.i64() + offsets.numel() - 1, offsets.device(),
-            sizeof(int64_t));
-  return last;
+      << op << ": segment offsets must be int64 [segments + 1], got " << DTypeName(offsets.dtype())
+      << " " << offsets.ShapeString();
+  if (offsets.device() != Device::kCpu) return;
+  const int64_t covered = offsets.i64()[offsets.numel() - 1];
+  FG_CHECK(covered == rows) << op << ": segments cover " << covered << " rows, " << what << " has "
+                            << rows;
 }
 
 // A float32 x with a row per column of c, and c placed on its device.

@@ -87,9 +87,7 @@ Tensor SegmentSoftmax(const Tensor& offsets_in, const Tensor& scores) {
   CheckFloat(scores, "SegmentSoftmax", "scores");
   const Tensor offsets = Placed(offsets_in, scores, "SegmentSoftmax", "offsets");
   const int64_t segs = offsets.numel() - 1;
-  const int64_t covered = LastOffset(offsets_in);  // the host copy when there is one: no sync
-  FG_CHECK(covered == scores.rows()) << "SegmentSoftmax: segments cover " << covered
-                                     << " entries, scores are " << scores.ShapeString();
+  CheckCovers(offsets_in, scores.rows(), "SegmentSoftmax", "scores");
   Tensor y = Tensor::Empty(scores.shape(), DType::kFloat32, scores.device());
   FG_DISPATCH(scores.device(), SegmentSoftmax, offsets.i64(), segs, scores.f32(),
               scores.row_width(), y.f32());
@@ -110,9 +108,7 @@ Tensor SegmentReduce(const Tensor& offsets_in, const Tensor& x, SegmentReduceOp 
   CheckFloat(x, "SegmentReduce", "x");
   const Tensor offsets = Placed(offsets_in, x, "SegmentReduce", "offsets");
   const int64_t segs = offsets.numel() - 1;
-  const int64_t covered = LastOffset(offsets_in);  // the host copy when there is one: no sync
-  FG_CHECK(covered == x.rows()) << "SegmentReduce: segments cover " << covered << " rows, x is "
-                                << x.ShapeString();
+  CheckCovers(offsets_in, x.rows(), "SegmentReduce", "x");
   Tensor out = Tensor::Empty(WithRows(x, segs), DType::kFloat32, x.device());
   int32_t* am = nullptr;
   if (op == SegmentReduceOp::kMax) {
@@ -137,8 +133,7 @@ Tensor SegmentReduceBackward(const Tensor& offsets_in, const Tensor& g, SegmentR
         << "SegmentReduceBackward: max needs the forward's argmax of " << g.ShapeString();
     argmax = Placed(argmax_in, g, "SegmentReduceBackward", "argmax");
   }
-  FG_CHECK(LastOffset(offsets_in) == rows) << "SegmentReduceBackward: segments cover " << LastOffset(offsets_in)
-                                        << " rows, not " << rows;
+  CheckCovers(offsets_in, rows, "SegmentReduceBackward", "the gradient");
   // Zeros: rows before the first segment, if any, get no gradient.
   Tensor gx = Tensor::Zeros(WithRows(g, rows), DType::kFloat32, g.device());
   FG_DISPATCH(g.device(), SegmentReduceBackward, offsets.i64(), segs, g.f32(),
@@ -155,27 +150,18 @@ Tensor GatherRows(const Tensor& x, const Tensor& idx_in) {
   return out;
 }
 
-Csr GroupByIndex(const Tensor& idx_any, int64_t num_rows) {
-  FG_CHECK(idx_any.dtype() == DType::kInt32) << "GroupByIndex: indices must be int32";
-  // The grouping is built on the host (a counting sort) and moved to the indices' device.
-  const Tensor idx = idx_any.To(Device::kCpu);
+Csr GroupByIndex(const Tensor& idx, int64_t num_rows) {
+  FG_CHECK(idx.dtype() == DType::kInt32) << "GroupByIndex: indices must be int32";
+  FG_CHECK(num_rows >= 0 && idx.numel() < (int64_t{1} << 31))
+      << "GroupByIndex: " << idx.numel() << " indices into " << num_rows << " rows";
   Csr g;
   g.num_rows = num_rows;
   g.num_cols = idx.numel();
-  g.offsets = Tensor::Zeros({num_rows + 1}, DType::kInt64);
-  g.indices = Tensor::Empty({idx.numel()}, DType::kInt32);
-  int64_t* off = g.offsets.i64();
-  const int32_t* id = idx.i32();
-  for (int64_t k = 0; k < idx.numel(); ++k) {
-    FG_CHECK(id[k] >= 0 && id[k] < num_rows)
-        << "GroupByIndex: index " << id[k] << " outside [0, " << num_rows << ")";
-    ++off[id[k] + 1];
-  }
-  for (int64_t r = 0; r < num_rows; ++r) off[r + 1] += off[r];
-  std::vector<int64_t> cursor(off, off + num_rows);
-  int32_t* pos = g.indices.i32();
-  for (int64_t k = 0; k < idx.numel(); ++k) pos[cursor[id[k]]++] = static_cast<int32_t>(k);
-  return g.To(idx_any.device());
+  g.offsets = Tensor::Empty({num_rows + 1}, DType::kInt64, idx.device());
+  g.indices = Tensor::Empty({idx.numel()}, DType::kInt32, idx.device());
+  FG_DISPATCH(idx.device(), GroupByIndex, idx.i32(), idx.numel(), num_rows, g.offsets.i64(),
+              g.indices.i32());
+  return g;
 }
 
 Tensor ScatterAddRows(const Tensor& x, const Tensor& idx, int64_t num_rows) {

@@ -29,7 +29,9 @@ void* DeviceAlloc(size_t bytes);
 void DeviceFree(void* ptr, size_t bytes);
 // Stream-ordered fill on the calling thread's stream.
 void DeviceMemset(void* ptr, int value, size_t bytes);
-// Copies and waits for completion (ordered after the calling thread's earlier work).
+// Copies in order after the calling thread's earlier work. A host source may be reused at once; a
+// host destination is complete on return (the host waits for the stream). Device-to-device and
+// host-to-device copies of up to 16 MiB (staged through pinned memory) return without waiting.
 void DeviceCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
 
 // Overlapping transfers with other work: copy between device memory and a pinned host buffer on the
@@ -48,6 +50,7 @@ struct DeviceAllocatorStats {
   size_t peak_bytes_in_use = 0;
   int64_t device_mallocs = 0;    // cudaMalloc calls
   int64_t cache_hits = 0;        // allocations served from the cache
+  int64_t host_syncs = 0;        // times the host waited for a stream (device-to-host reads too)
 };
 DeviceAllocatorStats GetDeviceAllocatorStats();
 // Returns every cached free block to the driver (cudaFree).

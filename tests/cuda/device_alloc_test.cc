@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "flexgraph/ops/ops.h"
 #include "flexgraph/tensor/device_alloc.h"
@@ -86,6 +88,38 @@ TEST(CudaAllocator, ReusesFreedBlocksOfTheSameSizeClass) {
   EXPECT_EQ(after.device_mallocs - before.device_mallocs, 1);
   EXPECT_GE(after.cache_hits - before.cache_hits, 1);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
+}
+
+// Host-to-device copies return without waiting for the stream, and the host buffer may be
+// rewritten at once: copies of many sizes, more bytes in all than the staging ring holds (so it
+// wraps while copies are queued behind a busy stream), each source overwritten after its copy.
+TEST(CudaAllocator, StagedCopiesKeepTheirBytesWhenTheSourceIsReused) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  std::vector<Tensor> copies;
+  std::vector<std::vector<int32_t>> expected;
+  std::vector<int32_t> source;
+  const int64_t sizes[] = {1, 7, 1000, 65536, (int64_t{3} << 20) + 5, int64_t{5} << 20};
+  const DeviceAllocatorStats before = GetDeviceAllocatorStats();
+  // A large device copy ahead of the staged ones keeps the stream busy while the ring fills.
+  Tensor big = Tensor::Zeros({int64_t{64} << 20}, DType::kInt32, Device::kCuda);
+  for (int round = 0; round < 40; ++round) {
+    const int64_t n = sizes[round % 6];
+    source.assign(n, 0);
+    for (int64_t k = 0; k < n; ++k) source[k] = static_cast<int32_t>(round * 1000003 + k);
+    Tensor host = Tensor::FromVector(source);
+    copies.push_back(host.To(Device::kCuda));
+    expected.push_back(source);
+    std::fill(host.i32(), host.i32() + n, -1);  // the copy must already hold its bytes
+    if (round % 8 == 0) big = big.Clone();
+  }
+  const DeviceAllocatorStats during = GetDeviceAllocatorStats();
+  // The ring wrapped: it waited for some queued copies, not for every one.
+  EXPECT_LT(during.host_syncs - before.host_syncs, 40);
+  for (size_t i = 0; i < copies.size(); ++i) {
+    EXPECT_EQ(copies[i].ToVector<int32_t>(), expected[i]) << "copy " << i;
+  }
+  EXPECT_GE(GetDeviceAllocatorStats().host_syncs - during.host_syncs,
+            static_cast<int64_t>(copies.size()));  // every read back waits
 }
 
 #if defined(FLEXGRAPH_HAVE_CUDA)

@@ -149,13 +149,24 @@ TEST_P(DeviceOpsTest, ConcatAndSplit) {
 }
 
 TEST_P(DeviceOpsTest, SpmmVariants) {
+  // Narrow and wide outputs (a wide mean weighs entries by 1 / degree), then a larger matrix
+  // (the unweighted products' ones grow).
   Csr a = RandomCsr(70, 50, 6, /*skewed=*/true, 18);
-  Tensor x = RandomTensor({50, 12}, 19);
-  Tensor w1 = RandomTensor({a.nnz()}, 20), w3 = RandomTensor({a.nnz(), 3}, 21);
+  for (int64_t width : {12, 37, 64}) {
+    Tensor x = RandomTensor({50, width}, 19);
+    Tensor w1 = RandomTensor({a.nnz()}, 20), w3 = RandomTensor({a.nnz(), 3}, 21);
+    for (auto reduce : {ops::SpmmReduce::kSum, ops::SpmmReduce::kMean}) {
+      ExpectClose(ops::Spmm(a, x, reduce), ops::Spmm(On(a), On(x), reduce));
+      ExpectClose(ops::Spmm(a, x, reduce, w1), ops::Spmm(On(a), On(x), reduce, On(w1)));
+      if (width % 3 == 0) {
+        ExpectClose(ops::Spmm(a, x, reduce, w3), ops::Spmm(On(a), On(x), reduce, On(w3)));
+      }
+    }
+  }
+  const Csr big = RandomCsr(3000, 2000, 40, /*skewed=*/true, 23);
+  const Tensor xb = RandomTensor({2000, 40}, 24);
   for (auto reduce : {ops::SpmmReduce::kSum, ops::SpmmReduce::kMean}) {
-    ExpectClose(ops::Spmm(a, x, reduce), ops::Spmm(On(a), On(x), reduce));
-    ExpectClose(ops::Spmm(a, x, reduce, w1), ops::Spmm(On(a), On(x), reduce, On(w1)));
-    ExpectClose(ops::Spmm(a, x, reduce, w3), ops::Spmm(On(a), On(x), reduce, On(w3)));
+    ExpectClose(ops::Spmm(big, xb, reduce), ops::Spmm(On(big), On(xb), reduce));
   }
   Csr weighted = Csr::FromVectors(2, 3, {0, 2, 3}, {0, 2, 1}, {0.5f, 2.0f, -1.0f});
   Tensor x3 = RandomTensor({3, 4}, 22);
@@ -211,6 +222,39 @@ TEST_P(DeviceOpsTest, GatherAndScatter) {
   ExpectClose(ops::GatherRows(x, idx), ops::GatherRows(On(x), On(idx)), 0.0f);
   Tensor rows = RandomTensor({8, 6}, 36);
   ExpectClose(ops::ScatterAddRows(rows, idx, 20), ops::ScatterAddRows(On(rows), On(idx), 20));
+}
+
+// The grouping behind every scatter-add, built on the device: the same offsets and positions as
+// the host's stable counting sort, for empty rows, one row, skewed and large inputs.
+TEST_P(DeviceOpsTest, GroupByIndexMatchesTheHost) {
+  struct Case {
+    int64_t n, rows;
+    int skew;  // draws r^skew of a uniform r: higher concentrates the indices on few rows
+  };
+  const Case cases[] = {{0, 0, 1}, {0, 5, 1}, {1, 1, 1}, {37, 1, 1}, {100, 1000, 1},
+                        {1000, 33, 3}, {300001, 4097, 4}, {200000, (int64_t{1} << 20) + 3, 2}};
+  uint64_t state = 12345;
+  for (const Case& c : cases) {
+    std::vector<int32_t> idx(c.n);
+    for (int32_t& v : idx) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const double u = static_cast<double>(state >> 11) / 9007199254740992.0;
+      v = static_cast<int32_t>(std::pow(u, c.skew) * static_cast<double>(c.rows));
+    }
+    const Tensor host = Tensor::FromVector(idx);
+    const Csr expected = ops::GroupByIndex(host, c.rows);
+    const Csr got = ops::GroupByIndex(On(host), c.rows);
+    ASSERT_EQ(got.offsets.device(), dev());
+    EXPECT_EQ(expected.offsets.ToVector<int64_t>(), got.offsets.ToVector<int64_t>())
+        << c.n << " indices into " << c.rows << " rows";
+    ExpectSameInts(expected.indices, got.indices);
+  }
+  if (dev() == Device::kCpu) return;  // the host aborts on indices outside the rows
+  const Tensor bad = Tensor::FromVector<int32_t>({2, -1, 0, 9, 2, 4});
+  const Csr g = ops::GroupByIndex(On(bad), 5);
+  EXPECT_EQ(g.offsets.ToVector<int64_t>(), (std::vector<int64_t>{0, 1, 1, 3, 3, 4}));
+  const std::vector<int32_t> pos = g.indices.ToVector<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(pos.begin(), pos.begin() + 4), (std::vector<int32_t>{2, 0, 4, 5}));
 }
 
 TEST_P(DeviceOpsTest, RowOps) {

@@ -1,12 +1,14 @@
 // Whole-graph training on a CUDA device against the same run on the CPU: every model's losses
 // agree within 1e-4 relative over 5 epochs (dropout masks and walks are counter-based, so both
-// devices draw the same ones), and the GPU run reports its peak device memory. Skips where no GPU
+// devices draw the same ones), the GPU run reports its peak device memory, and its training steps
+// wait for the device only to read the loss back. Skips where no GPU
 // is usable. Data: $FLEXGRAPH_DATA when set (a relocated bundle), else ../shared/data.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "flexgraph/tensor/device_alloc.h"
 #include "runtime/trainer.h"
@@ -59,6 +61,13 @@ TEST_P(DeviceTraining, LossesEqualTheCpuRun) {
   }
   EXPECT_NEAR(gpu.test_accuracy, cpu.test_accuracy, 0.01);
   EXPECT_GT(gpu.peak_device_bytes, 0);
+  // After the first epoch (which places the graph's index arrays), a training step waits for the
+  // GPU only to read the loss and at its end, not op by op.
+  ASSERT_EQ(gpu.epoch_host_syncs.size(), 5u);
+  for (size_t e = 1; e < gpu.epoch_host_syncs.size(); ++e) {
+    EXPECT_LE(gpu.epoch_host_syncs[e], 3) << "epoch " << e + 1;
+  }
+  EXPECT_EQ(cpu.epoch_host_syncs, std::vector<double>(5, 0.0));
 }
 
 // What a GPU does not run yet is refused by name, not run on the CPU instead.

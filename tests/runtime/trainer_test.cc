@@ -319,11 +319,13 @@ TEST(Trainer, SummaryJsonHasTheDocumentedKeys) {
   for (const char* key : {"model", "dataset", "epochs", "seed", "final_loss", "test_accuracy",
                           "test_macro_f1", "test_micro_f1", "valid_accuracy", "valid_macro_f1",
                           "epoch_seconds_median", "stage_seconds_median_epoch", "hdg_bytes",
-                          "peak_rss_bytes", "peak_tensor_bytes", "host_fresh_bytes", "peak_device_bytes"}) {
+                          "peak_rss_bytes", "peak_tensor_bytes", "host_fresh_bytes", "peak_device_bytes",
+                          "epoch_host_syncs"}) {
     EXPECT_NE(json.find(std::string("\"") + key + "\":"), std::string::npos) << key;
   }
   // A CPU run holds no device memory.
   EXPECT_NE(json.find("\"peak_device_bytes\": 0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"epoch_host_syncs\": [\n  0,\n  0,\n  0\n ]"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 
 #include "absl/strings/ascii.h"
@@ -341,30 +342,21 @@ class MagnnLayer : public nau::Layer {
   // write into one [instances, d] output.
   ag::Var Encode(const nau::LevelInput& in) const {
     const auto& mps = selection_.metapaths;
-    const hdg::HdgLevel& l = in.lvl();
-    if (opt_.neighbors) {  // one vertex per instance: its row
-      const int32_t* col = l.csr().col();
-      return ag::GatherRows(in.children,
-                            IntTensor(std::vector<int32_t>(col, col + l.csr().nnz())));
-    }
+    const HdgIndex& index = Index(in);
+    if (opt_.neighbors) return ag::GatherRows(in.children, index.neighbor_rows);
     ag::Var unit;
     if (opt_.encoder == Encoder::kRotate) unit = UnitRotations(rotations_);
     std::vector<Tensor> blocks;
     std::vector<ag::Var> rotations, linear;
-    for (size_t m = 0; m < mps.size(); ++m) {
-      const int64_t lo = l.type_offsets[m], hi = l.type_offsets[m + 1];
-      if (hi == lo) continue;
-      const int64_t len = l.block_arity[m];
-      FG_CHECK(len == mps[m].length()) << mps[m].name << ": instances of arity " << len;
-      Tensor vertices = Tensor::Empty({hi - lo, len}, DType::kInt32);
-      const int32_t* first = l.csr().col() + l.csr().row_ptr()[lo];
-      std::copy(first, first + (hi - lo) * len, vertices.i32());
+    for (size_t b = 0; b < index.vertices.size(); ++b) {
+      const int m = index.vertex_metapath[b];
       if (opt_.encoder == Encoder::kLinear) {
         // Mean, then the metapath's own linear map to heads * d.
-        linear.push_back(linear_[m].Forward(ag::EncodeInstances(in.children, {vertices}, {ag::Var()})));
+        linear.push_back(linear_[m].Forward(
+            ag::EncodeInstances(in.children, {index.vertices[b]}, {ag::Var()})));
         continue;
       }
-      blocks.push_back(vertices);
+      blocks.push_back(index.vertices[b]);
       rotations.push_back(opt_.encoder == Encoder::kRotate ? PathRotations(unit, mps[m])
                                                            : ag::Var());
     }
@@ -376,30 +368,129 @@ class MagnnLayer : public nau::Layer {
 
   // Level 2: attention over the instances of each (root, metapath) group.
   ag::Var Attend(const nau::LevelInput& in) const {
-    const hdg::HdgLevel& groups = in.lvl();
-    const hdg::HdgLevel& instances = in.hdg->level(1);
+    const HdgIndex& index = Index(in);
     const int64_t p = static_cast<int64_t>(selection_.metapaths.size());
-    const int64_t num_inst = instances.num_nodes();
-    const Tensor group_root = in.NodeRoots();
+    const int64_t num_inst = in.hdg->level(1).num_nodes();
+    // Scores for every (row, metapath, head), then each row keeps its own metapath's columns.
+    ag::Var center = ag::GatherRows(
+        ag::Reshape(ag::MatMul(in.self, attn_center_), {in.self.rows() * p, heads_}),
+        index.center_pick);
+    ag::Var inst;
+    if (!PerHeadEncodings()) {
+      inst = ag::GatherRows(
+          ag::Reshape(ag::MatMul(in.children, attn_inst_), {num_inst * p, heads_}),
+          index.inst_pick);
+    } else {
+      // Head h's encoding is columns [h d, (h+1) d): score it with head h's vector only.
+      ag::Var all = ag::MatMul(ag::Reshape(in.children, {num_inst * heads_, d_}), attn_inst_);
+      inst = ag::Reshape(ag::GatherRows(ag::Reshape(all, {num_inst * heads_ * p * heads_, 1}),
+                                        index.inst_pick),
+                         {num_inst, heads_});
+    }
+    const bool dropped = in.ctx->training && opt_.attn_dropout > 0;
+    return InstanceAttention(index.groups, in.children, !PerHeadEncodings(), center, inst, heads_,
+                             opt_.slope, opt_.attn_dropout, in.ctx->DropoutSeed(1),
+                             in.ctx->training, dropped ? index.entry_ids : Tensor());
+  }
+
+  // Level 3: per root type, attention over that type's metapaths. Roots of one type are
+  // contiguous in root order (types are laid out one after the other), so the per-type results
+  // concatenate back into root order.
+  ag::Var Fuse(const nau::LevelInput& in) const {
+    const HdgIndex& index = Index(in);
+    const int64_t width = in.children.row_width();
+    std::vector<ag::Var> parts;
+    for (int t = 0; t < space_->num_types(); ++t) {
+      if (by_type_[t].empty()) {  // no metapath starts here: nothing to aggregate
+        parts.push_back(ag::Var(Tensor::Zeros({index.type_roots[t], width}, DType::kFloat32,
+                                              in.children.value().device())));
+        continue;
+      }
+      std::vector<ag::Var> h;
+      for (const Tensor& ids : index.fuse_groups[t]) h.push_back(ag::PickRows(in.children, ids));
+      parts.push_back(MetapathAttention(h, fuse_fc_[t], fuse_q_[t], nullptr, in.ctx));
+    }
+    return ConcatRows(parts, width);
+  }
+
+  // The index tensors a pass over one HDG reads, on the device of the layer's input.
+  struct HdgIndex {
+    std::vector<SparseMatrixPtr> levels;  // the host levels it was built from (held: the key)
+    Tensor root_ids;                      // and the roots' global ids
+    SparseMatrixPtr groups;               // level 2 on the device, with its transpose
+    Tensor neighbor_rows;                 // HAN: level 1's vertex-table rows
+    std::vector<Tensor> vertices;         // per non-empty metapath block: [instances, length]
+    std::vector<int> vertex_metapath;
+    Tensor center_pick, inst_pick;        // Attend's picks of each row's own metapath's scores
+    Tensor entry_ids;                     // instance attention's dropout keys
+    std::vector<int64_t> type_roots;      // Fuse: roots per node type
+    std::vector<std::vector<Tensor>> fuse_groups;  // per type and metapath: each root's group
+  };
+
+  // The index of in's HDG, built on the first pass over it. HDGs are constant between
+  // selections, so every epoch after the first reads these tensors as they are.
+  const HdgIndex& Index(const nau::LevelInput& in) const {
+    const Tensor& root_ids = in.ctx->root_global_ids;
+    for (auto it = index_cache_.begin(); it != index_cache_.end(); ++it) {
+      bool same = it->levels.size() == static_cast<size_t>(in.hdg->num_levels()) &&
+                  it->root_ids.raw() == root_ids.raw();
+      for (int k = 1; same && k <= in.hdg->num_levels(); ++k) {
+        same = it->levels[k - 1] == in.hdg->level(k).matrix;
+      }
+      if (same) {  // most recently used last
+        if (std::next(it) != index_cache_.end()) std::rotate(it, std::next(it), index_cache_.end());
+        return index_cache_.back();
+      }
+    }
+    // Training's and evaluation's HDGs; a new selection replaces the one used longest ago.
+    if (index_cache_.size() >= 2) index_cache_.erase(index_cache_.begin());
+    index_cache_.push_back(BuildIndex(in));
+    return index_cache_.back();
+  }
+
+  HdgIndex BuildIndex(const nau::LevelInput& in) const {
+    const Device device = in.children.value().device();
+    const auto& mps = selection_.metapaths;
+    const int64_t p = static_cast<int64_t>(mps.size());
+    const hdg::Hdg& hdg = *in.hdg;
+    HdgIndex x;
+    for (int k = 1; k <= hdg.num_levels(); ++k) x.levels.push_back(hdg.level(k).matrix);
+    x.root_ids = in.ctx->root_global_ids;
+    const hdg::HdgLevel& instances = hdg.level(1);
+    const Csr& ic = instances.csr();
+    if (opt_.neighbors) {
+      x.neighbor_rows = Tensor::FromVector(std::vector<int32_t>(ic.col(), ic.col() + ic.nnz())).To(device);
+    } else {
+      for (size_t m = 0; m < mps.size(); ++m) {
+        const int64_t lo = instances.type_offsets[m], hi = instances.type_offsets[m + 1];
+        if (hi == lo) continue;
+        const int64_t len = instances.block_arity[m];
+        FG_CHECK(len == mps[m].length()) << mps[m].name << ": instances of arity " << len;
+        Tensor v = Tensor::Empty({hi - lo, len}, DType::kInt32);
+        const int32_t* first = ic.col() + ic.row_ptr()[lo];
+        std::copy(first, first + (hi - lo) * len, v.i32());
+        x.vertices.push_back(v.To(device));
+        x.vertex_metapath.push_back(static_cast<int>(m));
+      }
+    }
+    // Level 2: the groups of (root, metapath), on the device once.
+    const hdg::HdgLevel& groups = hdg.level(2);
+    x.groups = device == Device::kCpu ? groups.matrix : groups.matrix->OnDevice(device);
+    nau::LevelInput at2 = in;
+    at2.level = 2;
+    const Tensor group_root = at2.NodeRoots();
     const std::vector<int32_t> group_block = NodeBlocks(groups);
     const std::vector<int32_t> inst_block = NodeBlocks(instances);
-    // Scores for every (row, metapath, head), then each row keeps its own metapath's columns.
+    const int64_t num_inst = instances.num_nodes();
     std::vector<int32_t> pick(groups.num_nodes());
     for (int64_t g = 0; g < groups.num_nodes(); ++g) {
       pick[g] = static_cast<int32_t>(group_root.i32()[g] * p + group_block[g]);
     }
-    ag::Var center = ag::GatherRows(
-        ag::Reshape(ag::MatMul(in.self, attn_center_), {in.self.rows() * p, heads_}),
-        IntTensor(pick));
-    ag::Var inst;
+    x.center_pick = IntTensor(pick).To(device);
     if (!PerHeadEncodings()) {
       pick.resize(num_inst);
       for (int64_t k = 0; k < num_inst; ++k) pick[k] = static_cast<int32_t>(k * p + inst_block[k]);
-      inst = ag::GatherRows(
-          ag::Reshape(ag::MatMul(in.children, attn_inst_), {num_inst * p, heads_}),
-          IntTensor(pick));
     } else {
-      // Head h's encoding is columns [h d, (h+1) d): score it with head h's vector only.
       pick.resize(num_inst * heads_);
       for (int64_t k = 0; k < num_inst; ++k) {
         for (int64_t h = 0; h < heads_; ++h) {
@@ -407,71 +498,42 @@ class MagnnLayer : public nau::Layer {
               static_cast<int32_t>(((k * heads_ + h) * p + inst_block[k]) * heads_ + h);
         }
       }
-      ag::Var all = ag::MatMul(ag::Reshape(in.children, {num_inst * heads_, d_}), attn_inst_);
-      inst = ag::Reshape(ag::GatherRows(ag::Reshape(all, {num_inst * heads_ * p * heads_, 1}),
-                                        IntTensor(pick)),
-                         {num_inst, heads_});
     }
-    Tensor entry_ids;
-    if (in.ctx->training && opt_.attn_dropout > 0) {
-      const Csr& c = groups.csr();
-      const Tensor& root_ids = in.ctx->root_global_ids;
-      entry_ids = Tensor::Empty({c.nnz()}, DType::kInt64);
-      for (int64_t g = 0; g < c.num_rows; ++g) {
-        const int32_t r = group_root.i32()[g];
-        const uint64_t root = root_ids.defined() ? static_cast<uint64_t>(root_ids.i64()[r]) : r;
-        for (int64_t e = c.row_ptr()[g]; e < c.row_ptr()[g + 1]; ++e) {
-          entry_ids.i64()[e] = static_cast<int64_t>(
-              MixKey(root, static_cast<uint64_t>(group_block[g]), e - c.row_ptr()[g]) >> 1);
-        }
+    x.inst_pick = IntTensor(pick).To(device);
+    // Masks keyed by (global root, metapath, instance index): independent of the partitioning.
+    const Csr& gc = groups.csr();
+    const Tensor& root_ids = in.ctx->root_global_ids;
+    Tensor entry_ids = Tensor::Empty({gc.nnz()}, DType::kInt64);
+    for (int64_t g = 0; g < gc.num_rows; ++g) {
+      const int32_t r = group_root.i32()[g];
+      const uint64_t root = root_ids.defined() ? static_cast<uint64_t>(root_ids.i64()[r]) : r;
+      for (int64_t e = gc.row_ptr()[g]; e < gc.row_ptr()[g + 1]; ++e) {
+        entry_ids.i64()[e] = static_cast<int64_t>(
+            MixKey(root, static_cast<uint64_t>(group_block[g]), e - gc.row_ptr()[g]) >> 1);
       }
     }
-    return InstanceAttention(groups.matrix, in.children, !PerHeadEncodings(), center, inst,
-                             heads_, opt_.slope, opt_.attn_dropout, in.ctx->DropoutSeed(1),
-                             in.ctx->training, entry_ids);
-  }
-
-  // Level 3: per root type, attention over that type's metapaths. Roots of one type are
-  // contiguous in root order (types are laid out one after the other), so the per-type results
-  // concatenate back into root order.
-  ag::Var Fuse(const nau::LevelInput& in) const {
-    const hdg::HdgLevel& l = in.lvl();
-    // Root types from global ids (the HDG's roots may be local rows of a worker's table).
-    const Tensor& global_roots = in.ctx->root_global_ids;
-    const int64_t n = in.hdg->num_roots();
-    const int64_t width = in.children.row_width();
-    auto root_type = [&](int64_t r) {
-      return space_->TypeOf(global_roots.defined() ? global_roots.i64()[r] : in.hdg->roots().i32()[r]);
-    };
-    // Every type in order, even with no local roots, so all workers make the same reductions.
-    std::vector<int> run_type;
-    std::vector<std::vector<int32_t>> run_rows;
+    x.entry_ids = entry_ids.To(device);
+    // Level 3: per root type (types in order, even with no local roots, so all workers make the
+    // same reductions), the group of (root r, metapath m): child m of root r. Root types come from
+    // global ids (the HDG's roots may be local rows of a worker's table); roots of one type are
+    // contiguous in root order, so the per-type results concatenate back into root order.
+    const Csr& rc = hdg.level(3).csr();
+    const int64_t n = hdg.num_roots();
+    std::vector<std::vector<int32_t>> type_rows(space_->num_types());
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t id = root_ids.defined() ? root_ids.i64()[r] : hdg.roots().i32()[r];
+      type_rows[space_->TypeOf(id)].push_back(static_cast<int32_t>(r));
+    }
+    x.fuse_groups.resize(space_->num_types());
     for (int t = 0; t < space_->num_types(); ++t) {
-      run_type.push_back(t);
-      run_rows.emplace_back();
-    }
-    for (int64_t r = 0; r < n; ++r) run_rows[root_type(r)].push_back(static_cast<int32_t>(r));
-    std::vector<ag::Var> parts;
-    for (size_t k = 0; k < run_type.size(); ++k) {
-      const int t = run_type[k];
-      const std::vector<int32_t>& rows = run_rows[k];
-      if (by_type_[t].empty()) {  // no metapath starts here: nothing to aggregate
-        parts.push_back(ag::Var(Tensor::Zeros({static_cast<int64_t>(rows.size()), width},
-                                              DType::kFloat32, in.children.value().device())));
-        continue;
-      }
-      std::vector<ag::Var> h;
+      x.type_roots.push_back(static_cast<int64_t>(type_rows[t].size()));
       for (int m : by_type_[t]) {
-        // The group of (root r, metapath m) is child m of root r.
-        std::vector<int32_t> ids(rows.size());
-        for (size_t i = 0; i < ids.size(); ++i) {
-          ids[i] = l.csr().col()[l.csr().row_ptr()[rows[i]] + m];
-        }
-        h.push_back(ag::PickRows(in.children, IntTensor(ids)));
+        std::vector<int32_t> ids(type_rows[t].size());
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = rc.col()[rc.row_ptr()[type_rows[t][i]] + m];
+        x.fuse_groups[t].push_back(IntTensor(ids).To(device));
       }
-      parts.push_back(MetapathAttention(h, fuse_fc_[t], fuse_q_[t], nullptr, in.ctx));
     }
-    return ConcatRows(parts, width);
+    return x;
   }
 
   const nau::VertexSpace* space_;
@@ -489,6 +551,7 @@ class MagnnLayer : public nau::Layer {
   std::vector<nn::Linear> fuse_fc_;        // per root type: heads * d -> attn_dim
   std::vector<ag::Var> fuse_q_;            // per root type: [attn_dim, 1]
   nn::Linear out_fc_;
+  mutable std::vector<HdgIndex> index_cache_;  // the last HDGs passed over (Index)
 };
 
 }  // namespace

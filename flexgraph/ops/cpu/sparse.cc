@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/ops/kernels.h"
 
@@ -436,6 +437,18 @@ void SegmentReduceBackward(const int64_t* off, int64_t segs, const float* g, con
       for (int64_t j = 0; j < width; ++j) out[j] = f * gs[j];
     }
   });
+}
+
+void GroupByIndex(const int32_t* idx, int64_t n, int64_t num_rows, int64_t* off, int32_t* pos) {
+  std::fill(off, off + num_rows + 1, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    FG_CHECK(idx[k] >= 0 && idx[k] < num_rows)
+        << "GroupByIndex: index " << idx[k] << " outside [0, " << num_rows << ")";
+    ++off[idx[k] + 1];
+  }
+  for (int64_t r = 0; r < num_rows; ++r) off[r + 1] += off[r];
+  std::vector<int64_t> cursor(off, off + num_rows);
+  for (int64_t k = 0; k < n; ++k) pos[cursor[idx[k]]++] = static_cast<int32_t>(k);
 }
 
 void GatherRows(const float* x, int64_t width, const int32_t* idx, int64_t n, float* out) {

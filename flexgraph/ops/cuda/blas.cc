@@ -7,6 +7,7 @@
 #include "flexgraph/ops/cuda/cuda_util.h"
 #include "flexgraph/ops/cuda/handles.h"
 #include "flexgraph/ops/kernels.h"
+#include "flexgraph/tensor/device_alloc.h"
 
 namespace fg::ops::cuda {
 namespace {
@@ -19,7 +20,26 @@ int AsInt(int64_t v, const char* what) {
 // Scratch slots (cuda_util.h).
 constexpr int kWorkspaceSlot = 0;
 constexpr int kOffsetsSlot = 1;
-constexpr int kOnesSlot = 2;
+constexpr int kValuesSlot = 2;
+// Output widths from which an unweighted mean weighs entries instead of scaling rows.
+constexpr int64_t kWideMean = 32;
+
+// n or more ones on the device: filled once per thread, refilled only when it grows.
+const float* Ones(int64_t n) {
+  struct Buffer {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buffer() { DeviceFree(p, sizeof(float) * n); }
+  };
+  thread_local Buffer b;
+  if (b.n < n) {
+    DeviceFree(b.p, sizeof(float) * b.n);  // stream-ordered: reused on this stream only
+    b.n = n + n / 2;
+    b.p = static_cast<float*>(DeviceAlloc(sizeof(float) * b.n));
+    LaunchFill(b.p, 1.0f, b.n);
+  }
+  return b.p;
+}
 
 }  // namespace
 
@@ -77,10 +97,15 @@ void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_h
   auto* off32 = static_cast<int32_t*>(ThreadScratch(kOffsetsSlot, sizeof(int32_t) * (rows + 1)));
   LaunchOffsetsToInt32(off, rows + 1, off32);
   const float* values = w;
-  if (values == nullptr) {
-    auto* ones = static_cast<float*>(ThreadScratch(kOnesSlot, sizeof(float) * nnz));
-    LaunchFill(ones, 1.0f, nnz);
-    values = ones;
+  // An unweighted mean over wide rows weighs each entry by its row's 1 / degree (one pass over
+  // the entries) rather than scaling the output afterwards (a pass over rows x width floats).
+  const bool weighted_mean = mean && w == nullptr && width >= kWideMean;
+  if (weighted_mean) {
+    auto* inv = static_cast<float*>(ThreadScratch(kValuesSlot, sizeof(float) * nnz));
+    LaunchInverseDegreeValues(off, rows, inv);
+    values = inv;
+  } else if (values == nullptr) {
+    values = Ones(nnz);
   }
   cusparseHandle_t h = CusparseHandle();
   cusparseConstSpMatDescr_t a_desc;
@@ -107,7 +132,7 @@ void SpmmCsr(const int64_t* off, const int32_t* col, const float* w, int64_t w_h
   FG_CUSPARSE_CHECK(Cusparse().destroy_sp_mat(a_desc));
   FG_CUSPARSE_CHECK(Cusparse().destroy_dn_mat(x_desc));
   FG_CUSPARSE_CHECK(Cusparse().destroy_dn_mat(out_desc));
-  if (mean) LaunchScaleByInverseDegree(off, rows, width, out);
+  if (mean && !weighted_mean) LaunchScaleByInverseDegree(off, rows, width, out);
 }
 
 }  // namespace fg::ops::cuda

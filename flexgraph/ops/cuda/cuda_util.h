@@ -69,5 +69,7 @@ void LaunchSpmmElementwise(const int64_t* off, const int32_t* col, const float* 
 void LaunchOffsetsToInt32(const int64_t* off, int64_t n, int32_t* out);
 void LaunchFill(float* p, float value, int64_t n);
 void LaunchScaleByInverseDegree(const int64_t* off, int64_t rows, int64_t width, float* out);
+// w[e] = 1 / degree of e's row, for every entry e of the CSR (its offsets).
+void LaunchInverseDegreeValues(const int64_t* off, int64_t rows, float* w);
 
 }  // namespace fg::ops::cuda

@@ -8,7 +8,10 @@
 // lists; cudaMalloc/cudaFree are called outside it.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -147,6 +150,73 @@ class CachingAllocator {
   DeviceAllocatorStats stats_;
 };
 
+// Host-to-device copies up to kStageMaxBytes go through a ring of pinned memory: the source is
+// copied into the ring, the ring into the device asynchronously, and an event marks when that
+// region may be written again. Nothing waits for the stream unless the ring wraps onto a region
+// whose copy is still queued. Larger copies wait for their stream (DeviceCopy).
+constexpr size_t kStageRingBytes = size_t{64} << 20;
+constexpr size_t kStageMaxBytes = size_t{16} << 20;
+std::atomic<int64_t> host_syncs{0};
+
+class StagingRing {
+ public:
+  void Copy(void* dst, const void* src, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ring_ == nullptr) FG_CUDA_CHECK(cudaHostAlloc(&ring_, kStageRingBytes, cudaHostAllocDefault));
+    const size_t need = (bytes + 255) / 256 * 256;
+    if (head_ + need > kStageRingBytes) head_ = 0;
+    const size_t lo = head_, hi = head_ + need;
+    // Regions are queued in ring order: wait for those [lo, hi) overlaps, drop finished ones.
+    while (!pending_.empty()) {
+      const Region& r = pending_.front();
+      if (r.lo < hi && lo < r.hi) {
+        host_syncs.fetch_add(1, std::memory_order_relaxed);
+        FG_CUDA_CHECK(cudaEventSynchronize(r.done));
+      } else {
+        const cudaError_t state = cudaEventQuery(r.done);
+        if (state == cudaErrorNotReady) {
+          (void)cudaGetLastError();
+          break;
+        }
+        FG_CUDA_CHECK(state);
+      }
+      idle_.push_back(r.done);
+      pending_.pop_front();
+    }
+    char* slot = static_cast<char*>(ring_) + lo;
+    std::memcpy(slot, src, bytes);
+    const cudaStream_t stream = CurrentStream();
+    FG_CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, stream));
+    cudaEvent_t done = nullptr;
+    if (idle_.empty()) {
+      FG_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      done = idle_.back();
+      idle_.pop_back();
+    }
+    FG_CUDA_CHECK(cudaEventRecord(done, stream));
+    pending_.push_back({lo, hi, done});
+    head_ = hi;
+  }
+
+ private:
+  struct Region {
+    size_t lo, hi;
+    cudaEvent_t done;
+  };
+  std::mutex mu_;
+  void* ring_ = nullptr;
+  size_t head_ = 0;
+  std::deque<Region> pending_;
+  std::vector<cudaEvent_t> idle_;
+};
+
+// Never destroyed, like the allocator.
+StagingRing& Staging() {
+  static StagingRing* r = new StagingRing();
+  return *r;
+}
+
 // Never destroyed: tensors may be freed during static destruction.
 CachingAllocator& Allocator() {
   static CachingAllocator* a = new CachingAllocator();
@@ -204,12 +274,23 @@ void DeviceCopyAsync(void* dst, bool dst_on_device, const void* src, bool src_on
 }
 
 void DeviceCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
+  RequireCuda("DeviceCopy");
+  if (bytes == 0) return;
+  if (dst_on_device && src_on_device) {  // stream-ordered: nothing on the host waits
+    DeviceCopyAsync(dst, true, src, true, bytes);
+    return;
+  }
+  if (dst_on_device && bytes <= kStageMaxBytes) {  // staged: the source is free on return
+    Staging().Copy(dst, src, bytes);
+    return;
+  }
   DeviceCopyAsync(dst, dst_on_device, src, src_on_device, bytes);
   DeviceStreamSynchronize();
 }
 
 void DeviceStreamSynchronize() {
   if (!CudaAvailable()) return;
+  host_syncs.fetch_add(1, std::memory_order_relaxed);
   FG_CUDA_CHECK(cudaStreamSynchronize(CurrentStream()));
 }
 
@@ -238,7 +319,9 @@ void PinnedFree(void* ptr) {
 
 DeviceAllocatorStats GetDeviceAllocatorStats() {
   if (!CudaAvailable()) return {};
-  return Allocator().Stats();
+  DeviceAllocatorStats s = Allocator().Stats();
+  s.host_syncs = host_syncs.load(std::memory_order_relaxed);
+  return s;
 }
 
 void DeviceReleaseCache() {

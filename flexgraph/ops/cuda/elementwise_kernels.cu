@@ -131,6 +131,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A warp per row writes 1 / degree into the row's entries (coalesced, long rows looped).
+__global__ void __launch_bounds__(kThreads)
+    InverseDegreeValuesKernel(const int64_t* __restrict__ off, int64_t rows, float* __restrict__ w) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (kThreads / 32);
+  for (int64_t r = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32; r < rows;
+       r += warps) {
+    const int64_t lo = off[r], hi = off[r + 1];
+    const float inv = 1.0f / static_cast<float>(hi - lo);
+    for (int64_t e = lo + lane; e < hi; e += 32) w[e] = inv;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     OptimizerStepKernel(OptimizerStepArgs o, float* __restrict__ w, const float* __restrict__ g,
                         float* __restrict__ m, float* __restrict__ v, int64_t n) {
@@ -338,6 +351,12 @@ void LaunchScaleByInverseDegree(const int64_t* off, int64_t rows, int64_t width,
     ScaleByInverseDegreeKernel<int64_t><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(off, width,
                                                                                          out, n);
   }
+  FG_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchInverseDegreeValues(const int64_t* off, int64_t rows, float* w) {
+  if (rows == 0) return;
+  InverseDegreeValuesKernel<<<BlocksFor(rows * 32), kThreads, 0, CurrentStream()>>>(off, rows, w);
   FG_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,13 +1,16 @@
 // CUDA kernels for the sparse, segment, gather and per-row ops: SpMM with per-head weights, SpMM-max
 // and its gradient, SDDMM (dot and add), segment softmax, segment reductions, row gathers,
-// log-softmax and L2 normalisation. Element bodies are the FG_HD functions of ops/shared/sparse.h
+// log-softmax and L2 normalisation, and the grouping of positions by index (a radix sort). Element bodies are the FG_HD functions of ops/shared/sparse.h
 // and ops/shared/rows.h; one thread per (row, column), (entry, head), (segment, head) or row, in
 // grid-stride loops. Consecutive threads take consecutive columns, so feature reads coalesce.
 // Every output is written by one thread in CSR entry order: results are deterministic.
+#include <cub/device/device_radix_sort.cuh>
+
 #include "flexgraph/ops/cuda/cuda_util.h"
 #include "flexgraph/ops/kernels.h"
 #include "flexgraph/ops/shared/rows.h"
 #include "flexgraph/ops/shared/sparse.h"
+#include "flexgraph/tensor/device_alloc.h"
 
 namespace fg::ops::cuda {
 namespace {
@@ -153,7 +156,62 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Sort keys for GroupByIndex: the index, or num_rows (sorted last, in no group) outside the rows.
+__global__ void __launch_bounds__(kThreads)
+    GroupKeysKernel(const int32_t* __restrict__ idx, int64_t n, int64_t num_rows,
+                    uint32_t* __restrict__ keys, int32_t* __restrict__ positions) {
+  FG_GRID_STRIDE(k, n) {
+    const int32_t v = idx[k];
+    keys[k] = v >= 0 && v < num_rows ? static_cast<uint32_t>(v) : static_cast<uint32_t>(num_rows);
+    positions[k] = static_cast<int32_t>(k);
+  }
+}
+
+// off[r] = the first sorted position whose key is at least r.
+__global__ void __launch_bounds__(kThreads)
+    GroupOffsetsKernel(const uint32_t* __restrict__ sorted, int64_t n, int64_t num_rows,
+                       int64_t* __restrict__ off) {
+  FG_GRID_STRIDE(r, num_rows + 1) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (static_cast<int64_t>(sorted[mid]) < r) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    off[r] = lo;
+  }
+}
+
 }  // namespace
+
+void GroupByIndex(const int32_t* idx, int64_t n, int64_t num_rows, int64_t* off, int32_t* pos) {
+  const cudaStream_t stream = CurrentStream();
+  if (n == 0) {
+    FG_CUDA_CHECK(cudaMemsetAsync(off, 0, sizeof(int64_t) * (num_rows + 1), stream));
+    return;
+  }
+  int end_bit = 1;  // keys lie in [0, num_rows]
+  while (end_bit < 32 && (uint64_t{1} << end_bit) <= static_cast<uint64_t>(num_rows)) ++end_bit;
+  // Scratch from the stream-ordered caching allocator: freed blocks are reused on this stream only.
+  auto* keys = static_cast<uint32_t*>(DeviceAlloc(2 * sizeof(uint32_t) * n));
+  auto* positions = static_cast<int32_t*>(DeviceAlloc(sizeof(int32_t) * n));
+  GroupKeysKernel<<<BlocksFor(n), kThreads, 0, stream>>>(idx, n, num_rows, keys, positions);
+  FG_CUDA_CHECK_LAUNCH();
+  size_t temp_bytes = 0;
+  FG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys, keys + n, positions, pos,
+                                                n, 0, end_bit, stream));
+  void* temp = DeviceAlloc(temp_bytes);
+  FG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys + n, positions, pos, n,
+                                                0, end_bit, stream));
+  GroupOffsetsKernel<<<BlocksFor(num_rows + 1), kThreads, 0, stream>>>(keys + n, n, num_rows, off);
+  FG_CUDA_CHECK_LAUNCH();
+  DeviceFree(temp, temp_bytes);
+  DeviceFree(positions, sizeof(int32_t) * n);
+  DeviceFree(keys, 2 * sizeof(uint32_t) * n);
+}
 
 void LaunchSpmmElementwise(const int64_t* off, const int32_t* col, const float* w, int64_t w_heads,
                            int64_t rows, const float* x, int64_t width, int mean, float* out) {
