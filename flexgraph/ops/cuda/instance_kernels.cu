@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <cub/device/device_scan.cuh>
+
 #include "flexgraph/base/logging.h"
 #include "flexgraph/ops/cuda/cuda_util.h"
 #include "flexgraph/ops/instance_kernels.h"
@@ -131,19 +133,37 @@ struct BlockMeta {
   const int64_t* rot;
 };
 
-// gt[v, c..c+kUnit) = Σ_{entries k at v, in entry order} conj(r_bl) g_{b,i} / L_b (unrotated
-// blocks: g_{b,i} / L_b), one thread per (table row, kUnit columns); kUnit = 2 (complex pairs) when
-// d is even, else 1 (no block has rotations).
+// The table gradient in two deterministic steps, so that vertices in many instances do not
+// serialise the launch: a vertex's entries (in entry order) are cut into chunks of kGradChunk;
+// chunk_off[v] is v's first chunk (an exclusive scan of the counts).
+constexpr int64_t kGradChunk = 32;
+
+__global__ void __launch_bounds__(kThreads)
+    ChunkCountsKernel(const int64_t* __restrict__ by_off, int64_t rows, int64_t* __restrict__ counts) {
+  FG_GRID_STRIDE(v, rows + 1) {
+    counts[v] = v < rows ? (by_off[v + 1] - by_off[v] + kGradChunk - 1) / kGradChunk : 0;
+  }
+}
+
+// partial[j, c..c+kUnit) = Σ_{entries k of chunk j, in entry order} conj(r_bl) g_{b,i} / L_b
+// (unrotated blocks: g_{b,i} / L_b), one thread per (chunk, kUnit columns) of at most
+// max_chunks; kUnit = 2 (complex pairs) when d is even, else 1 (no block has rotations).
 template <int kUnit>
 __global__ void __launch_bounds__(kThreads)
-    EncodeGradTableKernel(const int64_t* __restrict__ by_off, const int32_t* __restrict__ by_entry,
-                          BlockMeta meta, int64_t nb, const float* __restrict__ g, int64_t d,
-                          float* __restrict__ gt, int64_t n) {
+    EncodeGradChunkKernel(const int64_t* __restrict__ by_off, const int32_t* __restrict__ by_entry,
+                          const int64_t* __restrict__ chunk_off, int64_t rows, BlockMeta meta,
+                          int64_t nb, const float* __restrict__ g, int64_t d,
+                          float* __restrict__ partial, int64_t n) {
   const int64_t units = d / kUnit;
+  const int64_t chunks = chunk_off[rows];
   FG_GRID_STRIDE(i, n) {
-    const int64_t v = i / units, c = kUnit * (i % units);
+    const int64_t j = i / units, c = kUnit * (i % units);
+    if (j >= chunks) continue;
+    const int64_t v = shared::RowOfEntry(chunk_off, rows, j);  // chunk_off[v] <= j < chunk_off[v + 1]
+    const int64_t lo = by_off[v] + (j - chunk_off[v]) * kGradChunk;
+    const int64_t hi = lo + kGradChunk < by_off[v + 1] ? lo + kGradChunk : by_off[v + 1];
     float acc[kUnit] = {};
-    for (int64_t e = by_off[v]; e < by_off[v + 1]; ++e) {
+    for (int64_t e = lo; e < hi; ++e) {
       const int64_t k = by_entry[e];
       const int64_t b = shared::RowOfEntry(meta.entry_first, nb, k);
       const int64_t len = meta.len[b], local = k - meta.entry_first[b];
@@ -158,7 +178,19 @@ __global__ void __launch_bounds__(kThreads)
       }
       for (int u = 0; u < kUnit; ++u) acc[u] += inv * gi[u];
     }
-    for (int u = 0; u < kUnit; ++u) gt[v * d + c + u] = acc[u];
+    for (int u = 0; u < kUnit; ++u) partial[j * d + c + u] = acc[u];
+  }
+}
+
+// gt[v, c] = Σ of v's chunks' partial sums, in chunk order; one thread per element.
+__global__ void __launch_bounds__(kThreads)
+    SumChunksKernel(const int64_t* __restrict__ chunk_off, const float* __restrict__ partial,
+                    int64_t d, float* __restrict__ gt, int64_t n) {
+  FG_GRID_STRIDE(i, n) {
+    const int64_t v = i / d, c = i % d;
+    float acc = 0.0f;
+    for (int64_t j = chunk_off[v]; j < chunk_off[v + 1]; ++j) acc += partial[j * d + c];
+    gt[i] = acc;
   }
 }
 
@@ -305,17 +337,40 @@ void EncodeInstancesGradTable(const Tensor& g, const InstanceBlocks& blocks,
   const Tensor meta_dev = Tensor::FromVector(meta).To(Device::kCuda);
   const int64_t* m = meta_dev.i64();
   const BlockMeta bm{m, m + nb + 1, m + 2 * (nb + 1), m + 2 * (nb + 1) + nb};
+  FG_CHECK(d % 2 == 0 || !rotated) << "EncodeInstancesGradTable: rotations need an even width, got "
+                                   << d;
+  const cudaStream_t stream = CurrentStream();
+  // Chunks: at most one partial one per vertex beyond the full ones.
+  const int64_t max_chunks = entry_first[nb] / kGradChunk + rows;
+  auto* counts = static_cast<int64_t*>(DeviceAlloc(sizeof(int64_t) * (rows + 1)));
+  auto* chunk_off = static_cast<int64_t*>(DeviceAlloc(sizeof(int64_t) * (rows + 1)));
+  auto* partial = static_cast<float*>(DeviceAlloc(sizeof(float) * max_chunks * d));
+  ChunkCountsKernel<<<BlocksFor(rows + 1), kThreads, 0, stream>>>(by_vertex.row_ptr(), rows, counts);
+  FG_CUDA_CHECK_LAUNCH();
+  size_t temp_bytes = 0;
+  FG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, chunk_off, rows + 1, stream));
+  void* temp = DeviceAlloc(temp_bytes);
+  FG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, counts, chunk_off, rows + 1, stream));
+  const int32_t* col = entry_first[nb] > 0 ? by_vertex.col() : nullptr;
   if (d % 2 == 0) {
-    const int64_t n = rows * (d / 2);
-    EncodeGradTableKernel<2><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
-        by_vertex.row_ptr(), by_vertex.col(), bm, nb, g.f32(), d, gt->f32(), n);
+    const int64_t n = max_chunks * (d / 2);
+    EncodeGradChunkKernel<2><<<BlocksFor(n), kThreads, 0, stream>>>(
+        by_vertex.row_ptr(), col, chunk_off, rows, bm, nb,
+        g.f32(), d, partial, n);
   } else {
-    FG_CHECK(!rotated) << "EncodeInstancesGradTable: rotations need an even width, got " << d;
-    const int64_t n = rows * d;
-    EncodeGradTableKernel<1><<<BlocksFor(n), kThreads, 0, CurrentStream()>>>(
-        by_vertex.row_ptr(), by_vertex.col(), bm, nb, g.f32(), d, gt->f32(), n);
+    const int64_t n = max_chunks * d;
+    EncodeGradChunkKernel<1><<<BlocksFor(n), kThreads, 0, stream>>>(
+        by_vertex.row_ptr(), col, chunk_off, rows, bm, nb,
+        g.f32(), d, partial, n);
   }
   FG_CUDA_CHECK_LAUNCH();
+  SumChunksKernel<<<BlocksFor(rows * d), kThreads, 0, stream>>>(chunk_off, partial, d, gt->f32(),
+                                                               rows * d);
+  FG_CUDA_CHECK_LAUNCH();
+  DeviceFree(temp, temp_bytes);  // stream-ordered: reused by later work of this stream only
+  DeviceFree(partial, sizeof(float) * max_chunks * d);
+  DeviceFree(chunk_off, sizeof(int64_t) * (rows + 1));
+  DeviceFree(counts, sizeof(int64_t) * (rows + 1));
 }
 
 void EncodeInstancesGradRotation(const Tensor& g, const Tensor& table, const Tensor& vertices,
