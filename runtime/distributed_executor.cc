@@ -38,6 +38,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
     shared.roots = roots;
     shared.levels = executor_.Plan(shared.exchange.local_hdg ? *shared.exchange.local_hdg : *shared.hdg, layer);
     layers_[i] = std::move(shared);
+    PlaceKeys(&layers_[i], layers_[i].table_keys);  // the roots' keys are this plan's
     if (i == 0) constant_remote_ = {};
     return absl::OkStatus();
   }
@@ -48,31 +49,21 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
   p.roots = roots;
   const Tensor& input_ids = input.ids;
   const Tensor& root_ids = roots.ids;
+  bool custom = false;  // a custom aggregator reads the HDG's structure on the host
+  std::vector<bool> normalized;
+  for (int k = 1; k <= p.hdg->num_levels(); ++k) {
+    custom = custom || layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom;
+    normalized.push_back(layer.LevelAggregator(k).normalize_weights());
+  }
   if (!distributed()) {
     p.levels = executor_.Plan(*p.hdg, layer);
-    bool custom = false;  // a custom aggregator reads the HDG's structure on the host
-    for (int k = 1; k <= p.hdg->num_levels(); ++k) {
-      custom = custom || layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom;
-    }
-    p.placed_keys.clear();
-    if (device_ != Device::kCpu) {  // dropout's keys, placed there (one copy when they are equal)
-      const Tensor& in = p.input.keys;
-      const Tensor& roots = p.roots.keys;
-      const bool same = in.numel() == roots.numel() &&
-                        std::equal(in.i64(), in.i64() + in.numel(), roots.i64());
-      const Tensor in_placed = in.To(device_);
-      p.placed_keys = {{in, in_placed}, {roots, same ? in_placed : roots.To(device_)}};
-    }
+    PlaceKeys(&p, p.input.keys);
     if (device_ != Device::kCpu && !custom) {  // and the HDG, when only the executor reads it
       std::shared_ptr<const hdg::Hdg> placed;  // layers over one HDG share its device copy
       for (int j = 0; j < i && placed == nullptr; ++j) {
         if (layers_[j].source == p.hdg) placed = layers_[j].hdg;
       }
       p.source = p.hdg;
-      std::vector<bool> normalized;
-      for (int k = 1; k <= p.hdg->num_levels(); ++k) {
-        normalized.push_back(layer.LevelAggregator(k).normalize_weights());
-      }
       p.hdg =
           placed ? placed : std::make_shared<const hdg::Hdg>(p.hdg->OnDevice(device_, normalized));
     }
@@ -82,6 +73,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                                      owners_, input_ids, i, epoch,
                                                      setup_.exchange));
   p.levels = executor_.Plan(p.exchange.local_hdg ? *p.exchange.local_hdg : *p.hdg, layer);
+  PlaceExchange(&p.exchange, device_, !custom, normalized);
   // Roots are owned rows of the input: their positions in input_ids.
   Tensor idx = Tensor::Empty({root_ids.numel()}, DType::kInt32);
   bool identity = idx.numel() == input_ids.numel();
@@ -91,8 +83,33 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
     idx.i32()[k] = static_cast<int32_t>(std::lower_bound(in, in + input_ids.numel(), g) - in);
     identity = identity && idx.i32()[k] == k;
   }
-  p.self_rows = identity ? Tensor() : idx;
+  p.self_rows = identity ? Tensor() : idx.To(device_);
+  // The table [owned | ghosts] is keyed by the input's keys, then the ghosts' ids (a part knows
+  // only its own vertices' source ids).
+  const Tensor& keys = p.input.keys;
+  const Tensor& ghosts = p.exchange.ghost_ids;
+  Tensor table = Tensor::Empty({keys.numel() + ghosts.numel()}, DType::kInt64);
+  std::copy(keys.i64(), keys.i64() + keys.numel(), table.i64());
+  std::copy(ghosts.i64(), ghosts.i64() + ghosts.numel(), table.i64() + keys.numel());
+  PlaceKeys(&p, table);
   return absl::OkStatus();
+}
+
+void DistributedExecutor::PlaceKeys(LayerPlan* p, Tensor table_keys) {
+  p->table_keys = std::move(table_keys);
+  p->placed_keys.clear();
+  if (device_ == Device::kCpu) return;
+  // Dropout's keys, placed there: each distinct list once.
+  for (const Tensor* keys : {&p->input.keys, &p->roots.keys, &p->table_keys}) {
+    Tensor placed;
+    for (const auto& [host, there] : p->placed_keys) {
+      if (host.raw() == keys->raw() || (host.numel() == keys->numel() &&
+                                        std::equal(host.i64(), host.i64() + host.numel(), keys->i64()))) {
+        placed = there;
+      }
+    }
+    p->placed_keys.emplace_back(*keys, placed.defined() ? placed : keys->To(device_));
+  }
 }
 
 void DistributedExecutor::ReleaseHdgs() {
@@ -105,6 +122,7 @@ void DistributedExecutor::BeginPass(nau::LayerContext* ctx, int epoch, bool trai
   xctx_.phase = training ? 0 : 1;
   xctx_.reductions = 0;
   xctx_.pending.clear();  // left by a pass that failed
+  xctx_.staged.clear();
   ctx->sum_across_workers = nullptr;
   if (distributed()) {
     ctx->sum_across_workers = [this](const ag::Var& x) { return AllReduceSum(xctx_, x); };
@@ -153,6 +171,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
       if (!xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
       Stopwatch local;
       agg = ag::Spmm(ex.local_owned, m, ops::SpmmReduce::kSum);  // overlaps the transfers
+      FlushSends(xctx_);  // a device's copies to the host ran beside that product
       if (xctx_.pipeline) xctx_.compute_in_flight += local.Seconds();
       if (xctx_.pipeline) ghosts = ReceiveRows(xctx_, ex, rows_token, d);
       if (!keep && !m.requires_grad()) {
@@ -179,13 +198,7 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
       if (keep && xctx_.error->ok()) kept.ghosts = ghosts.value();
     }
     ag::Var table = ConcatRows(m, ghosts);
-    // Ghost rows are keyed by their ids here (a part knows only its own vertices' source ids).
-    const Tensor& input_ids = p.input.keys;
-    Tensor ids = Tensor::Empty({input_ids.numel() + ex.ghost_ids.numel()}, DType::kInt64);
-    std::copy(input_ids.i64(), input_ids.i64() + input_ids.numel(), ids.i64());
-    std::copy(ex.ghost_ids.i64(), ex.ghost_ids.i64() + ex.ghost_ids.numel(),
-              ids.i64() + input_ids.numel());
-    ctx.table_global_ids = ids;
+    ctx.table_global_ids = p.table_keys;
     agg = executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
   }
   if (!reuse) ReleaseFreedMemory();  // the messages are gone: so are their pages
@@ -199,6 +212,8 @@ absl::Status DistributedExecutor::PlanAllRows(const Rows& roots, int epoch) {
   FG_ASSIGN_OR_RETURN(all_rows_, BuildAllRows(*setup_.comm, roots.ids, roots.keys,
                                               static_cast<int>(layers_.size()), epoch,
                                               &all_rows_order_, &all_keys_));
+  PlaceExchange(&all_rows_, device_, false, {});
+  all_rows_order_ = all_rows_order_.To(device_);
   return absl::OkStatus();
 }
 
@@ -211,21 +226,25 @@ ag::Var DistributedExecutor::AllRows(const ag::Var& mine) {
 void DistributedExecutor::AllReduceGradients(const std::vector<nn::NamedParameter>& params,
                                              int epoch) {
   if (!distributed()) return;
+  // One flat buffer where the parameters live, summed on the host.
   int64_t total = 0;
   for (const auto& p : params) total += p.var.value().numel();
-  std::vector<float> flat(total, 0.0f);
-  int64_t at = 0;
+  Tensor flat = Tensor::Zeros({total}, DType::kFloat32, device_);
+  const auto at = [&](int64_t offset) { return static_cast<char*>(flat.raw()) + offset * sizeof(float); };
+  int64_t offset = 0;
   for (const auto& p : params) {
     const Tensor& g = p.var.grad();
-    if (g.defined()) std::copy(g.f32(), g.f32() + g.numel(), flat.data() + at);
-    at += p.var.value().numel();
+    if (g.defined()) CopyBytes(at(offset), device_, g.raw(), g.device(), g.nbytes());
+    offset += p.var.value().numel();
   }
-  RecordError(setup_.comm->AllReduce(flat.data(), total, epoch, kStepGradients));
-  at = 0;
+  Tensor host = flat.To(Device::kCpu);
+  RecordError(setup_.comm->AllReduce(host.f32(), total, epoch, kStepGradients));
+  flat = host.To(device_);
+  offset = 0;
   for (const auto& p : params) {
     Tensor& g = p.var.OwnedGrad();
-    std::copy(flat.data() + at, flat.data() + at + g.numel(), g.f32());
-    at += g.numel();
+    CopyBytes(g.raw(), g.device(), at(offset), device_, g.nbytes());
+    offset += g.numel();
   }
 }
 

@@ -99,10 +99,13 @@ class DistributedExecutor {
     LayerExchange exchange;  // distributed runs
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
+    Tensor table_keys;  // dropout's keys of the aggregated table's rows (distributed: owned, then ghosts)
     std::shared_ptr<const hdg::Hdg>
         source;  // the host HDG that `hdg` was placed from (device runs)
     std::vector<std::pair<Tensor, Tensor>> placed_keys;  // device runs: host keys and their copies
   };
+  // Sets p's table keys and, on a device, places them, the input's and the roots' keys there.
+  void PlaceKeys(LayerPlan* p, Tensor table_keys);
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
   // Layer 0's message of a constant input (features that are not trained, no dropout in this
   // pass) is the same in every pass: its remote part is received once and kept, when training

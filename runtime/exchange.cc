@@ -11,6 +11,8 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/ops/ops.h"
+#include "flexgraph/tensor/device_alloc.h"
 
 namespace fg::runtime {
 namespace {
@@ -24,57 +26,6 @@ void RecordError(ExchangeContext& ctx, const absl::Status& s) {
   if (!s.ok() && ctx.error->ok()) {
     *ctx.error = s;
     ctx.comm->Abort(s);
-  }
-}
-
-// The partial sums `a` x `m` as bytes, computed straight into the message.
-std::string PartialBytes(const Csr& a, const Tensor& m) {
-  std::string out(a.num_rows * m.row_width() * sizeof(float), '\0');
-  ops::SpmmInto(a, m, ops::SpmmReduce::kSum, reinterpret_cast<float*>(out.data()));
-  return out;
-}
-
-// Rows `idx` of `m` [n, d] as bytes, gathered straight into the message.
-std::string RowBytes(const Tensor& m, const Tensor& idx) {
-  const int64_t d = m.row_width(), n = idx.numel();
-  std::string out(n * d * sizeof(float), '\0');
-  float* dst = reinterpret_cast<float*>(out.data());
-  ParallelFor(0, n, [&](int64_t k) {
-    std::memcpy(dst + k * d, m.f32() + static_cast<int64_t>(idx.i32()[k]) * d, d * sizeof(float));
-  });
-  return out;
-}
-
-// Starts the all-to-all `tag`: part(q) for each peer q (empty: nothing), expecting recv_rows[q]
-// rows of width d from it.
-void Start(ExchangeContext& ctx, uint64_t tag, const Communicator::PartFn& part,
-           const std::vector<int64_t>& recv_rows, int64_t d) {
-  std::vector<int64_t> recv_bytes(recv_rows.size());
-  for (size_t q = 0; q < recv_rows.size(); ++q) recv_bytes[q] = recv_rows[q] * d * static_cast<int64_t>(sizeof(float));
-  ctx.pending[tag] = ctx.comm->StartAllToAllV(part, std::move(recv_bytes), tag);
-}
-
-// What each peer sent for `tag` (empty after an error, which is recorded).
-std::vector<std::string> Finish(ExchangeContext& ctx, uint64_t tag) {
-  auto it = ctx.pending.find(tag);
-  FG_CHECK(it != ctx.pending.end()) << "exchange " << TagString(tag) << " finished before it started";
-  auto got = it->second->Finish();
-  ctx.pending.erase(it);
-  if (!got.ok()) {
-    RecordError(ctx, got.status());
-    return {};
-  }
-  return *std::move(got);
-}
-
-// Calls f(q, data) for each peer q with rows[q] > 0 rows in what it sent, releasing each part once
-// it has been used.
-template <typename F>
-void ForEachPart(std::vector<std::string>& got, const std::vector<int64_t>& rows, F&& f) {
-  if (got.empty()) return;  // an error was recorded
-  for (int q = 0; q < static_cast<int>(rows.size()); ++q) {
-    if (rows[q] > 0) f(q, reinterpret_cast<const float*>(got[q].data()));
-    std::string().swap(got[q]);
   }
 }
 
@@ -92,57 +43,188 @@ int64_t GhostRows(const PeerExchange& pe) { return Count(pe.recv_slots); }
 int64_t SentPartials(const PeerExchange& pe) { return pe.send_partial ? pe.send_partial->csr().num_rows : 0; }
 int64_t ReceivedPartials(const PeerExchange& pe) { return Count(pe.recv_targets); }
 
+// Where each peer's rows start when the peers' parts are concatenated in rank order.
+std::vector<int64_t> Starts(const std::vector<int64_t>& rows) {
+  std::vector<int64_t> at(rows.size(), 0);
+  for (size_t q = 1; q < rows.size(); ++q) at[q] = at[q - 1] + rows[q - 1];
+  return at;
+}
+// Where each peer's ghost rows start in the ghost table (one peer's slots are contiguous).
+std::vector<int64_t> GhostStarts(const LayerExchange& ex, int P) {
+  std::vector<int64_t> at(P, 0);
+  for (const PeerExchange& pe : ex.peers) at[pe.peer] = GhostRows(pe) > 0 ? pe.recv_slots.i32()[0] : 0;
+  return at;
+}
+
+}  // namespace
+
+// Pinned host blocks for device-to-host copies, kept for the next pass (every pass of a layer
+// moves the same sizes). Thread-compatible.
+class PinnedPool {
+ public:
+  struct Block {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  ~PinnedPool() {
+    for (const Block& b : free_) PinnedFree(b.ptr);
+  }
+  Block Take(size_t bytes) {  // the smallest free block that fits, else a new one
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+    }
+    if (best == free_.end()) return {PinnedAlloc(bytes), bytes};
+    const Block b = *best;
+    free_.erase(best);
+    return b;
+  }
+  void Give(Block b) {
+    if (b.ptr != nullptr) free_.push_back(b);
+  }
+
+ private:
+  std::vector<Block> free_;
+};
+
+namespace {
+
+// A tensor's rows readable on the host: the tensor itself when it is there; a device tensor is
+// copied into a pinned block on the copy stream (held until then), complete when data() returns.
+class HostRows {
+ public:
+  HostRows(std::shared_ptr<PinnedPool> pool, Tensor t) : pool_(std::move(pool)), t_(std::move(t)) {
+    if (!t_.defined() || t_.device() == Device::kCpu) {
+      host_ = t_.defined() && t_.numel() > 0 ? t_.f32() : nullptr;
+      return;
+    }
+    block_ = pool_->Take(t_.nbytes());
+    host_ = static_cast<const float*>(block_.ptr);
+    transfer_ = StartDeviceToHost(block_.ptr, t_.raw(), t_.nbytes());
+  }
+  ~HostRows() {
+    FinishDeviceToHost(&transfer_);
+    pool_->Give(block_);
+  }
+  HostRows(const HostRows&) = delete;
+  HostRows& operator=(const HostRows&) = delete;
+  const float* data() {
+    FinishDeviceToHost(&transfer_);
+    return host_;
+  }
+
+ private:
+  std::shared_ptr<PinnedPool> pool_;
+  Tensor t_;
+  PinnedPool::Block block_;
+  DeviceTransfer transfer_;
+  const float* host_ = nullptr;
+};
+
+}  // namespace
+
+// One planned all-to-all: peer q gets rows [at[q], at[q] + rows[q]) of `src` (width d).
+struct StagedSend {
+  uint64_t tag = 0;
+  std::shared_ptr<HostRows> src;
+  std::vector<int64_t> at, rows, recv_bytes;
+  int64_t d = 0;
+};
+
+void FlushSends(ExchangeContext& ctx) {
+  for (const std::shared_ptr<StagedSend>& s : ctx.staged) {
+    auto part = [&](int q) {
+      if (s->rows[q] == 0) return std::string();
+      const float* rows = s->src->data() + s->at[q] * s->d;
+      return std::string(reinterpret_cast<const char*>(rows), s->rows[q] * s->d * sizeof(float));
+    };
+    ctx.pending[s->tag] = ctx.comm->StartAllToAllV(part, s->recv_bytes, s->tag);
+  }
+  ctx.staged.clear();
+}
+
+namespace {
+
+// Starts the all-to-all `tag`: rows[q] rows of `src` [n, d] from row at[q] to each peer q,
+// expecting recv_rows[q] rows of width d from it. A device source is copied to the host
+// first, and sent at the next FlushSends; a host one is sent now.
+void Start(ExchangeContext& ctx, uint64_t tag, const Tensor& src, std::vector<int64_t> at,
+           const std::vector<int64_t>& rows, const std::vector<int64_t>& recv_rows, int64_t d) {
+  if (ctx.pinned == nullptr) ctx.pinned = std::make_shared<PinnedPool>();
+  auto s = std::make_shared<StagedSend>();
+  s->tag = tag;
+  s->src = std::make_shared<HostRows>(ctx.pinned, src);
+  s->at = std::move(at);
+  s->rows = rows;
+  s->d = d;
+  for (int64_t r : recv_rows) s->recv_bytes.push_back(r * d * static_cast<int64_t>(sizeof(float)));
+  ctx.staged.push_back(std::move(s));
+  if (!src.defined() || src.device() == Device::kCpu) FlushSends(ctx);
+}
+
+// What the peers sent for `tag`, rows[q] rows of width d from peer q placed at row at[q] of one
+// host tensor [num_rows, d] (zeros elsewhere, and everywhere after an error, which is recorded),
+// then on `device`.
+Tensor Finish(ExchangeContext& ctx, uint64_t tag, const std::vector<int64_t>& at,
+              const std::vector<int64_t>& rows, int64_t num_rows, int64_t d, Device device) {
+  FlushSends(ctx);
+  auto it = ctx.pending.find(tag);
+  FG_CHECK(it != ctx.pending.end()) << "exchange " << TagString(tag) << " finished before it started";
+  auto got = it->second->Finish();
+  ctx.pending.erase(it);
+  Tensor out = Tensor::Zeros({num_rows, d});
+  if (!got.ok()) {
+    RecordError(ctx, got.status());
+  } else {
+    for (int q = 0; q < static_cast<int>(rows.size()); ++q) {
+      if (rows[q] > 0) std::memcpy(out.f32() + at[q] * d, (*got)[q].data(), rows[q] * d * sizeof(float));
+      std::string().swap((*got)[q]);  // released once used
+    }
+  }
+  return out.To(device);
+}
+
+int64_t Sum(const std::vector<int64_t>& v) {
+  int64_t n = 0;
+  for (int64_t x : v) n += x;
+  return n;
+}
+
+uint64_t Tag(const ExchangeContext& ctx, const LayerExchange& ex, int phase, TrafficKind kind) {
+  return MakeTag(ctx.epoch, ex.layer, Phase(ctx, phase), kind);
+}
+
 }  // namespace
 
 ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   const int P = ctx.comm->size();
-  auto part = [&](int q) {
-    const PeerExchange& pe = ex.peers[q];
-    return SentRows(pe) > 0 ? RowBytes(m.value(), pe.send_rows) : std::string();
-  };
-  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures), part,
-        PerPeer(ex, P, GhostRows), d);
+  const std::vector<int64_t> sent = PerPeer(ex, P, SentRows);
+  Start(ctx, Tag(ctx, ex, kFwdRows, TrafficKind::kFeatures), ops::GatherRows(m.value(), ex.send_index),
+        Starts(sent), sent, PerPeer(ex, P, GhostRows), d);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
-    const std::vector<int64_t> rows = PerPeer(*e, P, SentRows);
-    std::vector<std::string> got =
-        Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients));
-    Tensor g = Tensor::Zeros({m.rows(), d});
-    ForEachPart(got, rows, [&](int q, const float* data) {
-      const Tensor& idx = e->peers[q].send_rows;
-      Tensor rg = Tensor::Empty({idx.numel(), d});
-      std::memcpy(rg.f32(), data, rg.nbytes());
-      ops::AddInPlace(&g, ops::ScatterAddRows(rg, idx, m.rows()));
-    });
-    ag::AccumulateGrad(m, g, "PostRows");
+  return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d, sent](const Tensor&) {
+    const Tensor got = Finish(*c, Tag(*c, *e, kBwdRows, TrafficKind::kGradients), Starts(sent), sent,
+                              Sum(sent), d, e->device);
+    ag::AccumulateGrad(m, ops::ScatterAddRows(got, e->send_index, m.rows()), "PostRows");
   });
 }
 
 ag::Var PostPartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m) {
   const int64_t d = m.row_width();
   const int P = ctx.comm->size();
-  auto part = [&](int q) {
-    const PeerExchange& pe = ex.peers[q];
-    return SentPartials(pe) > 0 ? PartialBytes(pe.send_partial->csr(), m.value()) : std::string();
-  };
-  Start(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials), part,
-        PerPeer(ex, P, ReceivedPartials), d);
+  const std::vector<int64_t> sent = PerPeer(ex, P, SentPartials);
+  Start(ctx, Tag(ctx, ex, kFwdPartials, TrafficKind::kPartials),
+        ex.send_partials ? ops::Spmm(ex.send_partials->csr(), m.value(), ops::SpmmReduce::kSum) : Tensor(),
+        Starts(sent), sent, PerPeer(ex, P, ReceivedPartials), d);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d, P](const Tensor&) {
-    const std::vector<int64_t> rows = PerPeer(*e, P, SentPartials);
-    std::vector<std::string> got =
-        Finish(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients));
-    Tensor g = Tensor::Zeros({m.rows(), d});
-    ForEachPart(got, rows, [&](int q, const float* data) {
-      const PeerExchange& pe = e->peers[q];
-      Tensor pg = Tensor::Empty({rows[q], d});
-      std::memcpy(pg.f32(), data, pg.nbytes());
-      ops::AddInPlace(&g, ops::Spmm(pe.send_partial->transpose(), pg, ops::SpmmReduce::kSum));
-    });
-    ag::AccumulateGrad(m, g, "PostPartials");
+  return ag::MakeResult(Tensor::Zeros({1}), "PostPartials", {m}, [c, e, m = ag::GradRef(m), d, sent](const Tensor&) {
+    const Tensor got = Finish(*c, Tag(*c, *e, kBwdPartials, TrafficKind::kGradients), Starts(sent), sent,
+                              Sum(sent), d, e->device);
+    if (e->send_partials == nullptr) return;  // nothing was sent, so no gradient came back
+    ag::AccumulateGrad(m, ops::Spmm(e->send_partials->transpose(), got, ops::SpmmReduce::kSum), "PostPartials");
   });
 }
 
@@ -150,56 +232,36 @@ ag::Var ReceiveRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var
                     int64_t width) {
   const int P = ctx.comm->size();
   const std::vector<int64_t> rows = PerPeer(ex, P, GhostRows);
-  Tensor ghosts = Tensor::Zeros({ex.ghost_ids.numel(), width});
-  std::vector<std::string> got =
-      Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdRows), TrafficKind::kFeatures));
-  ForEachPart(got, rows, [&](int q, const float* data) {
-    // Slots of one peer are contiguous and in order.
-    std::memcpy(ghosts.f32() + ex.peers[q].recv_slots.i32()[0] * width, data, rows[q] * width * sizeof(float));
-  });
+    Tensor ghosts = Finish(ctx, Tag(ctx, ex, kFwdRows, TrafficKind::kFeatures), GhostStarts(ex, P), rows,
+                         ex.ghost_ids.numel(), width, ex.device);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
-  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width, P](const Tensor& g) {
-    auto part = [&](int q) {
-      const PeerExchange& pe = e->peers[q];
-      return GhostRows(pe) > 0 ? FloatsToBytes(g.f32() + pe.recv_slots.i32()[0] * width, GhostRows(pe) * width)
-                               : std::string();
-    };
-    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdRows), TrafficKind::kGradients), part,
+  return ag::MakeResult(ghosts, "ReceiveRows", {token}, [c, e, token = ag::GradRef(token), width, P, rows](const Tensor& g) {
+    // Peer q's slots are contiguous: its part is that block of g, wherever it starts.
+    Start(*c, Tag(*c, *e, kBwdRows, TrafficKind::kGradients), g, GhostStarts(*e, P), rows,
           PerPeer(*e, P, SentRows), width);
     ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceiveRows");
   });
 }
-
 void AddReceivedPartials(ExchangeContext& ctx, const LayerExchange& ex, Tensor* sum) {
-  const int64_t width = sum->row_width();
-  const std::vector<int64_t> rows = PerPeer(ex, ctx.comm->size(), ReceivedPartials);
-  std::vector<std::string> got =
-      Finish(ctx, MakeTag(ctx.epoch, ex.layer, Phase(ctx, kFwdPartials), TrafficKind::kPartials));
-  ForEachPart(got, rows, [&](int q, const float* part) {
-    const Tensor& targets = ex.peers[q].recv_targets;
-    for (int64_t k = 0; k < rows[q]; ++k) {
-      float* dst = sum->f32() + static_cast<int64_t>(targets.i32()[k]) * width;
-      const float* src = part + k * width;
-      for (int64_t j = 0; j < width; ++j) dst[j] += src[j];
-    }
-  });
+  const int P = ctx.comm->size();
+  const std::vector<int64_t> rows = PerPeer(ex, P, ReceivedPartials);
+  const Tensor got = Finish(ctx, Tag(ctx, ex, kFwdPartials, TrafficKind::kPartials), Starts(rows), rows,
+                            Sum(rows), sum->row_width(), sum->device());
+  if (got.rows() > 0) ops::AddInPlace(sum, ops::ScatterAddRows(got, ex.recv_target_index, ex.num_roots));
 }
 
 ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,
                         int64_t width) {
   const int P = ctx.comm->size();
-  Tensor sum = Tensor::Zeros({ex.num_roots, width});
+    Tensor sum = Tensor::Zeros({ex.num_roots, width}, DType::kFloat32, ex.device);
   AddReceivedPartials(ctx, ex, &sum);
   ExchangeContext* c = &ctx;
   const LayerExchange* e = &ex;
   return ag::MakeResult(sum, "ReceivePartials", {token}, [c, e, token = ag::GradRef(token), P](const Tensor& g) {
-    auto part = [&](int q) {
-      const PeerExchange& pe = e->peers[q];
-      return ReceivedPartials(pe) > 0 ? RowBytes(g, pe.recv_targets) : std::string();
-    };
-    Start(*c, MakeTag(c->epoch, e->layer, Phase(*c, kBwdPartials), TrafficKind::kGradients), part,
-          PerPeer(*e, P, SentPartials), g.row_width());
+    const std::vector<int64_t> rows = PerPeer(*e, P, ReceivedPartials);
+    Start(*c, Tag(*c, *e, kBwdPartials, TrafficKind::kGradients), ops::GatherRows(g, e->recv_target_index),
+          Starts(rows), rows, PerPeer(*e, P, SentPartials), g.row_width());
     ag::AccumulateGrad(token, Tensor::Zeros({1}), "ReceivePartials");
   });
 }
@@ -227,46 +289,51 @@ absl::Status SumAcrossWorkers(Communicator& comm, float* data, int64_t n, uint64
   return absl::OkStatus();
 }
 constexpr int kPhaseReduceFwd = 9, kPhaseReduceBwd = 10;
+
+// x summed over the workers (SumAcrossWorkers on a host copy), on x's device.
+Tensor SummedAcrossWorkers(ExchangeContext& ctx, const Tensor& x, uint64_t tag) {
+  Tensor y = x.To(Device::kCpu).Clone();
+  if (ctx.comm != nullptr && ctx.comm->size() > 1) RecordError(ctx, SumAcrossWorkers(*ctx.comm, y.f32(), y.numel(), tag));
+  return y.To(x.device());
+}
 }  // namespace
 
 ag::Var AllReduceSum(ExchangeContext& ctx, const ag::Var& x) {
   const int call = ctx.reductions++;
-  Tensor y = x.value().Clone();
-  if (ctx.comm != nullptr && ctx.comm->size() > 1) {
-    auto s = SumAcrossWorkers(*ctx.comm, y.f32(), y.numel(),
-                              MakeTag(ctx.epoch, 0, kPhaseReduceFwd + 2 * ctx.phase,
-                                      TrafficKind::kControl, call));
-    RecordError(ctx, s);
-  }
+  Tensor y = SummedAcrossWorkers(
+      ctx, x.value(), MakeTag(ctx.epoch, 0, kPhaseReduceFwd + 2 * ctx.phase, TrafficKind::kControl, call));
   ExchangeContext* c = &ctx;
   return ag::MakeResult(y, "AllReduceSum", {x}, [c, x = ag::GradRef(x), call](const Tensor& g) {
-    Tensor gx = g.Clone();
-    if (c->comm != nullptr && c->comm->size() > 1) {
-      auto s = SumAcrossWorkers(*c->comm, gx.f32(), gx.numel(),
-                                MakeTag(c->epoch, 0, kPhaseReduceBwd + 2 * c->phase,
-                                        TrafficKind::kGradients, call));
-      RecordError(*c, s);
-    }
-    ag::AccumulateGrad(x, gx, "AllReduceSum");
+    const uint64_t tag = MakeTag(c->epoch, 0, kPhaseReduceBwd + 2 * c->phase, TrafficKind::kGradients, call);
+    ag::AccumulateGrad(x, SummedAcrossWorkers(*c, g, tag), "AllReduceSum");
   });
 }
+
+namespace {
+// Rows [at, at + rows) of g [n, d] as a new tensor.
+Tensor RowBlock(const Tensor& g, int64_t at, int64_t rows, int64_t d) {
+  Tensor out = Tensor::Empty({rows, d}, DType::kFloat32, g.device());
+  CopyBytes(out.raw(), g.device(), static_cast<const char*>(g.raw()) + at * d * sizeof(float), g.device(),
+            out.nbytes());
+  return out;
+}
+}  // namespace
 
 ag::Var ConcatRows(const ag::Var& a, const ag::Var& b) {
   const int64_t d = a.row_width();
   FG_CHECK(b.rows() == 0 || b.row_width() == d)
       << "ConcatRows: widths differ " << a.value().ShapeString() << " vs " << b.value().ShapeString();
-  Tensor y = Tensor::Empty({a.rows() + b.rows(), d});
-  std::memcpy(y.f32(), a.value().f32(), a.value().nbytes());
-  if (b.rows() > 0) std::memcpy(y.f32() + a.rows() * d, b.value().f32(), b.value().nbytes());
+  const Device device = a.value().device();
+  FG_CHECK(b.rows() == 0 || b.value().device() == device)
+      << "ConcatRows: rows on " << DeviceName(device) << " and " << DeviceName(b.value().device());
+  Tensor y = Tensor::Empty({a.rows() + b.rows(), d}, DType::kFloat32, device);
+  CopyBytes(y.raw(), device, a.value().raw(), device, a.value().nbytes());
+  if (b.rows() > 0) {
+    CopyBytes(static_cast<char*>(y.raw()) + a.value().nbytes(), device, b.value().raw(), device, b.value().nbytes());
+  }
   return ag::MakeResult(y, "ConcatRows", {a, b}, [a = ag::GradRef(a), b = ag::GradRef(b), d](const Tensor& g) {
-    Tensor ga = Tensor::Empty({a.rows(), d});
-    std::memcpy(ga.f32(), g.f32(), ga.nbytes());
-    ag::AccumulateGrad(a, ga, "ConcatRows");
-    if (b.requires_grad() && b.rows() > 0) {
-      Tensor gb = Tensor::Empty({b.rows(), d});
-      std::memcpy(gb.f32(), g.f32() + a.rows() * d, gb.nbytes());
-      ag::AccumulateGrad(b, gb, "ConcatRows");
-    }
+    ag::AccumulateGrad(a, RowBlock(g, 0, a.rows(), d), "ConcatRows");
+    if (b.requires_grad() && b.rows() > 0) ag::AccumulateGrad(b, RowBlock(g, a.rows(), b.rows(), d), "ConcatRows");
   });
 }
 

@@ -67,6 +67,12 @@ struct LayerExchange {
   // Other layers: the HDG with level-1 children relabelled into [owned | ghosts].
   std::shared_ptr<const hdg::Hdg> local_hdg;
   std::vector<PeerExchange> peers;  // every other rank, in rank order
+  // Every peer's list concatenated in rank order, on the run's device (PlaceExchange): the owned
+  // rows the peers fetch (send_rows), my roots receiving partial rows (recv_targets), and the
+  // peers' targets x my owned rows (send_partial, stacked).
+  Tensor send_index, recv_target_index;
+  SparseMatrixPtr send_partials;
+  Device device = Device::kCpu;  // where the layer runs: received rows are placed there
   // Vectors this worker sends per forward pass, by kind.
   int64_t rows_sent = 0, partials_sent = 0;
   // Vectors this worker receives per forward pass: as chosen, and under the alternatives (every
@@ -84,6 +90,10 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
                                                  const Tensor& table_ids, int layer, int epoch,
                                                  ExchangeMode mode);
 
+// Fills the concatenated lists above and places them and the local matrices on `device`; also
+// local_hdg (its level k normalised where normalized[k - 1]) when `place_hdg`. Once per exchange.
+void PlaceExchange(LayerExchange* ex, Device device, bool place_hdg, const std::vector<bool>& normalized);
+
 // The exchange that gives every worker every other worker's rows (`my_ids`: this worker's sorted
 // global ids, `my_keys` their keys, as DistributedExecutor::Rows): each peer sends all its rows,
 // ghosts hold them in rank order. `order` receives, for the union of all ids in ascending order,
@@ -92,6 +102,9 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
 absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_ids,
                                            const Tensor& my_keys, int layer, int epoch,
                                            Tensor* order, Tensor* all_keys);
+
+struct StagedSend;  // exchange.cc
+class PinnedPool;
 
 // Where the exchange ops of one pass record the first communication error (checked by the caller
 // after forward and backward, since autograd closures cannot return a Status).
@@ -106,7 +119,15 @@ struct ExchangeContext {
   // The all-to-alls started and not yet finished, by tag: a Post op (forward) or a Receive op's
   // backward starts one, the matching Receive op or Post op's backward finishes it.
   std::map<uint64_t, std::unique_ptr<Communicator::PendingAllToAllV>> pending;
+  // Device runs: all-to-alls whose bytes are still being copied to the host (on the copy stream),
+  // started in order by FlushSends or the next Receive; pinned host buffers reused across passes.
+  std::vector<std::shared_ptr<StagedSend>> staged;
+  std::shared_ptr<PinnedPool> pinned;
 };
+
+// Starts the all-to-alls of ctx.staged (waiting for their copies). Device runs call it once the
+// work that should overlap the transfers is enqueued; a Receive op calls it first in any case.
+void FlushSends(ExchangeContext& ctx);
 
 // Starts sending rows / partials of `m` (my owned messages [num_owned, d]) to the peers, one
 // planned all-to-all (Communicator::StartAllToAllV) that the matching Receive op finishes. Returns

@@ -45,6 +45,32 @@ std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& a
   return w;
 }
 
+// The peers' lists concatenated in rank order (LayerExchange::send_index and the others).
+void ConcatenatePeers(LayerExchange* ex) {
+  std::vector<int32_t> send, targets;
+  std::vector<int64_t> off = {0};
+  std::vector<int32_t> cols;
+  std::vector<float> values;
+  bool weighted = false;
+  for (const PeerExchange& pe : ex->peers) weighted = weighted || (pe.send_partial && pe.send_partial->csr().val());
+  for (const PeerExchange& pe : ex->peers) {
+    if (pe.send_rows.defined()) send.insert(send.end(), pe.send_rows.i32(), pe.send_rows.i32() + pe.send_rows.numel());
+    if (pe.recv_targets.defined()) {
+      targets.insert(targets.end(), pe.recv_targets.i32(), pe.recv_targets.i32() + pe.recv_targets.numel());
+    }
+    if (pe.send_partial == nullptr) continue;
+    const Csr& c = pe.send_partial->csr();
+    for (int64_t r = 0; r < c.num_rows; ++r) off.push_back(off.back() + c.degree(r));
+    cols.insert(cols.end(), c.col(), c.col() + c.nnz());
+    for (int64_t k = 0; weighted && k < c.nnz(); ++k) values.push_back(c.val() ? c.val()[k] : 1.0f);
+  }
+  ex->send_index = Tensor::FromVector(send);
+  ex->recv_target_index = Tensor::FromVector(targets);
+  ex->send_partials = off.size() > 1 ? std::make_shared<SparseMatrix>(Csr::FromVectors(
+                                           static_cast<int64_t>(off.size()) - 1, ex->num_owned, off, cols, values))
+                                     : nullptr;
+}
+
 }  // namespace
 bool ParseExchangeMode(const std::string& s, ExchangeMode* out) {
   if (s == "auto") *out = ExchangeMode::kAuto;
@@ -282,6 +308,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     }
     ex.local_hdg = std::make_shared<hdg::Hdg>(hdg.schema(), n_owned + n_ghost, roots, std::move(levels));
   }
+  ConcatenatePeers(&ex);
   return ex;
 }
 
@@ -343,7 +370,19 @@ absl::StatusOr<LayerExchange> BuildAllRows(Communicator& comm, const Tensor& my_
     order->i32()[k] = row;
     all_keys->i64()[k] = row < n ? my_keys.i64()[row] : ghost_keys[row - n];
   }
+  ConcatenatePeers(&ex);
   return ex;
+}
+
+void PlaceExchange(LayerExchange* ex, Device device, bool place_hdg, const std::vector<bool>& normalized) {
+  ex->device = device;
+  if (device == Device::kCpu) return;
+  ex->send_index = ex->send_index.To(device);
+  ex->recv_target_index = ex->recv_target_index.To(device);
+  if (ex->send_partials) ex->send_partials = ex->send_partials->OnDevice(device);
+  if (ex->local_owned) ex->local_owned = ex->local_owned->OnDevice(device);
+  if (ex->local_ghost) ex->local_ghost = ex->local_ghost->OnDevice(device);
+  if (place_hdg && ex->local_hdg) ex->local_hdg = std::make_shared<const hdg::Hdg>(ex->local_hdg->OnDevice(device, normalized));
 }
 
 }  // namespace fg::runtime

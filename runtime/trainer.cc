@@ -49,15 +49,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunCon
           absl::StrCat("device: ", resolved.train().device(), " requested but unusable: ",
                        CudaUnavailableReason()));
     }
-    const bool several = dist.comm != nullptr && dist.comm->size() > 1;
-    if (several || resolved.train().batch_size() > 0) {
+    if (resolved.train().batch_size() > 0) {
       return absl::UnimplementedError(absl::StrCat(
-          "device: ", resolved.train().device(), " trains whole-graph in one process; ",
-          several ? "several workers" : "mini-batches (batch_size)", " run on the CPU only (use "
-          "--device cpu)"));
+          "device: ", resolved.train().device(), " trains whole graphs; mini-batches (batch_size) "
+          "run on the CPU only (use --device cpu)"));
     }
-    if (std::string error = UseCudaDevice(CudaDeviceIndex(resolved.train().device()));
-        !error.empty()) {
+    // "cuda" gives worker r GPU r modulo the device count (several workers may share one).
+    const int rank = dist.comm != nullptr ? dist.comm->rank() : 0;
+    const int index = resolved.train().device() == "cuda" ? rank % std::max(1, CudaDeviceCount())
+                                                          : CudaDeviceIndex(resolved.train().device());
+    if (std::string error = UseCudaDevice(index); !error.empty()) {
       return absl::FailedPreconditionError(absl::StrCat("device: ", error));
     }
   }

@@ -3,7 +3,8 @@
 # FlexGraph's Debian libraries, from a bundle made here by scripts/bundle.sh (carried in the
 # ignored folder BUNDLE, default gpu_bundle): unpacks it, records the GPU and the libraries the
 # binaries resolve, runs the CUDA op tests and the CPU op tests, compute-sanitizer (memcheck) on the
-# CUDA op tests, every model on `--device cuda` next to the same run on the CPU, and the benchmark
+# CUDA op tests, every model on `--device cuda` next to the same run on the CPU (one process, and two
+# worker processes sharing the GPU), and the benchmark
 # against PyG and torch.sparse on the same GPU (bench/gpu/run.py, with the system python3's torch
 # and torch_geometric), then kernel time by name (bench/gpu/kernel_profile.py; GPU_PROFILE below).
 # Writes 8 files to $OUT: summary.md (one line per step: status and seconds, then the tables),
@@ -77,12 +78,23 @@ train() {  # NAME DEVICE ARGS...
   step "train $name ($device)" "$out/train.log" "$bin/flexgraph" train --device "$device" --epochs 5 \
     --epoch0_loss --quiet --summary_json "$runs/$name-$device.json" "$@"
 }
+# Two workers on the one GPU (`launch --workers 2`, real processes over gRPC) against the same
+# launch on the CPU.
+launch2() {  # NAME DEVICE ARGS...
+  local name=$1 device=$2
+  shift 2
+  step "launch 2 workers $name ($device)" "$out/train.log" "$bin/flexgraph" launch --workers 2 -- train \
+    --device "$device" --epochs 5 --epoch0_loss --quiet --summary_json "$runs/$name-2w-$device.json" "$@"
+}
 for device in cuda cpu; do
   for m in gcn sage; do
     train "$m-rmat18" "$device" --dataset "rmat:scale=18,edge_factor=16,features=128,classes=8" \
       --model "$m" --hidden 256
   done
   train "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn --hidden 64 --layers 2
+  launch2 "gcn-rmat16" "$device" --dataset "rmat:scale=16,edge_factor=16,features=128,classes=8" \
+    --model gcn --hidden 256
+  launch2 "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn --hidden 64 --layers 2
 done
 # FlexGraph against PyG and plain torch.sparse on this GPU; no run starts after the budget (seconds),
 # so the whole check stays within one 10-minute command.

@@ -21,6 +21,8 @@ bool CudaAvailable();
 std::string CudaUnavailableReason();
 // Makes CUDA device `index` the calling thread's device; returns why not ("" on success).
 std::string UseCudaDevice(int index);
+// The number of usable CUDA devices (0 without any).
+int CudaDeviceCount();
 
 // Device memory of `bytes` (nullptr for 0), from the caching allocator; aborts with the reason when
 // no device is usable or memory is exhausted. Blocks are reused by later allocations on the same
@@ -40,6 +42,16 @@ void DeviceCopy(void* dst, bool dst_on_device, const void* src, bool src_on_devi
 void DeviceCopyAsync(void* dst, bool dst_on_device, const void* src, bool src_on_device,
                      size_t bytes);
 void DeviceStreamSynchronize();
+// A device-to-host copy beside the calling thread's stream: enqueued on a copy stream of the
+// thread, it begins once the thread's stream has reached this point, and StartDeviceToHost returns
+// at once, so kernels enqueued afterwards run while it moves. The host side is complete when
+// FinishDeviceToHost returns (a host wait; idempotent). `dst` should be pinned; the source must
+// stay allocated and unchanged until then.
+struct DeviceTransfer {
+  void* event = nullptr;  // a cudaEvent_t; null once finished
+};
+DeviceTransfer StartDeviceToHost(void* dst, const void* src, size_t bytes);
+void FinishDeviceToHost(DeviceTransfer* transfer);
 // Page-locked host memory (cudaHostAlloc) for DeviceCopyAsync; plain aligned memory without CUDA.
 void* PinnedAlloc(size_t bytes);
 void PinnedFree(void* ptr);

@@ -13,6 +13,7 @@ constexpr char kNoBackend[] =
 bool CudaAvailable() { return false; }
 std::string CudaUnavailableReason() { return kNoBackend; }
 std::string UseCudaDevice(int) { return kNoBackend; }
+int CudaDeviceCount() { return 0; }
 void* DeviceAlloc(size_t) {
   FG_CHECK(false) << kNoBackend;
   return nullptr;
@@ -31,5 +32,10 @@ void* PinnedAlloc(size_t bytes) {
 void PinnedFree(void* ptr) { std::free(ptr); }
 DeviceAllocatorStats GetDeviceAllocatorStats() { return {}; }
 void DeviceReleaseCache() {}
+DeviceTransfer StartDeviceToHost(void*, const void*, size_t) {
+  FG_CHECK(false) << kNoBackend;
+  return {};
+}
+void FinishDeviceToHost(DeviceTransfer*) {}
 
 }  // namespace fg

@@ -122,6 +122,35 @@ TEST(CudaAllocator, StagedCopiesKeepTheirBytesWhenTheSourceIsReused) {
             static_cast<int64_t>(copies.size()));  // every read back waits
 }
 
+// A transfer on the copy stream sees every write enqueued on the thread's stream before it
+// started, even one still running (a large clone ahead of it), and its bytes are complete once
+// finished; several may be in flight at once.
+TEST(CudaTransfers, DeviceToHostCopiesFollowEarlierWorkAndCompleteWhenFinished) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  const int64_t n = int64_t{4} << 20;
+  std::vector<int32_t> values(n);
+  for (int64_t k = 0; k < n; ++k) values[k] = static_cast<int32_t>(k * 7 + 3);
+  const Tensor device = Tensor::FromVector(values).To(Device::kCuda);
+  std::vector<Tensor> sources;
+  std::vector<DeviceTransfer> transfers;
+  std::vector<int32_t*> pinned;
+  for (int i = 0; i < 3; ++i) {
+    Tensor big = Tensor::Zeros({int64_t{32} << 20}, DType::kInt32, Device::kCuda).Clone();  // keeps the stream busy
+    sources.push_back(device.Clone());  // written on the stream, after that clone
+    pinned.push_back(static_cast<int32_t*>(PinnedAlloc(n * sizeof(int32_t))));
+    transfers.push_back(StartDeviceToHost(pinned.back(), sources.back().raw(), n * sizeof(int32_t)));
+  }
+  const int64_t syncs = GetDeviceAllocatorStats().host_syncs;
+  for (int i = 0; i < 3; ++i) {
+    FinishDeviceToHost(&transfers[i]);
+    FinishDeviceToHost(&transfers[i]);  // idempotent
+    EXPECT_EQ(transfers[i].event, nullptr);
+    EXPECT_TRUE(std::equal(values.begin(), values.end(), pinned[i])) << "transfer " << i;
+    PinnedFree(pinned[i]);
+  }
+  EXPECT_EQ(GetDeviceAllocatorStats().host_syncs - syncs, 3);
+}
+
 #if defined(FLEXGRAPH_HAVE_CUDA)
 // Whether this process maps a file whose path contains `name`.
 bool Mapped(const std::string& name) {

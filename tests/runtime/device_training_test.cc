@@ -1,8 +1,8 @@
 // Whole-graph training on a CUDA device against the same run on the CPU: every model's losses
 // agree within 1e-4 relative over 5 epochs (dropout masks and walks are counter-based, so both
 // devices draw the same ones), the GPU run reports its peak device memory, and its training steps
-// wait for the device only to read the loss back. Skips where no GPU
-// is usable. Data: $FLEXGRAPH_DATA when set (a relocated bundle), else ../shared/data.
+// wait for the device only to read the loss back; two workers sharing one GPU (in-process
+// communicator) equal the single-process CPU run too. Skips where no GPU is usable. Data: $FLEXGRAPH_DATA when set (a relocated bundle), else ../shared/data.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 
 #include "flexgraph/tensor/device_alloc.h"
 #include "runtime/trainer.h"
+#include "tests/runtime/in_process_workers.h"
 
 namespace fg::runtime {
 namespace {
@@ -31,7 +32,7 @@ class DeviceTraining : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   }
-  static TrainResult Train(const Case& c, const std::string& device) {
+  static flexgraph::RunConfig Config(const Case& c, const std::string& device) {
     flexgraph::RunConfig config;
     config.mutable_model()->set_name(c.model);
     config.mutable_dataset()->set_path(DataDir(c.dataset));
@@ -41,9 +42,16 @@ class DeviceTraining : public ::testing::TestWithParam<Case> {
     config.mutable_train()->set_device(device);
     auto resolved = ResolveConfig(config);
     EXPECT_TRUE(resolved.ok()) << resolved.status();
-    auto trainer = Trainer::Create(*resolved);
+    return resolved.ok() ? *resolved : config;
+  }
+  static TrainResult Train(const Case& c, const std::string& device, int64_t* num_vertices = nullptr) {
+    auto trainer = Trainer::Create(Config(c, device));
     EXPECT_TRUE(trainer.ok()) << trainer.status();
     if (!trainer.ok()) return {};
+    if (num_vertices != nullptr) {
+      *num_vertices = 0;
+      for (int64_t n : (*trainer)->dataset().graph.num_nodes) *num_vertices += n;
+    }
     auto r = (*trainer)->Run();
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : TrainResult{};
@@ -68,6 +76,28 @@ TEST_P(DeviceTraining, LossesEqualTheCpuRun) {
     EXPECT_LE(gpu.epoch_host_syncs[e], 3) << "epoch " << e + 1;
   }
   EXPECT_EQ(cpu.epoch_host_syncs, std::vector<double>(5, 0.0));
+}
+
+// Two workers sharing the one GPU, each exchanging through pinned host buffers, train as the
+// single-process CPU run does: row fetch and partial aggregation where the model allows it.
+TEST_P(DeviceTraining, TwoWorkersOnOneGpuEqualTheCpuRun) {
+  int64_t vertices = 0;
+  const TrainResult cpu = Train(GetParam(), "cpu", &vertices);
+  ASSERT_EQ(cpu.losses.size(), 5u);
+  for (ExchangeMode mode : {ExchangeMode::kAuto, ExchangeMode::kRowFetch}) {
+    const std::vector<TrainResult> gpu = testing::RunWorkers(Config(GetParam(), "cuda"), 2, mode, vertices);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(gpu[r].losses.size(), 5u) << "worker " << r;
+      EXPECT_EQ(gpu[r].world_size, 2);
+      for (size_t e = 0; e < cpu.losses.size(); ++e) {
+        EXPECT_NEAR(gpu[r].losses[e], cpu.losses[e], 1e-4 * std::fabs(cpu.losses[e]))
+            << "worker " << r << " epoch " << e + 1 << " mode " << static_cast<int>(mode);
+      }
+      EXPECT_NEAR(gpu[r].test_accuracy, cpu.test_accuracy, 0.01) << "worker " << r;
+      EXPECT_GT(gpu[r].peak_device_bytes, 0);
+      EXPECT_GT(gpu[r].bytes_features + gpu[r].bytes_partials, 0) << "worker " << r;
+    }
+  }
 }
 
 // What a GPU does not run yet is refused by name, not run on the CPU instead.

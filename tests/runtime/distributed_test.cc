@@ -8,6 +8,7 @@
 
 #include "runtime/communicator.h"
 #include "runtime/trainer.h"
+#include "tests/runtime/in_process_workers.h"
 
 namespace fg::runtime {
 namespace {
@@ -25,31 +26,7 @@ flexgraph::RunConfig Options(const std::string& model, int epochs,
   return config;
 }
 
-// Contiguous blocks of vertex ids with a stride, so every worker has boundary vertices.
-std::vector<int32_t> Owners(int64_t n, int parts) {
-  std::vector<int32_t> owners(n);
-  for (int64_t v = 0; v < n; ++v) owners[v] = static_cast<int32_t>((v / 7) % parts);
-  return owners;
-}
-
-std::vector<TrainResult> RunWorkers(const flexgraph::RunConfig& o, int parts, ExchangeMode mode,
-                                   int64_t num_vertices) {
-  auto group = MakeInProcessGroup(parts);
-  std::vector<TrainResult> results(parts);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < parts; ++r) {
-    threads.emplace_back([&, r] {
-      DistributedSetup setup{group[r].get(), Owners(num_vertices, parts), mode};
-      auto t = Trainer::Create(o, setup);
-      ASSERT_TRUE(t.ok()) << t.status();
-      auto res = (*t)->Run();
-      ASSERT_TRUE(res.ok()) << res.status();
-      results[r] = *res;
-    });
-  }
-  for (auto& t : threads) t.join();
-  return results;
-}
+using fg::testing::RunWorkers;
 
 void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
                                 std::vector<int> parts_list, flexgraph::RunConfig o) {

@@ -228,6 +228,24 @@ cudaMemcpyKind Kind(bool dst_on_device, bool src_on_device) {
   return src_on_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
 }
 
+// The calling thread's copy stream (device-to-host transfers beside its compute stream).
+class CopyStream {
+ public:
+  ~CopyStream() {
+    if (stream_ != nullptr) {
+      (void)cudaStreamSynchronize(stream_);
+      (void)cudaStreamDestroy(stream_);
+    }
+  }
+  cudaStream_t get() {
+    if (stream_ == nullptr) FG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    return stream_;
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 }  // namespace
 
 bool CudaAvailable() { return GetProbe().available; }
@@ -247,6 +265,12 @@ std::string UseCudaDevice(int index) {
                         cudaGetErrorString(err), ")");
   }
   return "";
+}
+
+int CudaDeviceCount() {
+  int count = 0;
+  if (CudaAvailable()) (void)cudaGetDeviceCount(&count);
+  return count;
 }
 
 void* DeviceAlloc(size_t bytes) {
@@ -315,6 +339,27 @@ void PinnedFree(void* ptr) {
   } else {
     std::free(ptr);
   }
+}
+
+DeviceTransfer StartDeviceToHost(void* dst, const void* src, size_t bytes) {
+  RequireCuda("StartDeviceToHost");
+  thread_local CopyStream copy;
+  cudaEvent_t event = nullptr;
+  FG_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  FG_CUDA_CHECK(cudaEventRecord(event, CurrentStream()));  // the source is written up to here
+  FG_CUDA_CHECK(cudaStreamWaitEvent(copy.get(), event, 0));
+  if (bytes > 0) FG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, copy.get()));
+  FG_CUDA_CHECK(cudaEventRecord(event, copy.get()));  // the wait above took the earlier record
+  return {event};
+}
+
+void FinishDeviceToHost(DeviceTransfer* transfer) {
+  if (transfer->event == nullptr) return;
+  const auto event = static_cast<cudaEvent_t>(transfer->event);
+  transfer->event = nullptr;
+  host_syncs.fetch_add(1, std::memory_order_relaxed);
+  FG_CUDA_CHECK(cudaEventSynchronize(event));
+  FG_CUDA_CHECK(cudaEventDestroy(event));
 }
 
 DeviceAllocatorStats GetDeviceAllocatorStats() {
