@@ -56,20 +56,52 @@ ag::Var LayerContext::MeanOverRoots(const ag::Var& x) const {
   return ag::Scale(across(ag::SumRows(x)), total > 0 ? 1.0f / total : 0.0f);
 }
 
+namespace {
+bool SameIds(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined() || a.raw() == b.raw()) return true;
+  return a.numel() == b.numel() && a.dtype() == b.dtype() && a.device() == Device::kCpu &&
+         b.device() == Device::kCpu && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+}  // namespace
+
+bool LayerContext::HasDropped(const ag::Var& x, float p, int site, const Tensor& row_ids) const {
+  if (!dropped_.empty() && dropped_.front().layer != layer) return false;
+  const uint64_t s = DropoutSeed(site);
+  for (const Dropped& d : dropped_) {
+    if (d.seed == s && d.p == p && d.x.value().raw() == x.value().raw() &&
+        d.x.value().shape() == x.value().shape() && SameIds(d.ids, row_ids)) {
+      return true;
+    }
+  }
+  // The roots' rows of an input already dropped (as Dropout finds them).
+  if (roots_of_.layer != layer || roots_of_.roots.node() != x.node() || !row_ids.defined() ||
+      row_ids.raw() != root_global_ids.raw()) {
+    return false;
+  }
+  for (const Dropped& d : dropped_) {
+    if (d.seed == s && d.p == p && d.x.node() == roots_of_.input.node() && d.ids.defined() &&
+        d.ids.raw() == table_global_ids.raw()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Tensor LayerContext::PlacedIds(const Tensor& row_ids, Device device) const {
+  for (const auto& [host, placed] : placed_ids) {
+    if (row_ids.defined() && row_ids.raw() == host.raw() && placed.device() == device) return placed;
+  }
+  return row_ids;
+}
+
 ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor& row_ids) const {
   if (!training || p <= 0.0f) return x;
   if (!dropped_.empty() && dropped_.front().layer != layer) dropped_.clear();
   const uint64_t s = DropoutSeed(site);
-  auto same_ids = [&](const Tensor& a) {
-    if (a.defined() != row_ids.defined()) return false;
-    if (!a.defined() || a.raw() == row_ids.raw()) return true;
-    return a.numel() == row_ids.numel() && a.dtype() == row_ids.dtype() &&
-           a.device() == Device::kCpu && row_ids.device() == Device::kCpu &&
-           std::memcmp(a.raw(), row_ids.raw(), a.nbytes()) == 0;
-  };
   for (const Dropped& d : dropped_) {
     if (d.seed == s && d.p == p && d.x.value().raw() == x.value().raw() &&
-        d.x.value().shape() == x.value().shape() && same_ids(d.ids)) {
+        d.x.value().shape() == x.value().shape() && SameIds(d.ids, row_ids)) {
       return d.out;
     }
   }
@@ -83,12 +115,7 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
       }
     }
   }
-  Tensor ids = row_ids;
-  for (const auto& [host, placed] : placed_ids) {
-    if (ids.defined() && ids.raw() == host.raw() && placed.device() == x.value().device())
-      ids = placed;
-  }
-  ag::Var out = ag::Dropout(x, p, s, training, ids);
+  ag::Var out = ag::Dropout(x, p, s, training, PlacedIds(row_ids, x.value().device()));
   dropped_.push_back({layer, s, p, x, out, row_ids});
   return out;
 }

@@ -131,6 +131,10 @@ class LayerContext {
   // input as messages and again as its roots' own rows) gets the first result back: one mask,
   // one node for backward.
   ag::Var Dropout(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
+  // Whether Dropout(x, p, site, row_ids) would return a result already drawn in this pass.
+  bool HasDropped(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
+  // `row_ids` on `device`: its placed copy (placed_ids) when there is one.
+  Tensor PlacedIds(const Tensor& row_ids, Device device) const;
   // Records that `roots` are the rows `index` of `input` (the executor's gather of the layer's
   // roots): dropping the roots by root_global_ids, once the input has been dropped by
   // table_global_ids with the same site, gathers those rows of the dropped input (the masks key on

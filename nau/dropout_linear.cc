@@ -26,6 +26,13 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
     const int64_t in = weight.value().dim(0);
     FG_CHECK(x.row_width() == in) << "DropoutMatMul: input " << x.value().ShapeString()
                                   << " for weight " << weight.value().ShapeString();
+    if (ctx.training && p > 0.0f && x.requires_grad() && x.value().rank() == 2 &&
+        !ctx.HasDropped(x, p, site, row_ids)) {
+      // A trained activation: its dropped copy is drawn again in backward rather than kept.
+      ag::Var y = ag::DropoutMatMul(x, weight, p, ctx.DropoutSeed(site), ctx.PlacedIds(row_ids, x.value().device()),
+                                    plus ? plus_x : ag::Var(), plus ? plus_w : ag::Var());
+      return bias.defined() ? ag::AddBias(y, bias) : y;
+    }
     ag::Var d = ctx.Dropout(x, p, site, row_ids);
     if (d.value().rank() != 2) d = ag::Reshape(d, {d.rows(), in});
     ag::Var y = plus ? ag::MatMulSum(d, weight, plus_x, plus_w) : ag::MatMul(d, weight);

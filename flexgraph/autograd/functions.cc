@@ -63,6 +63,35 @@ Var MatMulSum(const Var& a1, const Var& b1, const Var& a2, const Var& b2) {
   });
 }
 
+Var DropoutMatMul(const Var& x, const Var& w, float p, uint64_t seed, const Tensor& row_ids,
+                  const Var& x2, const Var& w2) {
+  const bool plus = x2.defined() && w2.defined();
+  Tensor y;
+  {
+    const Tensor d = ops::Dropout(x.value(), p, seed, row_ids);  // released here: backward redraws it
+    y = ops::Matmul(d, w.value());
+  }
+  if (plus) ops::MatmulInto(x2.value(), w2.value(), false, false, 1.0f, 1.0f, &y);
+  auto keep = [](const Var& v, const Var& other) { return other.requires_grad() ? v.value() : Tensor(); };
+  Tensor xv = keep(x, w), wv = keep(w, x), x2v = plus ? keep(x2, w2) : Tensor(), w2v = plus ? keep(w2, x2) : Tensor();
+  std::vector<Var> inputs = {x, w};
+  if (plus) inputs.insert(inputs.end(), {x2, w2});
+  return MakeResult(y, "DropoutMatMul", inputs,
+                    [x = GradRef(x), w = GradRef(w), x2 = GradRef(x2), w2 = GradRef(w2), xv, wv, x2v, w2v, p,
+                     seed, row_ids, plus](const Tensor& g) {
+    if (w.requires_grad()) {
+      AccumulateGrad(w, ops::Matmul(ops::Dropout(xv, p, seed, row_ids), g, true, false), "DropoutMatMul");
+    }
+    if (x.requires_grad()) {
+      Tensor gx = ops::Matmul(g, wv, false, true);
+      ops::DropoutInPlace(&gx, p, seed, row_ids);
+      AccumulateGrad(x, gx, "DropoutMatMul");
+    }
+    if (plus && x2.requires_grad()) AccumulateGrad(x2, ops::Matmul(g, w2v, false, true), "DropoutMatMul");
+    if (plus && w2.requires_grad()) AccumulateGrad(w2, ops::Matmul(x2v, g, true, false), "DropoutMatMul");
+  });
+}
+
 Var BatchedMatMul(const Var& a, const Var& b, bool ta, bool tb) {
   Tensor y = ops::BatchedMatmul(a.value(), b.value(), ta, tb);
   Tensor av = b.requires_grad() ? a.value() : Tensor(), bv = a.requires_grad() ? b.value() : Tensor();
@@ -111,12 +140,28 @@ Var AddBias(const Var& x, const Var& bias) {
   });
 }
 
+namespace {
+// Backward helpers that write over the incoming gradient when nothing else holds it (the node's
+// gradient, released once its closure returns): a pass then holds one such buffer, not two.
+Tensor ReluGradient(const Tensor& y, const Tensor& g, Tensor* gb) {
+  if (!g.sole_owner()) return ops::BiasReluBackward(y, g, gb);
+  Tensor gx = g;
+  ops::BiasReluBackwardInPlace(y, &gx, gb);
+  return gx;
+}
+Tensor Dropped(const Tensor& g, float p, uint64_t seed, const Tensor& row_ids) {
+  if (!g.sole_owner()) return ops::Dropout(g, p, seed, row_ids);
+  Tensor gx = g;
+  ops::DropoutInPlace(&gx, p, seed, row_ids);
+  return gx;
+}
+}  // namespace
+
 Var BiasRelu(const Var& x, const Var& bias) {
   Tensor y = ops::BiasRelu(x.value(), bias.value());
   return MakeResult(y, "BiasRelu", {x, bias}, [x = GradRef(x), bias = GradRef(bias), y](const Tensor& g) {
     Tensor gb;
-    Tensor gx = ops::BiasReluBackward(y, g, &gb);
-    AccumulateGrad(x, gx, "BiasRelu");
+    AccumulateGrad(x, ReluGradient(y, g, &gb), "BiasRelu");
     AccumulateGrad(bias, gb, "BiasRelu");
   });
 }
@@ -129,7 +174,7 @@ Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias) {
   return MakeResult(y, "LinearBiasRelu", {x, weight, bias},
                     [x = GradRef(x), weight = GradRef(weight), bias = GradRef(bias), xv, wv, y](const Tensor& g) {
     Tensor gb;
-    const Tensor gz = ops::BiasReluBackward(y, g, &gb);
+    const Tensor gz = ReluGradient(y, g, &gb);
     AccumulateGrad(bias, gb, "LinearBiasRelu");
     if (x.requires_grad()) AccumulateGrad(x, ops::Matmul(gz, wv, false, true), "LinearBiasRelu");
     if (weight.requires_grad()) AccumulateGrad(weight, ops::Matmul(xv, gz, true, false), "LinearBiasRelu");
@@ -220,7 +265,7 @@ Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& r
   // The mask is a function of (seed, row id, column): backward regenerates it instead of storing it.
   Tensor y = ops::Dropout(x.value(), p, seed, row_ids);
   Var out = MakeResult(y, "Dropout", {x}, [x = GradRef(x), p, seed, row_ids](const Tensor& g) {
-    AccumulateGrad(x, ops::Dropout(g, p, seed, row_ids), "Dropout");
+    AccumulateGrad(x, Dropped(g, p, seed, row_ids), "Dropout");
   });
   memo.x = x.node();
   memo.y = out.node();

@@ -18,6 +18,11 @@ Var MatMul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 // a1 b1 + a2 b2 ([m, k1] x [k1, n] + [m, k2] x [k2, n]): the second product accumulates into the
 // first's output (no sum pass, no third buffer).
 Var MatMulSum(const Var& a1, const Var& b1, const Var& a2, const Var& b2);
+// Dropout(x, p, seed, row_ids) w (+ x2 w2 when both are defined), x [n, k]: the dropped x is never
+// kept (backward draws it again from the counter-based mask), so a pass holds x alone, which the
+// op producing x usually holds anyway.
+Var DropoutMatMul(const Var& x, const Var& w, float p, uint64_t seed, const Tensor& row_ids,
+                  const Var& x2 = Var(), const Var& w2 = Var());
 // [B, m, k] @ [B, k, n].
 Var BatchedMatMul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
 // a + b, same shape.

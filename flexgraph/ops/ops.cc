@@ -127,6 +127,15 @@ Tensor BiasReluBackward(const Tensor& y, const Tensor& gy, Tensor* gbias) {
   return gx;
 }
 
+void BiasReluBackwardInPlace(const Tensor& y, Tensor* gy, Tensor* gbias) {
+  CheckSameNumel(y, *gy, "BiasReluBackward");
+  const int64_t cols = y.rank() >= 1 ? y.dim(-1) : 1;
+  *gbias = Tensor::Empty({cols}, DType::kFloat32, y.device());
+  // Element-wise: each gradient entry is read before its own place is written.
+  FG_DISPATCH(y.device(), BiasReluBackward, y.f32(), gy->f32(), cols > 0 ? y.numel() / cols : 0, cols,
+              gy->f32(), gbias->f32());
+}
+
 void AddInPlace(Tensor* a, const Tensor& b, float alpha) {
   CheckSameNumel(*a, b, "AddInPlace");
   FG_DISPATCH(a->device(), AddScaled, a->f32(), b.f32(), alpha, a->f32(), a->numel(), 0);
@@ -318,33 +327,42 @@ Csr SparseDropout(const Csr& x, float p, uint64_t seed, const Tensor& row_ids) {
 
 
 namespace {
-// y = x * mask (x undefined: y = mask) on `device`.
-Tensor ApplyDropout(const Tensor* x, int64_t rows, int64_t cols, float p, uint64_t seed,
-                    const Tensor& row_ids, Device device, const char* op) {
+// *y = x * mask (x undefined: y = mask) on `device`; a new tensor when *y is undefined, else
+// written over it (x may be *y: the kernels are element-wise).
+void ApplyDropout(const Tensor* x, int64_t rows, int64_t cols, float p, uint64_t seed,
+                  const Tensor& row_ids, Device device, const char* op, Tensor* y) {
   FG_CHECK(p >= 0.0f && p < 1.0f) << op << ": p must be in [0, 1), got " << p;
-  Tensor y = Tensor::Empty(x != nullptr ? x->shape() : Shape{rows, cols}, DType::kFloat32, device);
+  if (!y->defined()) *y = Tensor::Empty(x != nullptr ? x->shape() : Shape{rows, cols}, DType::kFloat32, device);
   const int64_t* ids = nullptr;
   Tensor placed_ids;
   if (row_ids.defined()) {
     FG_CHECK(row_ids.dtype() == DType::kInt64 && row_ids.numel() == rows)
         << op << ": row ids must be int64 [" << rows << "]";
-    placed_ids = Placed(row_ids, y, op, "row_ids");
+    placed_ids = Placed(row_ids, *y, op, "row_ids");
     ids = placed_ids.i64();
   }
   FG_DISPATCH(device, Dropout, seed, ids, rows, cols, p, x != nullptr ? x->f32() : nullptr,
-              y.f32());
-  return y;
+              y->f32());
 }
 }  // namespace
 
 Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed, const Tensor& row_ids,
                    Device device) {
-  return ApplyDropout(nullptr, rows, cols, p, seed, row_ids, device, "DropoutMask");
+  Tensor y;
+  ApplyDropout(nullptr, rows, cols, p, seed, row_ids, device, "DropoutMask", &y);
+  return y;
 }
 
 Tensor Dropout(const Tensor& x, float p, uint64_t seed, const Tensor& row_ids) {
   CheckFloat(x, "Dropout", "x");
-  return ApplyDropout(&x, x.rows(), x.row_width(), p, seed, row_ids, x.device(), "Dropout");
+  Tensor y;
+  ApplyDropout(&x, x.rows(), x.row_width(), p, seed, row_ids, x.device(), "Dropout", &y);
+  return y;
+}
+
+void DropoutInPlace(Tensor* x, float p, uint64_t seed, const Tensor& row_ids) {
+  CheckFloat(*x, "Dropout", "x");
+  ApplyDropout(x, x->rows(), x->row_width(), p, seed, row_ids, x->device(), "Dropout", x);
 }
 
 }  // namespace fg::ops

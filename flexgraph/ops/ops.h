@@ -38,6 +38,8 @@ Tensor Add(const Tensor& a, const Tensor& b, float alpha = 1.0f);
 Tensor BiasRelu(const Tensor& x, const Tensor& bias);
 // From y = BiasRelu(x, bias) and gy = dL/dy: dL/dx, and dL/dbias into *gbias, in one pass.
 Tensor BiasReluBackward(const Tensor& y, const Tensor& gy, Tensor* gbias);
+// The same, dL/dx written over *gy.
+void BiasReluBackwardInPlace(const Tensor& y, Tensor* gy, Tensor* gbias);
 // *a += alpha * b (same numel).
 void AddInPlace(Tensor* a, const Tensor& b, float alpha = 1.0f);
 Tensor Mul(const Tensor& a, const Tensor& b);
@@ -117,5 +119,7 @@ Tensor DropoutMask(int64_t rows, int64_t cols, float p, uint64_t seed,
 // x * DropoutMask(x.rows(), x.row_width(), p, seed, row_ids, x.device()) without storing the mask;
 // exactly equal to that product. Applied to a gradient it is the backward pass.
 Tensor Dropout(const Tensor& x, float p, uint64_t seed, const Tensor& row_ids = Tensor());
+// The same, written over *x.
+void DropoutInPlace(Tensor* x, float p, uint64_t seed, const Tensor& row_ids = Tensor());
 
 }  // namespace fg::ops

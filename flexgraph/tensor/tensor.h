@@ -101,6 +101,9 @@ class Tensor {
   }
 
   bool defined() const { return storage_ != nullptr; }
+  // True when no other tensor shares this storage: its holder may write over it (autograd reuses
+  // a gradient nobody else holds as the next gradient's buffer).
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
   const Shape& shape() const { return shape_; }

@@ -55,6 +55,63 @@ TEST(MatMulSum, EqualsTheSumOfProductsWithItsGradients) {
       [](const std::vector<Var>& v) { return ag::MatMulSum(v[0], v[1], v[2], v[3]); }, {a1, b1, a2, b2});
 }
 
+// Dropout(x) w + x2 w2 in one op: the values and gradients of the two-op form, finite
+// differences, and no dropped copy of x held between forward and backward.
+TEST(DropoutMatMul, EqualsDropoutThenProductsWithItsGradientsAndKeepsNoDroppedCopy) {
+  Tensor x = RandomTensor({37, 70}, 1), w = RandomTensor({70, 5}, 2);
+  Tensor x2 = RandomTensor({37, 6}, 3), w2 = RandomTensor({6, 5}, 4);
+  const Tensor ids = Tensor::FromVector(std::vector<int64_t>(37, 9));  // every row keyed alike
+  for (const Tensor& row_ids : {Tensor(), ids}) {
+    Var xv(x, true), wv(w, true), x2v(x2, true), w2v(w2, true);
+    Var fused = ag::DropoutMatMul(xv, wv, 0.4f, 77, row_ids, x2v, w2v);
+    Var ex(x, true), ew(w, true), ex2(x2, true), ew2(w2, true);
+    Var two = ag::MatMulSum(ag::Dropout(ex, 0.4f, 77, true, row_ids), ew, ex2, ew2);
+    for (int64_t i = 0; i < two.value().numel(); ++i) {
+      ASSERT_NEAR(fused.value().f32()[i], two.value().f32()[i], 1e-5) << i;
+    }
+    ag::Sum(fused).Backward();
+    ag::Sum(two).Backward();
+    for (auto [a, b] : {std::pair{xv, ex}, {wv, ew}, {x2v, ex2}, {w2v, ew2}}) {
+      for (int64_t i = 0; i < a.grad().numel(); ++i) ASSERT_NEAR(a.grad().f32()[i], b.grad().f32()[i], 1e-4) << i;
+    }
+  }
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::DropoutMatMul(v[0], v[1], 0.3f, 5, Tensor(), v[2], v[3]); },
+      {x, w, x2, w2});
+  // Between forward and backward the op holds x, w and its output only.
+  Tensor big = RandomTensor({4096, 256}, 5);
+  Var bx(big, true), bw(RandomTensor({256, 8}, 6), true);
+  const size_t before = GetCpuAllocatorStats().bytes_in_use;
+  Var y = ag::DropoutMatMul(bx, bw, 0.5f, 3, Tensor());
+  EXPECT_LT(GetCpuAllocatorStats().bytes_in_use - before, big.nbytes() / 4);
+  ag::Sum(y).Backward();
+  EXPECT_EQ(bx.grad().rows(), 4096);
+}
+
+// Backward writes over a gradient only when nothing else holds it: a caller's seed is unchanged.
+TEST(InPlaceBackward, LeavesAGradientHeldElsewhereUnchanged) {
+  Tensor x = RandomTensor({9, 33}, 1), b = RandomTensor({33}, 2);
+  const Tensor seed = RandomTensor({9, 33}, 3);
+  const std::vector<float> kept = seed.ToVector<float>();
+  Var xv(x, true), bv(b, true);
+  ag::BiasRelu(xv, bv).Backward(seed);
+  EXPECT_EQ(seed.ToVector<float>(), kept);
+  Var dx(x, true);
+  ag::Dropout(dx, 0.5f, 11, true).Backward(seed);
+  EXPECT_EQ(seed.ToVector<float>(), kept);
+  // A gradient made by the next op (Scale) is the node's own: written over. Pre-activations at
+  // least 0.1 from the kink, beyond the finite differences' step.
+  Tensor away = x.Clone();
+  for (int64_t i = 0; i < away.numel(); ++i) {
+    const float v = away.f32()[i] + b.f32()[i % 33];
+    away.f32()[i] += (v >= 0 ? 0.1f : -0.1f);
+  }
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Scale(ag::BiasRelu(v[0], v[1]), 3.0f); },
+                       {away, b});
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Scale(ag::Dropout(v[0], 0.3f, 4, true), 3.0f); },
+                       {x});
+}
+
 TEST(BatchedMatmul, GradientsAndValues) {
   Tensor a = RandomTensor({2, 3, 4}, 1), b = RandomTensor({2, 4, 2}, 2);
   Tensor c = ops::BatchedMatmul(a, b);
