@@ -66,7 +66,7 @@ bool SameIds(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 bool LayerContext::HasDropped(const ag::Var& x, float p, int site, const Tensor& row_ids) const {
-  if (!dropped_.empty() && dropped_.front().layer != layer) return false;
+  if (!dropped_.empty() && dropped_.front().layer != layer) dropped_.clear();  // not held on
   const uint64_t s = DropoutSeed(site);
   for (const Dropped& d : dropped_) {
     if (d.seed == s && d.p == p && d.x.value().raw() == x.value().raw() &&

@@ -68,6 +68,16 @@ Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
   return out;
 }
 
+namespace {
+// Makes n.grad a tensor n alone may write: kept when no other tensor holds its storage any more
+// (the op that made it has let go), copied otherwise.
+void TakeOwnership(Node& n) {
+  if (n.grad_owned) return;
+  if (!n.grad.sole_owner()) n.grad = n.grad.Clone();
+  n.grad_owned = true;
+}
+}  // namespace
+
 void AccumulateGrad(const Var& v, const Tensor& g, const char* op) {
   AccumulateGrad(GradRef(v), g, op);
 }
@@ -84,10 +94,7 @@ void AccumulateGrad(const GradRef& v, const Tensor& g, const char* op) {
     n.grad = g.shape() == n.shape ? g : g.Reshape(n.shape);
     n.grad_owned = false;
   } else {
-    if (!n.grad_owned) {
-      n.grad = n.grad.Clone();
-      n.grad_owned = true;
-    }
+    TakeOwnership(n);
     ops::AddInPlace(&n.grad, g);
   }
 }
@@ -131,10 +138,7 @@ void Var::Backward(const Tensor& seed) const {
   // Leaves keep their gradients, as tensors of their own (callers such as all-reduce write into
   // them).
   for (const auto& n : order) {
-    if (n->grad.defined() && !n->grad_owned) {
-      n->grad = n->grad.Clone();
-      n->grad_owned = true;
-    }
+    if (n->grad.defined()) TakeOwnership(*n);
   }
 }
 
@@ -144,9 +148,8 @@ void AccumulateGradRows(const GradRef& v, const Tensor& idx, const Tensor& g, co
   if (!n.grad.defined()) {
     n.grad = Tensor::Zeros(n.shape, DType::kFloat32, g.device());
     n.grad_owned = true;
-  } else if (!n.grad_owned) {
-    n.grad = n.grad.Clone();
-    n.grad_owned = true;
+  } else {
+    TakeOwnership(n);
   }
   FG_CHECK(g.row_width() == v.row_width()) << op << ": gradient rows " << g.ShapeString()
                                            << " for input " << ShapeToString(n.shape);
@@ -158,9 +161,8 @@ Tensor& Var::OwnedGrad() const {
   if (!n.grad.defined()) {
     n.grad = Tensor::Zeros(n.shape, DType::kFloat32, n.value.device());
     n.grad_owned = true;
-  } else if (!n.grad_owned) {
-    n.grad = n.grad.Clone();
-    n.grad_owned = true;
+  } else {
+    TakeOwnership(n);
   }
   return n.grad;
 }
