@@ -33,6 +33,7 @@ constexpr char kBaseDefaults[] = R"pb(
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8 eval_every: 1
+    device_memory_gib: 0
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
@@ -178,6 +179,9 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
                  !(absl::StartsWith(t.device(), "cuda:") &&
                    absl::SimpleAtoi(t.device().substr(5), &index) && index >= 0)) {
     return bad("device", absl::StrCat("unknown device '", t.device(), "' (cpu, cuda or cuda:N)"));
+  }
+  if (!(t.device_memory_gib() >= 0)) {
+    return bad("device_memory_gib", absl::StrCat("must be 0 or more, got ", t.device_memory_gib()));
   }
   nau::Strategy s;
   if (!t.exec().empty() && !nau::ParseStrategy(t.exec(), &s)) {

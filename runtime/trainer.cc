@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunCon
     if (std::string error = UseCudaDevice(index); !error.empty()) {
       return absl::FailedPreconditionError(absl::StrCat("device: ", error));
     }
+    SetDeviceMemoryLimit(static_cast<size_t>(resolved.train().device_memory_gib() * 1073741824.0));
   }
   std::unique_ptr<Trainer> t(new Trainer(std::move(resolved), std::move(dist)));
   FG_RETURN_IF_ERROR(t->Init());

@@ -15,6 +15,7 @@
 #   scripts/gpu_check.sh gpu_bundle    # there (the device tool, with carry: ["gpu_bundle"])
 #   GPU_BENCH_BUDGET_S=120 GPU_BENCH_ARGS="--workloads cora,rmat20" GPU_PROFILE=magnn \
 #     scripts/gpu_check.sh gpu_bundle
+#   GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" scripts/gpu_check.sh gpu_bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-gpu_bundle}
@@ -125,6 +126,13 @@ case "${GPU_PROFILE:-gcn}" in
       --device cuda --quiet
     ;;
 esac
+# The largest RMAT scale each system trains (bench/gpu/largest.py), when GPU_LARGEST gives its
+# arguments, e.g. GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" (both systems capped
+# alike, as a smaller GPU); its table joins summary.md.
+if [ -n "${GPU_LARGEST:-}" ]; then
+  step "largest RMAT scale" "$out/train.log" python3 bench/gpu/largest.py --device cuda --flexgraph "$bin/flexgraph" \
+    --work_dir "$root/largest" --out "$root/largest" --threads "$OMP_NUM_THREADS" ${GPU_LARGEST}
+fi
 python3 - "$runs" >> "$summary" << 'PY' || status=1
 import glob, json, os, sys
 runs = sys.argv[1]
@@ -143,5 +151,6 @@ print("\n".join(rows) if rows else "| (no run trained on both devices) | | | |")
 PY
 [ -f "$out/gpu_bench.md" ] && { echo; cat "$out/gpu_bench.md"; } >> "$summary"
 [ -f "$out/profile.md" ] && { echo; cat "$out/profile.md"; } >> "$summary"
+[ -f "$root/largest/largest.md" ] && { echo; cat "$root/largest/largest.md"; } >> "$summary"
 rm -rf "$root"
 exit $status

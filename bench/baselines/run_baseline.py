@@ -41,6 +41,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0, help="dropout RNG; weights when weights/ is absent")
     p.add_argument("--out", default=None, help="result JSON path")
     p.add_argument("--weights", default=None, help="initial weights directory (default: DATA/weights)")
+    p.add_argument("--memory_gib", type=float, default=0,
+                   help="cap on this process's CUDA memory in GiB, as a smaller GPU (0: the whole device)")
     p.add_argument("--model_selection", choices=["final", "best_valid"], default="final",
                    help="test accuracy of the final model, or at the epoch with the best validation "
                         "accuracy (evaluated after every epoch, outside the timed step; as FlexGraph)")
@@ -357,6 +359,10 @@ def train_full_batch(a, net, logits_fn, w):
 
 
 def run(a):
+    if a.memory_gib > 0 and torch.device(a.device).type == "cuda":
+        dev = torch.device(a.device)
+        total = torch.cuda.get_device_properties(dev).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, a.memory_gib * 2**30 / total), dev)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     w = Workload(a.data)

@@ -67,5 +67,8 @@ struct DeviceAllocatorStats {
 DeviceAllocatorStats GetDeviceAllocatorStats();
 // Returns every cached free block to the driver (cudaFree).
 void DeviceReleaseCache();
+// Caps the bytes live tensors may hold on the device (0: no cap, the default); an allocation
+// beyond it fails as cudaMalloc does when the device is full (OutOfMemory naming the cap).
+void SetDeviceMemoryLimit(size_t bytes);
 
 }  // namespace fg

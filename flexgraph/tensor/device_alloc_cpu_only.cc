@@ -32,6 +32,7 @@ void* PinnedAlloc(size_t bytes) {
 void PinnedFree(void* ptr) { std::free(ptr); }
 DeviceAllocatorStats GetDeviceAllocatorStats() { return {}; }
 void DeviceReleaseCache() {}
+void SetDeviceMemoryLimit(size_t) {}
 DeviceTransfer StartDeviceToHost(void*, const void*, size_t) {
   FG_CHECK(false) << kNoBackend;
   return {};

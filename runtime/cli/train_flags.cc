@@ -56,6 +56,7 @@ const ConfigFlag kConfigFlags[] = {
     {"select_on", "train.select_on", "validation metric for model selection and early stopping: accuracy or macro_f1"},
     {"threads", "train.threads", "worker threads (0: all cores)"},
     {"device", "train.device", "cpu, cuda or cuda:N (whole-graph training; with several workers, cuda gives worker r GPU r modulo the GPU count)"},
+    {"device_memory_gib", "train.device_memory_gib", "most device memory this process's tensors may hold, GiB (0: the whole GPU)"},
     {"checkpoint_every", "train.checkpoint_every", "write a checkpoint every k epochs"},
     {"checkpoint_dir", "train.checkpoint_dir", "checkpoint directory"},
     {"resume", "train.resume", "resume from the checkpoint in --checkpoint_dir", true},

@@ -75,6 +75,29 @@ TEST(CudaAllocator, ExhaustedMemoryNamesTheTensor) {
   EXPECT_EQ(t.ToVector<float>(), std::vector<float>(15, 0.0f));
 }
 
+// A device memory limit acts as a smaller GPU: beyond it an allocation fails by name, cached
+// blocks are given back first, and lifting the limit allocates again.
+TEST(CudaAllocator, AMemoryLimitRefusesAllocationsBeyondItByName) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  const size_t base = GetDeviceAllocatorStats().bytes_in_use;
+  SetDeviceMemoryLimit(base + (size_t{64} << 20));
+  {
+    Tensor a = Tensor::Empty({int64_t{8} << 20}, DType::kFloat32, Device::kCuda);  // 32 MiB
+  }  // cached now: counts against the limit until given back
+  Tensor b = Tensor::Empty({int64_t{12} << 20}, DType::kFloat32, Device::kCuda);  // 48 MiB fits
+  try {
+    Tensor c = Tensor::Empty({int64_t{8} << 20}, DType::kFloat32, Device::kCuda);  // 32 MiB more does not
+    FAIL() << "an allocation beyond the limit succeeded";
+  } catch (const OutOfMemory& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("device_memory_gib"), std::string::npos) << what;
+    EXPECT_NE(what.find("[8388608]"), std::string::npos) << what;
+  }
+  SetDeviceMemoryLimit(0);
+  Tensor c = Tensor::Zeros({int64_t{8} << 20}, DType::kFloat32, Device::kCuda);
+  EXPECT_EQ(c.numel(), int64_t{8} << 20);
+}
+
 TEST(CudaAllocator, ReusesFreedBlocksOfTheSameSizeClass) {
   if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   DeviceReleaseCache();

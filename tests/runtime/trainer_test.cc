@@ -113,6 +113,9 @@ TEST(Trainer, InvalidOptionsNameTheField) {
   o = CoraOptions("gcn");
   o.mutable_model()->set_layers(kMaxTagLayer + 2);
   EXPECT_NE(ValidateConfig(o).message().find("layers"), std::string::npos);
+  o = CoraOptions("gcn");
+  o.mutable_train()->set_device_memory_gib(-1);
+  EXPECT_NE(ValidateConfig(o).message().find("device_memory_gib"), std::string::npos);
   for (const char* device : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda0"}) {
     o = CoraOptions("gcn");
     o.mutable_train()->set_device(device);

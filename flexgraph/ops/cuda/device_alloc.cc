@@ -80,6 +80,16 @@ class CachingAllocator {
         return p;
       }
     }
+    if (const size_t limit = limit_.load(); limit > 0) {
+      const DeviceAllocatorStats s = Stats();
+      if (s.bytes_in_use + s.bytes_cached + cls > limit) ReleaseCache();  // cached blocks count too
+      if (s.bytes_in_use + cls > limit) {
+        throw OutOfMemory(absl::StrCat("out of GPU memory: ", cls, " bytes (", cls >> 20,
+                                       " MiB) more would exceed the device memory limit of ",
+                                       limit >> 20, " MiB (device_memory_gib); ",
+                                       s.bytes_in_use >> 20, " MiB in use by tensors"));
+      }
+    }
     void* p = nullptr;
     cudaError_t err = cudaMalloc(&p, cls);
     if (err == cudaErrorMemoryAllocation) {
@@ -135,6 +145,8 @@ class CachingAllocator {
     return stats_;
   }
 
+  void SetLimit(size_t bytes) { limit_ = bytes; }
+
  private:
   void Track(void* p, size_t cls, cudaStream_t stream) {
     live_[p] = {cls, stream};
@@ -148,6 +160,7 @@ class CachingAllocator {
   std::map<std::pair<cudaStream_t, size_t>, std::vector<void*>> free_;
   std::unordered_map<void*, std::pair<size_t, cudaStream_t>> live_;
   DeviceAllocatorStats stats_;
+  std::atomic<size_t> limit_{0};
 };
 
 // Host-to-device copies up to kStageMaxBytes go through a ring of pinned memory: the source is
@@ -371,6 +384,10 @@ DeviceAllocatorStats GetDeviceAllocatorStats() {
 
 void DeviceReleaseCache() {
   if (CudaAvailable()) Allocator().ReleaseCache();
+}
+
+void SetDeviceMemoryLimit(size_t bytes) {
+  if (CudaAvailable()) Allocator().SetLimit(bytes);
 }
 
 }  // namespace fg
