@@ -121,9 +121,26 @@ absl::Status SetField(flexgraph::RunConfig* config, const std::string& path, con
   return absl::OkStatus();
 }
 
+// The field a flag sets (checked here, when the flags are declared, so that a flag of a type
+// SetField cannot set fails every command that has it, not only the runs that pass it).
+const google::protobuf::FieldDescriptor* FlagField(const ConfigFlag& c) {
+  using google::protobuf::FieldDescriptor;
+  const std::pair<std::string, std::string> parts = absl::StrSplit(std::string(c.field), '.');
+  const auto* section = flexgraph::RunConfig::descriptor()->FindFieldByName(parts.first);
+  const FieldDescriptor* f = section != nullptr ? section->message_type()->FindFieldByName(parts.second) : nullptr;
+  FG_CHECK(f != nullptr) << "flag --" << c.flag << " names no field " << c.field;
+  const auto type = f->cpp_type();
+  FG_CHECK(type == FieldDescriptor::CPPTYPE_STRING || type == FieldDescriptor::CPPTYPE_BOOL ||
+           type == FieldDescriptor::CPPTYPE_INT32 || type == FieldDescriptor::CPPTYPE_UINT64 ||
+           type == FieldDescriptor::CPPTYPE_FLOAT)
+      << "flag --" << c.flag << ": field " << c.field << " has a type flags cannot set";
+  return f;
+}
+
 void AddFlags(FlagSet* f, bool model_only) {
   f->AddString("config", "", "protobuf text file with a flexgraph.RunConfig (flags override it)");
   for (const ConfigFlag& c : kConfigFlags) {
+    FlagField(c);
     const std::string field = c.field;
     const bool model_flag = field.rfind("dataset.", 0) == 0 || field.rfind("model.", 0) == 0 ||
                             field == "train.seed";
