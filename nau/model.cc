@@ -26,7 +26,8 @@ ag::Var Model::Input(LayerContext& ctx, const ModelSpec& spec) {
 ag::Var Model::InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids) {
   Tensor rows = Tensor::Empty({ids.numel()}, DType::kInt32);
   for (int64_t k = 0; k < ids.numel(); ++k) rows.i32()[k] = static_cast<int32_t>(ids.i64()[k]);
-  return ag::GatherRows(Input(ctx, spec), rows);
+  const ag::Var input = Input(ctx, spec);
+  return ag::GatherRows(input, rows.To(input.value().device()));
 }
 
 std::vector<int32_t> Model::Roots(int i, const ModelSpec& spec) const {

@@ -154,20 +154,37 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   ctx.seed = options_.seed;
   ctx.stats = parts_.stats;
   // Rows fetched from other parts come with their features and randomness keys.
-  ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs)
+  ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs.To(parts_.device))
                                      : model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
-  SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &ctx);
+  if (parts_.device == Device::kCpu) SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &ctx);
   const Tensor& keys = batch.keys.defined() ? batch.keys : batch.blocks[0].table;
   auto first = [&](int64_t n) {  // a block's table is a prefix of blocks[0].table
     return n == keys.numel() ? keys : Tensor::FromVector(std::vector<int64_t>(keys.i64(), keys.i64() + n));
   };
   for (int l = 0; l < model.num_layers(); ++l) {
     const sampling::Block& b = batch.blocks[l];
+    nau::Layer& layer = model.layer(l);
     ctx.layer = l;
     if (l == 1) ctx.input_sparse = ctx.roots_sparse = nullptr;
     ctx.table_global_ids = first(b.table.numel());
     ctx.root_global_ids = first(b.hdg->num_roots());
-    h = executor_.Run(*b.hdg, executor_.Plan(*b.hdg, model.layer(l)), model.layer(l), h, ctx);
+    const std::vector<nau::LevelPlan> plan = executor_.Plan(*b.hdg, layer);
+    if (parts_.device == Device::kCpu) {
+      h = executor_.Run(*b.hdg, plan, layer, h, ctx);
+      continue;
+    }
+    // On a device: the block's levels and its rows' dropout keys go there (once per batch); a
+    // custom aggregator reads the host block.
+    bool custom = false;
+    std::vector<bool> normalized;
+    for (int k = 1; k <= b.hdg->num_levels(); ++k) {
+      custom = custom || layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom;
+      normalized.push_back(layer.LevelAggregator(k).normalize_weights());
+    }
+    ctx.placed_ids = {{ctx.table_global_ids, ctx.table_global_ids.To(parts_.device)},
+                      {ctx.root_global_ids, ctx.root_global_ids.To(parts_.device)}};
+    h = custom ? executor_.Run(*b.hdg, plan, layer, h, ctx)
+               : executor_.Run(b.hdg->OnDevice(parts_.device, normalized), plan, layer, h, ctx);
   }
   ag::Var loss;
   {

@@ -39,6 +39,9 @@ class MiniBatchTraining {
     DistributedExecutor* exec = nullptr;  // the gradient and loss sums across workers
     // Over a partitioned dataset: this worker's rows, which sampling reads (null: whole graph).
     const OwnedRows* owned = nullptr;
+    // Where the batches train (the model's parameters and input features are there): each batch's
+    // blocks and keys are placed there after sampling on the host.
+    Device device = Device::kCpu;
   };
   // `config` is resolved. Errors: a task without mini-batch loss, a layer whose neighbourhood is
   // not flat, sampler options that do not fit the model.

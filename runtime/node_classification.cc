@@ -132,7 +132,8 @@ ag::Var NodeClassificationTask::BatchLoss(const ag::Var& output, const Tensor& r
     batch_labels.i64()[k] = labels.i64()[roots.i64()[k] - base_ - first_label_];
     rows.i32()[k] = static_cast<int32_t>(k);
   }
-  return ag::NllLoss(ag::LogSoftmax(output), batch_labels, rows);
+  const Device device = output.value().device();
+  return ag::NllLoss(ag::LogSoftmax(output), batch_labels.To(device), rows.To(device));
 }
 
 EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const WorkerSum& sum) {

@@ -49,11 +49,6 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunCon
           absl::StrCat("device: ", resolved.train().device(), " requested but unusable: ",
                        CudaUnavailableReason()));
     }
-    if (resolved.train().batch_size() > 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "device: ", resolved.train().device(), " trains whole graphs; mini-batches (batch_size) "
-          "run on the CPU only (use --device cpu)"));
-    }
     // "cuda" gives worker r GPU r modulo the device count (several workers may share one).
     const int rank = dist.comm != nullptr ? dist.comm->rank() : 0;
     const int index = resolved.train().device() == "cuda" ? rank % std::max(1, CudaDeviceCount())
@@ -100,7 +95,8 @@ absl::Status Trainer::Init() {
                                                             .task = task_.get(),
                                                             .optimizer = optimizer_.get(),
                                                             .stats = &stats_, .exec = &exec_,
-                                                            .owned = owned_rows_ ? &*owned_rows_ : nullptr}));
+                                                            .owned = owned_rows_ ? &*owned_rows_ : nullptr,
+                                                            .device = device_}));
     if (!config_.output().quiet()) std::fprintf(stderr, "%s\n", minibatch_->Describe().c_str());
   }
   if (all_rows()) {  // the task pairs rows of different workers: it sees all of them

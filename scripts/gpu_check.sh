@@ -93,6 +93,8 @@ for device in cuda cpu; do
       --model "$m" --hidden 256
   done
   train "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn --hidden 64 --layers 2
+  train "sage-rmat18-batches" "$device" --dataset "rmat:scale=18,edge_factor=16,features=128,classes=8" \
+    --model sage --hidden 256 --batch_size 1024 --fanouts 25,10 --eval_every 5
   launch2 "gcn-rmat16" "$device" --dataset "rmat:scale=16,edge_factor=16,features=128,classes=8" \
     --model gcn --hidden 256
   launch2 "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn --hidden 64 --layers 2
