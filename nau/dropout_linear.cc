@@ -11,8 +11,13 @@ ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& r
 
 ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const ag::Var& weight, const ag::Var& bias, float p, int site,
-                      const ag::Var& plus_x, const ag::Var& plus_w) {
+                      const ag::Var& plus_x, const ag::Var& plus_w, bool relu) {
   const bool plus = plus_x.defined() && plus_w.defined();
+  FG_CHECK(!relu || bias.defined()) << "DropoutMatMul: relu needs a bias";
+  auto finish = [&](const ag::Var& y) {  // the bias, and the ReLU
+    if (relu) return ag::BiasRelu(y, bias);
+    return bias.defined() ? ag::AddBias(y, bias) : y;
+  };
   // A constant input with a sparse view of as many rows: the table, or its roots.
   SparseMatrixPtr view;
   for (const SparseMatrixPtr& v : {ctx.input_sparse, ctx.roots_sparse}) {
@@ -29,14 +34,13 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
     if (ctx.training && p > 0.0f && x.requires_grad() && x.value().rank() == 2 &&
         !ctx.HasDropped(x, p, site, row_ids)) {
       // A trained activation: its dropped copy is drawn again in backward rather than kept.
-      ag::Var y = ag::DropoutMatMul(x, weight, p, ctx.DropoutSeed(site), ctx.PlacedIds(row_ids, x.value().device()),
-                                    plus ? plus_x : ag::Var(), plus ? plus_w : ag::Var());
-      return bias.defined() ? ag::AddBias(y, bias) : y;
+      return finish(ag::DropoutMatMul(x, weight, p, ctx.DropoutSeed(site), ctx.PlacedIds(row_ids, x.value().device()),
+                                      plus ? plus_x : ag::Var(), plus ? plus_w : ag::Var()));
     }
     ag::Var d = ctx.Dropout(x, p, site, row_ids);
     if (d.value().rank() != 2) d = ag::Reshape(d, {d.rows(), in});
-    ag::Var y = plus ? ag::MatMulSum(d, weight, plus_x, plus_w) : ag::MatMul(d, weight);
-    return bias.defined() ? ag::AddBias(y, bias) : y;
+    if (relu) return ag::LinearBiasRelu(d, weight, bias, plus ? plus_x : ag::Var(), plus ? plus_w : ag::Var());
+    return finish(plus ? ag::MatMulSum(d, weight, plus_x, plus_w) : ag::MatMul(d, weight));
   }
   SparseMatrixPtr a = view;
   if (ctx.training && p > 0.0f) {
@@ -45,7 +49,7 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
   }
   ag::Var y = ag::Spmm(a, weight, ops::SpmmReduce::kSum);
   if (plus) y = ag::Add(y, ag::MatMul(plus_x, plus_w));
-  return bias.defined() ? ag::AddBias(y, bias) : y;
+  return finish(y);
 }
 
 }  // namespace fg::nau

@@ -17,9 +17,11 @@ ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& r
 
 // The same with explicit parameters: Dropout(x) weight (+ plus_x plus_w when both are defined)
 // (+ bias when defined), e.g. for a row block of a larger weight matrix. The second product
-// accumulates into the first's output on the dense path.
+// accumulates into the first's output on the dense path. With `relu`, ReLU of all that (bias
+// required), fused where the path allows, so that no pre-activation is kept.
 ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const ag::Var& weight, const ag::Var& bias, float p, int site,
-                      const ag::Var& plus_x = ag::Var(), const ag::Var& plus_w = ag::Var());
+                      const ag::Var& plus_x = ag::Var(), const ag::Var& plus_w = ag::Var(),
+                      bool relu = false);
 
 }  // namespace fg::nau

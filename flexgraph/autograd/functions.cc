@@ -166,18 +166,32 @@ Var BiasRelu(const Var& x, const Var& bias) {
   });
 }
 
-Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias) {
-  Tensor y = ops::MatmulBiasRelu(x.value(), weight.value(), bias.value());
+Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias, const Var& x2, const Var& w2) {
+  const bool plus = x2.defined() && w2.defined();
+  Tensor y;
+  if (plus) {  // the sum of the products is the only pre-activation, and it lives for this call only
+    Tensor z = ops::Matmul(x.value(), weight.value());
+    ops::MatmulInto(x2.value(), w2.value(), false, false, 1.0f, 1.0f, &z);
+    y = ops::BiasRelu(z, bias.value());
+  } else {
+    y = ops::MatmulBiasRelu(x.value(), weight.value(), bias.value());
+  }
   // As MatMul: each input's gradient needs the other's value only.
-  Tensor xv = weight.requires_grad() ? x.value() : Tensor();
-  Tensor wv = x.requires_grad() ? weight.value() : Tensor();
-  return MakeResult(y, "LinearBiasRelu", {x, weight, bias},
-                    [x = GradRef(x), weight = GradRef(weight), bias = GradRef(bias), xv, wv, y](const Tensor& g) {
+  auto keep = [](const Var& v, const Var& other) { return other.requires_grad() ? v.value() : Tensor(); };
+  Tensor xv = keep(x, weight), wv = keep(weight, x), x2v = plus ? keep(x2, w2) : Tensor(),
+         w2v = plus ? keep(w2, x2) : Tensor();
+  std::vector<Var> inputs = {x, weight, bias};
+  if (plus) inputs.insert(inputs.end(), {x2, w2});
+  return MakeResult(y, "LinearBiasRelu", inputs,
+                    [x = GradRef(x), weight = GradRef(weight), bias = GradRef(bias), x2 = GradRef(x2),
+                     w2 = GradRef(w2), xv, wv, x2v, w2v, y, plus](const Tensor& g) {
     Tensor gb;
     const Tensor gz = ReluGradient(y, g, &gb);
     AccumulateGrad(bias, gb, "LinearBiasRelu");
     if (x.requires_grad()) AccumulateGrad(x, ops::Matmul(gz, wv, false, true), "LinearBiasRelu");
     if (weight.requires_grad()) AccumulateGrad(weight, ops::Matmul(xv, gz, true, false), "LinearBiasRelu");
+    if (plus && x2.requires_grad()) AccumulateGrad(x2, ops::Matmul(gz, w2v, false, true), "LinearBiasRelu");
+    if (plus && w2.requires_grad()) AccumulateGrad(w2, ops::Matmul(x2v, gz, true, false), "LinearBiasRelu");
   });
 }
 

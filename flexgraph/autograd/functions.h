@@ -34,7 +34,9 @@ Var AddBias(const Var& x, const Var& bias);
 // ReLU(AddBias(x, bias)) in one pass forward and one backward.
 Var BiasRelu(const Var& x, const Var& bias);
 // ReLU(x W + bias) for x [n, in], W [in, out]: the bias and ReLU run in the product's epilogue.
-Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias);
+// With x2 and w2, ReLU(x W + x2 w2 + bias): no pre-activation is kept for backward.
+Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias, const Var& x2 = Var(),
+                   const Var& w2 = Var());
 Var Mul(const Var& a, const Var& b);
 Var Scale(const Var& x, float s);
 // x[r, head h slice] * s[r, h]; s is [rows] or [rows, heads].

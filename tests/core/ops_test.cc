@@ -88,6 +88,25 @@ TEST(DropoutMatMul, EqualsDropoutThenProductsWithItsGradientsAndKeepsNoDroppedCo
   EXPECT_EQ(bx.grad().rows(), 4096);
 }
 
+// ReLU(x w + x2 w2 + b) in one op: the values and gradients of BiasRelu over MatMulSum.
+TEST(LinearBiasRelu, WithASecondProductEqualsBiasReluOfTheSum) {
+  Tensor x = RandomTensor({23, 9}, 1), w = RandomTensor({9, 6}, 2), x2 = RandomTensor({23, 4}, 3),
+         w2 = RandomTensor({4, 6}, 4), b = RandomTensor({6}, 5);
+  Var a[5] = {Var(x, true), Var(w, true), Var(b, true), Var(x2, true), Var(w2, true)};
+  Var e[5] = {Var(x, true), Var(w, true), Var(b, true), Var(x2, true), Var(w2, true)};
+  Var fused = ag::LinearBiasRelu(a[0], a[1], a[2], a[3], a[4]);
+  Var two = ag::BiasRelu(ag::MatMulSum(e[0], e[1], e[3], e[4]), e[2]);
+  for (int64_t i = 0; i < two.value().numel(); ++i) ASSERT_NEAR(fused.value().f32()[i], two.value().f32()[i], 1e-5);
+  const Tensor r = RandomTensor(two.value().shape(), 6);
+  ag::Sum(ag::Mul(fused, Var(r))).Backward();
+  ag::Sum(ag::Mul(two, Var(r))).Backward();
+  for (int k = 0; k < 5; ++k) {
+    for (int64_t i = 0; i < a[k].grad().numel(); ++i) {
+      ASSERT_NEAR(a[k].grad().f32()[i], e[k].grad().f32()[i], 1e-4) << "input " << k << " element " << i;
+    }
+  }
+}
+
 // Backward writes over a gradient only when nothing else holds it: a caller's seed is unchanged.
 TEST(InPlaceBackward, LeavesAGradientHeldElsewhereUnchanged) {
   Tensor x = RandomTensor({9, 33}, 1), b = RandomTensor({33}, 2);

@@ -53,10 +53,11 @@ class SageLayer : public nau::Layer {
   ag::Var Update(nau::UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) override {
     // The same counter-based mask as Message: a vertex's dropout is identical in both roles.
     // The bias joins after both terms, fused with the ReLU.
-    ag::Var h = project_first_
-                    ? ag::Add(nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), ag::Var(), dropout_, 0), nbr)
-                    : nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), ag::Var(), dropout_, 0, nbr,
-                                         neigh_.weight());
+    if (!project_first_) {
+      return nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), self_.bias(), dropout_, 0, nbr,
+                                neigh_.weight(), /*relu=*/!last_);
+    }
+    ag::Var h = ag::Add(nau::DropoutMatMul(ctx, self, ctx.root_global_ids, self_.weight(), ag::Var(), dropout_, 0), nbr);
     return last_ ? ag::AddBias(h, self_.bias()) : ag::BiasRelu(h, self_.bias());
   }
 
