@@ -309,16 +309,6 @@ ag::Var AllReduceSum(ExchangeContext& ctx, const ag::Var& x) {
   });
 }
 
-namespace {
-// Rows [at, at + rows) of g [n, d] as a new tensor.
-Tensor RowBlock(const Tensor& g, int64_t at, int64_t rows, int64_t d) {
-  Tensor out = Tensor::Empty({rows, d}, DType::kFloat32, g.device());
-  CopyBytes(out.raw(), g.device(), static_cast<const char*>(g.raw()) + at * d * sizeof(float), g.device(),
-            out.nbytes());
-  return out;
-}
-}  // namespace
-
 ag::Var ConcatRows(const ag::Var& a, const ag::Var& b) {
   const int64_t d = a.row_width();
   FG_CHECK(b.rows() == 0 || b.row_width() == d)
@@ -331,9 +321,9 @@ ag::Var ConcatRows(const ag::Var& a, const ag::Var& b) {
   if (b.rows() > 0) {
     CopyBytes(static_cast<char*>(y.raw()) + a.value().nbytes(), device, b.value().raw(), device, b.value().nbytes());
   }
-  return ag::MakeResult(y, "ConcatRows", {a, b}, [a = ag::GradRef(a), b = ag::GradRef(b), d](const Tensor& g) {
-    ag::AccumulateGrad(a, RowBlock(g, 0, a.rows(), d), "ConcatRows");
-    if (b.requires_grad() && b.rows() > 0) ag::AccumulateGrad(b, RowBlock(g, a.rows(), b.rows(), d), "ConcatRows");
+  return ag::MakeResult(y, "ConcatRows", {a, b}, [a = ag::GradRef(a), b = ag::GradRef(b)](const Tensor& g) {
+    ag::AccumulateGrad(a, g.RowsCopy(0, a.rows()), "ConcatRows");
+    if (b.requires_grad() && b.rows() > 0) ag::AccumulateGrad(b, g.RowsCopy(a.rows(), b.rows()), "ConcatRows");
   });
 }
 

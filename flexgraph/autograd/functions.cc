@@ -1,5 +1,6 @@
 #include "flexgraph/autograd/functions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -63,6 +64,51 @@ Var MatMulSum(const Var& a1, const Var& b1, const Var& a2, const Var& b2) {
   });
 }
 
+namespace {
+// The backward of Dropout(x) w for a large x, in blocks of rows: each block's dropped rows are
+// drawn for dw, and where x has a gradient already (another op's), the block's input gradient is
+// added into it; so a pass holds a block more than x's gradient, never a dropped copy of x or a
+// second gradient of its size.
+constexpr size_t kDropoutBlockBytes = size_t{16} << 20;
+
+void DropoutMatMulBackwardInBlocks(const GradRef& x, const GradRef& w, const Tensor& xv, const Tensor& wv,
+                                   const Tensor& g, float p, uint64_t seed, const Tensor& row_ids) {
+  const int64_t n = g.rows(), k = wv.dim(0);
+  const int64_t block = std::max<int64_t>(1024, static_cast<int64_t>(kDropoutBlockBytes / (k * sizeof(float))));
+  Tensor gw = w.requires_grad() ? Tensor::Empty({k, g.row_width()}, DType::kFloat32, g.device()) : Tensor();
+  const bool first = x.requires_grad() && !x.node()->grad.defined();  // x's gradient is this one alone
+  for (int64_t lo = 0; lo < n; lo += block) {
+    const int64_t rows = std::min(block, n - lo);
+    std::vector<int32_t> at(rows);  // the block's rows in x
+    for (int64_t r = 0; r < rows; ++r) at[r] = static_cast<int32_t>(lo + r);
+    const Tensor positions = Tensor::FromVector(at);
+    Tensor ids;  // the block's dropout keys: its rows' ids, or their positions in x
+    if (row_ids.defined()) {
+      ids = row_ids.RowsCopy(lo, rows);
+    } else {
+      std::vector<int64_t> keys(at.begin(), at.end());
+      ids = Tensor::FromVector(keys).To(g.device());
+    }
+    const Tensor gb = g.RowsCopy(lo, rows);
+    if (w.requires_grad()) {
+      ops::MatmulInto(ops::Dropout(xv.RowsCopy(lo, rows), p, seed, ids), gb, true, false, 1.0f, lo == 0 ? 0.0f : 1.0f,
+                      &gw);
+    }
+    if (x.requires_grad() && !first) {
+      Tensor gx = ops::Matmul(gb, wv, false, true);
+      ops::DropoutInPlace(&gx, p, seed, ids);
+      AccumulateGradRows(x, positions.To(g.device()), gx, "DropoutMatMul");
+    }
+  }
+  if (w.requires_grad()) AccumulateGrad(w, gw, "DropoutMatMul");
+  if (first) {  // after the blocks, which then ran beside less
+    Tensor gx = ops::Matmul(g, wv, false, true);
+    ops::DropoutInPlace(&gx, p, seed, row_ids);
+    AccumulateGrad(x, gx, "DropoutMatMul");
+  }
+}
+}  // namespace
+
 Var DropoutMatMul(const Var& x, const Var& w, float p, uint64_t seed, const Tensor& row_ids,
                   const Var& x2, const Var& w2) {
   const bool plus = x2.defined() && w2.defined();
@@ -79,13 +125,18 @@ Var DropoutMatMul(const Var& x, const Var& w, float p, uint64_t seed, const Tens
   return MakeResult(y, "DropoutMatMul", inputs,
                     [x = GradRef(x), w = GradRef(w), x2 = GradRef(x2), w2 = GradRef(w2), xv, wv, x2v, w2v, p,
                      seed, row_ids, plus](const Tensor& g) {
-    if (w.requires_grad()) {
-      AccumulateGrad(w, ops::Matmul(ops::Dropout(xv, p, seed, row_ids), g, true, false), "DropoutMatMul");
-    }
-    if (x.requires_grad()) {
-      Tensor gx = ops::Matmul(g, wv, false, true);
-      ops::DropoutInPlace(&gx, p, seed, row_ids);
-      AccumulateGrad(x, gx, "DropoutMatMul");
+    const int64_t k = w.shape()[0];
+    if (static_cast<size_t>(g.rows() * k) * sizeof(float) > 4 * kDropoutBlockBytes) {
+      DropoutMatMulBackwardInBlocks(x, w, xv, wv, g, p, seed, row_ids);
+    } else {
+      if (w.requires_grad()) {
+        AccumulateGrad(w, ops::Matmul(ops::Dropout(xv, p, seed, row_ids), g, true, false), "DropoutMatMul");
+      }
+      if (x.requires_grad()) {
+        Tensor gx = ops::Matmul(g, wv, false, true);
+        ops::DropoutInPlace(&gx, p, seed, row_ids);
+        AccumulateGrad(x, gx, "DropoutMatMul");
+      }
     }
     if (plus && x2.requires_grad()) AccumulateGrad(x2, ops::Matmul(g, w2v, false, true), "DropoutMatMul");
     if (plus && w2.requires_grad()) AccumulateGrad(w2, ops::Matmul(x2v, g, true, false), "DropoutMatMul");

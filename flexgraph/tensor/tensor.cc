@@ -391,6 +391,17 @@ Tensor Tensor::Reshape(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::RowsCopy(int64_t lo, int64_t n) const {
+  FG_CHECK(rank() >= 1 && lo >= 0 && n >= 0 && lo + n <= rows())
+      << "RowsCopy: rows [" << lo << ", " << lo + n << ") of " << ShapeString();
+  Shape shape = shape_;
+  shape[0] = n;
+  Tensor out = Empty(shape, dtype_, device_);
+  const size_t row_bytes = rows() > 0 ? nbytes() / rows() : 0;
+  CopyBytes(out.raw(), device_, static_cast<const char*>(raw()) + lo * row_bytes, device_, n * row_bytes);
+  return out;
+}
+
 Tensor Tensor::Clone() const {
   if (!defined()) return Tensor();
   Tensor t = Empty(shape_, dtype_, device_);

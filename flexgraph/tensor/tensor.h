@@ -130,6 +130,8 @@ class Tensor {
   // Same storage, new shape (numel must match).
   Tensor Reshape(const Shape& shape) const;
   Tensor Clone() const;
+  // A copy of rows [lo, lo + n) (along the first dimension), on the same device.
+  Tensor RowsCopy(int64_t lo, int64_t n) const;
   // Copies to `device` (a no-op view when already there).
   Tensor To(Device device) const;
   template <typename T>

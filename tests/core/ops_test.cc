@@ -107,6 +107,26 @@ TEST(LinearBiasRelu, WithASecondProductEqualsBiasReluOfTheSum) {
   }
 }
 
+// A large input's backward runs in blocks of rows (keys by row id or by position, each block's
+// input gradient added into a gradient already there): the same gradients as the two-op form.
+TEST(DropoutMatMul, BlockedBackwardOfALargeInputEqualsTheTwoOpForm) {
+  const int64_t n = 70000;  // 70000 x 256 floats: over the blocked backward's threshold
+  Tensor x = RandomTensor({n, 256}, 1), w = RandomTensor({256, 3}, 2), r = RandomTensor({n, 3}, 3);
+  std::vector<int64_t> keys(n);
+  for (int64_t i = 0; i < n; ++i) keys[i] = 5 * i + 11;
+  for (const Tensor& row_ids : {Tensor(), Tensor::FromVector(keys)}) {
+    Var xv(x, true), wv(w, true), ex(x, true), ew(w, true);
+    // x also reaches the loss directly, so the blocks add into a gradient already there.
+    ag::Sum(ag::Add(ag::Sum(ag::Mul(ag::DropoutMatMul(xv, wv, 0.5f, 9, row_ids), Var(r))), ag::Sum(xv))).Backward();
+    ag::Sum(ag::Add(ag::Sum(ag::Mul(ag::MatMul(ag::Dropout(ex, 0.5f, 9, true, row_ids), ew), Var(r))), ag::Sum(ex)))
+        .Backward();
+    const std::vector<float> gx = xv.grad().ToVector<float>(), ex_g = ex.grad().ToVector<float>();
+    for (size_t i = 0; i < gx.size(); ++i) ASSERT_NEAR(gx[i], ex_g[i], 1e-4f * (1 + std::fabs(ex_g[i]))) << i;
+    const std::vector<float> gw = wv.grad().ToVector<float>(), ew_g = ew.grad().ToVector<float>();
+    for (size_t i = 0; i < gw.size(); ++i) ASSERT_NEAR(gw[i], ew_g[i], 1e-3f * (1 + std::fabs(ew_g[i]))) << i;
+  }
+}
+
 // Backward writes over a gradient only when nothing else holds it: a caller's seed is unchanged.
 TEST(InPlaceBackward, LeavesAGradientHeldElsewhereUnchanged) {
   Tensor x = RandomTensor({9, 33}, 1), b = RandomTensor({33}, 2);
