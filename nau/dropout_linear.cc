@@ -3,6 +3,11 @@
 #include "flexgraph/base/logging.h"
 
 namespace fg::nau {
+namespace {
+// Trained activations of more bytes than this have their dropped copy drawn again in backward;
+// smaller ones (mini-batch blocks) keep it: one draw fewer, and little memory.
+constexpr size_t kDrawAgainBytes = size_t{64} << 20;
+}  // namespace
 
 ag::Var DropoutLinear(const LayerContext& ctx, const ag::Var& x, const Tensor& row_ids,
                       const nn::Linear& fc, float p, int site) {
@@ -32,8 +37,8 @@ ag::Var DropoutMatMul(const LayerContext& ctx, const ag::Var& x, const Tensor& r
     FG_CHECK(x.row_width() == in) << "DropoutMatMul: input " << x.value().ShapeString()
                                   << " for weight " << weight.value().ShapeString();
     if (ctx.training && p > 0.0f && x.requires_grad() && x.value().rank() == 2 &&
-        !ctx.HasDropped(x, p, site, row_ids)) {
-      // A trained activation: its dropped copy is drawn again in backward rather than kept.
+        x.value().nbytes() > kDrawAgainBytes && !ctx.HasDropped(x, p, site, row_ids)) {
+      // A large trained activation: its dropped copy is drawn again in backward rather than kept.
       return finish(ag::DropoutMatMul(x, weight, p, ctx.DropoutSeed(site), ctx.PlacedIds(row_ids, x.value().device()),
                                       plus ? plus_x : ag::Var(), plus ? plus_w : ag::Var()));
     }
