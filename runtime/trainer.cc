@@ -87,7 +87,8 @@ absl::Status Trainer::Init() {
             task_->Describe(), " over ", space_.num_types(), " node types (train it on its "
             "source dataset, or on the parts with batch_size 0)"));
       }
-      owned_rows_ = OwnedRows{.begin = dataset_.part->begin(0), .features = features->second,
+      // Sampling reads them on the host, to send them to the peers that sample them.
+      owned_rows_ = OwnedRows{.begin = dataset_.part->begin(0), .features = features->second.To(Device::kCpu),
                               .keys = table_.keys};
     }
     FG_ASSIGN_OR_RETURN(minibatch_,
