@@ -87,6 +87,11 @@ launch2() {  # NAME DEVICE ARGS...
   step "launch 2 workers $name ($device)" "$out/train.log" "$bin/flexgraph" launch --workers 2 -- train \
     --device "$device" --epochs 5 --epoch0_loss --quiet --summary_json "$runs/$name-2w-$device.json" "$@"
 }
+# A partitioned dataset (each worker reads only its part) for the two-worker runs on parts.
+parts="$root/rmat16-2parts"
+step "partition RMAT-16 in 2 parts" "$out/train.log" "$bin/flexgraph" partition \
+  --dataset "rmat:scale=16,edge_factor=16,features=128,classes=8" --parts 2 --method metis --model sage \
+  --out "$parts"
 for device in cuda cpu; do
   for m in gcn sage; do
     train "$m-rmat18" "$device" --dataset "rmat:scale=18,edge_factor=16,features=128,classes=8" \
@@ -98,6 +103,9 @@ for device in cuda cpu; do
   launch2 "gcn-rmat16" "$device" --dataset "rmat:scale=16,edge_factor=16,features=128,classes=8" \
     --model gcn --hidden 256
   launch2 "magnn-imdb" "$device" --dataset "$data/imdb" --model magnn --hidden 64 --layers 2
+  launch2 "sage-parts" "$device" --dataset "$parts" --model sage --hidden 256
+  launch2 "sage-parts-batches" "$device" --dataset "$parts" --model sage --hidden 256 --batch_size 1024 \
+    --fanouts 25,10 --eval_every 5
 done
 # FlexGraph against PyG and plain torch.sparse on this GPU; no run starts after the budget (seconds),
 # so the whole check stays within one 10-minute command.
