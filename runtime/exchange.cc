@@ -207,7 +207,7 @@ ag::Var PostRows(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& m
   return ag::MakeResult(Tensor::Zeros({1}), "PostRows", {m}, [c, e, m = ag::GradRef(m), d, sent](const Tensor&) {
     const Tensor got = Finish(*c, Tag(*c, *e, kBwdRows, TrafficKind::kGradients), Starts(sent), sent,
                               Sum(sent), d, e->device);
-    ag::AccumulateGrad(m, ops::ScatterAddRows(got, e->send_index, m.rows()), "PostRows");
+    ag::AccumulateGrad(m, ops::Spmm(e->send_grouping->csr(), got, ops::SpmmReduce::kSum), "PostRows");
   });
 }
 
@@ -248,7 +248,7 @@ void AddReceivedPartials(ExchangeContext& ctx, const LayerExchange& ex, Tensor* 
   const std::vector<int64_t> rows = PerPeer(ex, P, ReceivedPartials);
   const Tensor got = Finish(ctx, Tag(ctx, ex, kFwdPartials, TrafficKind::kPartials), Starts(rows), rows,
                             Sum(rows), sum->row_width(), sum->device());
-  if (got.rows() > 0) ops::AddInPlace(sum, ops::ScatterAddRows(got, ex.recv_target_index, ex.num_roots));
+  if (got.rows() > 0) ops::AddInPlace(sum, ops::Spmm(ex.recv_grouping->csr(), got, ops::SpmmReduce::kSum));
 }
 
 ag::Var ReceivePartials(ExchangeContext& ctx, const LayerExchange& ex, const ag::Var& token,

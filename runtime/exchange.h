@@ -72,6 +72,9 @@ struct LayerExchange {
   // peers' targets x my owned rows (send_partial, stacked).
   Tensor send_index, recv_target_index;
   SparseMatrixPtr send_partials;
+  // The scatter-adds of those lists (ops::GroupByIndex), built once: my owned rows x the rows
+  // sent, and my roots x the partial rows received.
+  SparseMatrixPtr send_grouping, recv_grouping;
   Device device = Device::kCpu;  // where the layer runs: received rows are placed there
   // Vectors this worker sends per forward pass, by kind.
   int64_t rows_sent = 0, partials_sent = 0;
@@ -90,7 +93,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
                                                  const Tensor& table_ids, int layer, int epoch,
                                                  ExchangeMode mode);
 
-// Fills the concatenated lists above and places them and the local matrices on `device`; also
+// Places the concatenated lists and groupings above and the local matrices on `device`; also
 // local_hdg (its level k normalised where normalized[k - 1]) when `place_hdg`. Once per exchange.
 void PlaceExchange(LayerExchange* ex, Device device, bool place_hdg, const std::vector<bool>& normalized);
 

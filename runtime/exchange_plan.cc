@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/ops/ops.h"
 #include "runtime/exchange.h"
 
 namespace fg::runtime {
@@ -66,6 +67,8 @@ void ConcatenatePeers(LayerExchange* ex) {
   }
   ex->send_index = Tensor::FromVector(send);
   ex->recv_target_index = Tensor::FromVector(targets);
+  ex->send_grouping = std::make_shared<SparseMatrix>(ops::GroupByIndex(ex->send_index, ex->num_owned));
+  ex->recv_grouping = std::make_shared<SparseMatrix>(ops::GroupByIndex(ex->recv_target_index, ex->num_roots));
   ex->send_partials = off.size() > 1 ? std::make_shared<SparseMatrix>(Csr::FromVectors(
                                            static_cast<int64_t>(off.size()) - 1, ex->num_owned, off, cols, values))
                                      : nullptr;
@@ -379,6 +382,8 @@ void PlaceExchange(LayerExchange* ex, Device device, bool place_hdg, const std::
   if (device == Device::kCpu) return;
   ex->send_index = ex->send_index.To(device);
   ex->recv_target_index = ex->recv_target_index.To(device);
+  ex->send_grouping = ex->send_grouping->OnDevice(device);
+  ex->recv_grouping = ex->recv_grouping->OnDevice(device);
   if (ex->send_partials) ex->send_partials = ex->send_partials->OnDevice(device);
   if (ex->local_owned) ex->local_owned = ex->local_owned->OnDevice(device);
   if (ex->local_ghost) ex->local_ghost = ex->local_ghost->OnDevice(device);
