@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build/release}
 out=${2:-gpu_bundle}
 data=${FLEXGRAPH_SHARED_DATA:-../shared/data}
-targets=(flexgraph cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test
+targets=(flexgraph minibatch_bench cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test
          runtime_device_training_test
          runtime_nccl_test)
 

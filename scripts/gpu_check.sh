@@ -16,6 +16,7 @@
 #   GPU_BENCH_BUDGET_S=120 GPU_BENCH_ARGS="--workloads cora,rmat20" GPU_PROFILE=magnn \
 #     scripts/gpu_check.sh gpu_bundle
 #   GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" scripts/gpu_check.sh gpu_bundle
+#   GPU_MINIBATCH="--workloads cora,rmat" scripts/gpu_check.sh gpu_bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-gpu_bundle}
@@ -136,6 +137,14 @@ case "${GPU_PROFILE:-gcn}" in
       --device cuda --quiet
     ;;
 esac
+# Mini-batch GraphSAGE on the GPU against PyG's NeighborLoader on the GPU (bench/minibatch/run.py),
+# when GPU_MINIBATCH gives its arguments, e.g. GPU_MINIBATCH="--workloads cora,rmat"; its table
+# joins summary.md.
+if [ -n "${GPU_MINIBATCH:-}" ]; then
+  step "mini-batch bench vs PyG" "$out/train.log" python3 bench/minibatch/run.py --device cuda --frameworks pyg \
+    --reference pyg --flexgraph "$bin/flexgraph" --minibatch_bench "$bin/minibatch_bench" \
+    --work_dir "$root/minibatch" --out_dir "$root/minibatch" --threads "$OMP_NUM_THREADS" ${GPU_MINIBATCH}
+fi
 # The largest RMAT scale each system trains (bench/gpu/largest.py), when GPU_LARGEST gives its
 # arguments, e.g. GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" (both systems capped
 # alike, as a smaller GPU); its table joins summary.md.
@@ -162,5 +171,6 @@ PY
 [ -f "$out/gpu_bench.md" ] && { echo; cat "$out/gpu_bench.md"; } >> "$summary"
 [ -f "$out/profile.md" ] && { echo; cat "$out/profile.md"; } >> "$summary"
 [ -f "$root/largest/largest.md" ] && { echo; cat "$root/largest/largest.md"; } >> "$summary"
+[ -f "$root/minibatch/minibatch.md" ] && { echo; cat "$root/minibatch/minibatch.md"; } >> "$summary"
 rm -rf "$root"
 exit $status

@@ -31,6 +31,8 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=3, help="timed epochs (after one warm-up epoch)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:i]: the model, features and each batch's graph "
+                   "train there; sampling stays on the host")
     p.add_argument("--out", default=None, help="result JSON path")
     return p.parse_args(argv)
 
@@ -116,8 +118,10 @@ def main():
     fanouts = [int(x) for x in a.fanouts.split(",")]
     make = dgl_loader if a.framework == "dgl" else pyg_loader
     epoch = make(w, fanouts, a.batch_size)
-    feat = torch.from_numpy(w.feat)
-    label = torch.from_numpy(w.label)
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    feat = torch.from_numpy(w.feat).to(dev)
+    label = torch.from_numpy(w.label).to(dev)
 
     # Sampling alone: one warm-up epoch, then the timed ones.
     sample_seconds, sampled_edges = [], 0
@@ -128,28 +132,31 @@ def main():
             sample_seconds.append(time.perf_counter() - t0)
             sampled_edges = edges
 
-    model = (DglSage if a.framework == "dgl" else PygSage)(w.feat.shape[1], a.hidden, w.num_classes, a.dropout)
+    model = (DglSage if a.framework == "dgl" else PygSage)(w.feat.shape[1], a.hidden, w.num_classes, a.dropout).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     model.train()
     train_seconds, losses = [], []
     for e in range(a.epochs + 1):
+        sync()
         t0 = time.perf_counter()
         total, batches = 0.0, 0
         for first, second, blocks, _ in epoch():
             if a.framework == "dgl":
-                input_nodes, output_nodes = first, second
-                out = model(blocks, feat[input_nodes])
+                input_nodes, output_nodes = first.to(dev), second.to(dev)
+                out = model([b.to(dev) for b in blocks], feat[input_nodes])
                 y = label[output_nodes]
             else:
                 batch = first
-                out = model(feat[batch.n_id], batch.edge_index)[: batch.batch_size]
-                y = label[batch.n_id[: batch.batch_size]]
+                n_id = batch.n_id.to(dev)
+                out = model(feat[n_id], batch.edge_index.to(dev))[: batch.batch_size]
+                y = label[n_id[: batch.batch_size]]
             loss = F.cross_entropy(out, y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             total += float(loss)
             batches += 1
+        sync()
         if e > 0:
             train_seconds.append(time.perf_counter() - t0)
         losses.append(total / batches)
@@ -163,6 +170,7 @@ def main():
         "epoch_seconds": statistics.median(train_seconds),
         "losses": losses,
         "threads": a.threads,
+        "device": a.device,
     }
     print(json.dumps(result))
     if a.out:

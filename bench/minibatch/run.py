@@ -4,7 +4,8 @@ on the same workload, threads and settings (fanouts 25,10, batches of 1024, hidd
 
 Per workload and system: sampled edges per epoch, sampling throughput (edges per second; FlexGraph
 in bulks of 1 and of 32, with the fraction of the memory ceiling minibatch_bench measures) and the
-training epoch time, with the ratios to DGL measured in the same run. Writes
+training epoch time, with the ratios to DGL (or --reference pyg) measured in the same run. With
+--device cuda every system trains on the GPU (sampling stays on the host). Writes
 bench/results/minibatch/minibatch.{md,json} after every row.
 
   bench/.venv/bin/python bench/minibatch/run.py                       # Cora and RMAT scale 20
@@ -33,10 +34,19 @@ def parse_args():
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--epochs", type=int, default=3, help="timed epochs, after one warm-up epoch")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--reference", choices=["dgl", "pyg"], default="dgl",
+                   help="the system the ratios divide by (pyg where DGL is not installed, as on the GPU machine)")
+    p.add_argument("--device", default="cpu", help="where every system trains (cuda: a GPU; sampling stays on the "
+                   "host); FlexGraph's sampling rates are measured on the host either way")
     p.add_argument("--build", default=os.environ.get("FLEXGRAPH_BUILD", os.path.join(ROOT, "build", "release")))
+    p.add_argument("--flexgraph", default=None, help="the flexgraph binary (default: BUILD/runtime/flexgraph)")
+    p.add_argument("--minibatch_bench", default=None, help="default: BUILD/bench/minibatch_bench")
     p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"))
     p.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "minibatch"))
-    return p.parse_args()
+    a = p.parse_args()
+    a.flexgraph = a.flexgraph or os.path.join(a.build, "runtime", "flexgraph")
+    a.minibatch_bench = a.minibatch_bench or os.path.join(a.build, "bench", "minibatch_bench")
+    return a
 
 
 def log(msg):
@@ -64,7 +74,7 @@ def prepare(a, name):
     if os.path.exists(os.path.join(d, "meta.json")):
         return d
     os.makedirs(a.work_dir, exist_ok=True)
-    flexgraph = os.path.join(a.build, "runtime", "flexgraph")
+    flexgraph = a.flexgraph
     if name == "cora":
         run([flexgraph, "convert", os.path.join(SHARED, "cora"), "--npy_dir", d, "--normalize_features"])
     else:
@@ -76,17 +86,17 @@ def flexgraph_row(a, d, name):
     tmp = os.path.join(a.work_dir, "minibatch-runs")
     os.makedirs(tmp, exist_ok=True)
     sampling_json = os.path.join(tmp, f"{name}-sampling.json")
-    run([os.path.join(a.build, "bench", "minibatch_bench"), "--dataset", d, "--model", "sage",
+    run([a.minibatch_bench, "--dataset", d, "--model", "sage",
          "--batch_size", str(a.batch_size), "--fanouts", a.fanouts, "--bulk_sizes", "1,32",
          "--epochs", str(a.epochs), "--threads", str(a.threads), "--summary_json", sampling_json],
         env=thread_env(a.threads))
     with open(sampling_json) as f:
         s = json.load(f)
     train_json = os.path.join(tmp, f"{name}-train.json")
-    run([os.path.join(a.build, "runtime", "flexgraph"), "train", "--dataset", d, "--model", "sage",
+    run([a.flexgraph, "train", "--dataset", d, "--model", "sage",
          "--hidden", str(a.hidden), "--batch_size", str(a.batch_size), "--fanouts", a.fanouts,
          "--epochs", str(a.epochs + 1), "--eval_every", str(a.epochs + 1), "--threads", str(a.threads), "--quiet",
-         "--summary_json", train_json], env=thread_env(a.threads))
+         "--device", a.device, "--summary_json", train_json], env=thread_env(a.threads))
     with open(train_json) as f:
         t = json.load(f)
     bulks = {int(b["bulk"]): b for b in s["bulks"]}
@@ -105,7 +115,8 @@ def baseline_row(a, d, name, framework):
     out = os.path.join(a.work_dir, "minibatch-runs", f"{name}-{framework}.json")
     run([sys.executable, os.path.join(ROOT, "bench", "baselines", "run_minibatch.py"), "--framework", framework,
          "--data", d, "--fanouts", a.fanouts, "--batch_size", str(a.batch_size), "--hidden", str(a.hidden),
-         "--epochs", str(a.epochs), "--threads", str(a.threads), "--out", out], env=thread_env(a.threads))
+         "--epochs", str(a.epochs), "--threads", str(a.threads), "--device", a.device, "--out", out],
+        env=thread_env(a.threads))
     with open(out) as f:
         r = json.load(f)
     return {"system": {"dgl": "DGL", "pyg": "PyG"}[framework],
@@ -120,16 +131,17 @@ def fmt(v, spec=".3g", suffix=""):
 
 def write_table(a, rows):
     os.makedirs(a.out_dir, exist_ok=True)
+    ref_name = {"dgl": "DGL", "pyg": "PyG"}[a.reference]
     lines = [f"Mini-batch GraphSAGE-mean, fanouts {a.fanouts}, batches of {a.batch_size}, hidden {a.hidden}, "
-             f"{a.threads} threads, median of {a.epochs} epochs after a warm-up; ratios to DGL in the same run.", "",
-             "| workload | system | sampled edges / epoch | sampling edges/s | × DGL | bulk 32 edges/s | × DGL "
-             "| × bulk 1 | memory ceiling (bulk 32) | epoch (s) | × DGL |",
+             f"{a.threads} threads, training on {a.device}, median of {a.epochs} epochs after a warm-up; ratios to {ref_name} in the same run.", "",
+             f"| workload | system | sampled edges / epoch | sampling edges/s | × {ref_name} | bulk 32 edges/s | × {ref_name} "
+             f"| × bulk 1 | memory ceiling (bulk 32) | epoch (s) | × {ref_name} |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['workload']} | {r['system']} | not run: {r['error']} ||||||||||")
             continue
-        dgl = next((x for x in rows if x["workload"] == r["workload"] and x["system"] == "DGL"), None)
+        dgl = next((x for x in rows if x["workload"] == r["workload"] and x["system"] == ref_name), None)
         s_ratio = r["sampled_edges_per_second"] / dgl["sampled_edges_per_second"] if dgl and r.get("sampled_edges_per_second") else None
         e_ratio = dgl["epoch_seconds"] / r["epoch_seconds"] if dgl and r.get("epoch_seconds") else None
         b32 = r.get("bulk32_edges_per_second")
