@@ -129,6 +129,7 @@ struct StagedSend {
   std::shared_ptr<HostRows> src;
   std::vector<int64_t> at, rows, recv_bytes;
   int64_t d = 0;
+  bool on_device = false;  // its bytes are being copied from a device
 };
 
 void FlushSends(ExchangeContext& ctx) {
@@ -147,7 +148,7 @@ namespace {
 
 // Starts the all-to-all `tag`: rows[q] rows of `src` [n, d] from row at[q] to each peer q,
 // expecting recv_rows[q] rows of width d from it. A device source is copied to the host
-// first, and sent at the next FlushSends; a host one is sent now.
+// first, and sent at the next FlushSends; a host one is sent now, unless device ones wait before it.
 void Start(ExchangeContext& ctx, uint64_t tag, const Tensor& src, std::vector<int64_t> at,
            const std::vector<int64_t>& rows, const std::vector<int64_t>& recv_rows, int64_t d) {
   if (ctx.pinned == nullptr) ctx.pinned = std::make_shared<PinnedPool>();
@@ -157,9 +158,12 @@ void Start(ExchangeContext& ctx, uint64_t tag, const Tensor& src, std::vector<in
   s->at = std::move(at);
   s->rows = rows;
   s->d = d;
+  s->on_device = src.defined() && src.device() != Device::kCpu;
   for (int64_t r : recv_rows) s->recv_bytes.push_back(r * d * static_cast<int64_t>(sizeof(float)));
   ctx.staged.push_back(std::move(s));
-  if (!src.defined() || src.device() == Device::kCpu) FlushSends(ctx);
+  // Host bytes go now, unless a device's copies are queued before them (they keep their order).
+  const bool waiting = std::any_of(ctx.staged.begin(), ctx.staged.end(), [](const auto& t) { return t->on_device; });
+  if (!waiting) FlushSends(ctx);
 }
 
 // What the peers sent for `tag`, rows[q] rows of width d from peer q placed at row at[q] of one
