@@ -361,8 +361,9 @@ def train_full_batch(a, net, logits_fn, w):
 def run(a):
     if a.memory_gib > 0 and torch.device(a.device).type == "cuda":
         dev = torch.device(a.device)
-        total = torch.cuda.get_device_properties(dev).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, a.memory_gib * 2**30 / total), dev)
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        total = torch.cuda.get_device_properties(index).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, a.memory_gib * 2**30 / total), index)
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     w = Workload(a.data)
