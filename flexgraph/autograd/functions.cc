@@ -65,7 +65,7 @@ Var MatMulSum(const Var& a1, const Var& b1, const Var& a2, const Var& b2) {
 }
 
 namespace {
-// The backward of Dropout(x) w for a large x, in blocks of rows: each block's dropped rows are
+// The backward of Dropout(x) w for a large x, in blocks of rows (16 MB, or an eighth of x): each block's dropped rows are
 // drawn for dw, and where x has a gradient already (another op's), the block's input gradient is
 // added into it; so a pass holds a block more than x's gradient, never a dropped copy of x or a
 // second gradient of its size.
@@ -74,7 +74,8 @@ constexpr size_t kDropoutBlockBytes = size_t{16} << 20;
 void DropoutMatMulBackwardInBlocks(const GradRef& x, const GradRef& w, const Tensor& xv, const Tensor& wv,
                                    const Tensor& g, float p, uint64_t seed, const Tensor& row_ids) {
   const int64_t n = g.rows(), k = wv.dim(0);
-  const int64_t block = std::max<int64_t>(1024, static_cast<int64_t>(kDropoutBlockBytes / (k * sizeof(float))));
+  // At most 8 blocks: fewer, larger products where x is very large (a GPU runs small ones slowly).
+  const int64_t block = std::max<int64_t>({1024, (n + 7) / 8, static_cast<int64_t>(kDropoutBlockBytes / (k * sizeof(float)))});
   Tensor gw = w.requires_grad() ? Tensor::Empty({k, g.row_width()}, DType::kFloat32, g.device()) : Tensor();
   const bool first = x.requires_grad() && !x.node()->grad.defined();  // x's gradient is this one alone
   for (int64_t lo = 0; lo < n; lo += block) {
