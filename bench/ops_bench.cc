@@ -301,12 +301,13 @@ void RegisterAll() {
   const int64_t n = EnvInt("FG_BENCH_GEMM_ROWS", 131072);
   const int64_t k = EnvInt("FG_BENCH_CLASSES", 40);
   // Forward of a 3-layer GCN (128 -> 256 -> 256 -> k), then the backward products of a layer
-  // [n, 256] x [256, 256]: dW = X^T dY and dX = dY W^T.
+  // [n, 256] x [256, 256]: dW = X^T dY and dX = dY W^T, and the first layer's dW (128 deep).
   const GemmShape shapes[] = {
       {"fwd_n128x128x256", false, false, n, 256, 128},
       {"fwd_n256x256x256", false, false, n, 256, 256},
       {"fwd_n256x256xk", false, false, n, k, 256},
       {"bwd_dW_256xn_x_nx256", true, false, 256, 256, n},
+      {"bwd_dW_128xn_x_nx256", true, false, 128, 256, n},
       {"bwd_dX_n256_x_256x256T", false, true, n, 256, 256},
       {"bwd_dW_256xn_x_nxk", true, false, 256, k, n},
       {"bwd_dX_nk_x_kx256T", false, true, n, 256, k},

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "runtime/communicator.h"
@@ -261,17 +262,22 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
   sampled_edges_ = 0;
   sampling_wait_ = 0;
   double loss_sum = 0;
-  std::future<absl::StatusOr<std::vector<sampling::MiniBatch>>> next =
-      std::async(std::launch::async, sample, 0);
+  // The epoch's first bulk is sampled with every thread while training waits; each next one in
+  // the background while the current one trains, on cycles the training leaves idle.
+  auto sample_behind = [&](int64_t first) {
+    BecomeBackground();  // a thread of its own (std::async)
+    return sample(first);
+  };
+  std::future<absl::StatusOr<std::vector<sampling::MiniBatch>>> next;
   for (int64_t first = 0; first < num; first += bulk_) {
     absl::StatusOr<std::vector<sampling::MiniBatch>> bulk;
     {
       Stopwatch wait;
-      bulk = next.get();
+      bulk = first == 0 ? sample(0) : next.get();
       sampling_wait_ += wait.Seconds();
       parts_.stats->selection += wait.Seconds();
     }
-    if (first + bulk_ < num) next = std::async(std::launch::async, sample, first + bulk_);
+    if (first + bulk_ < num) next = std::async(std::launch::async, sample_behind, first + bulk_);
     if (!bulk.ok()) {
       if (next.valid()) next.wait();
       return bulk.status();

@@ -22,20 +22,21 @@ int64_t Below(RandomStream& rng, int64_t n) {
 }
 
 // `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k
-// (each pick inserted in order: a binary search, no sort), a partial Fisher-Yates shuffle otherwise.
+// (membership by a branch-free scan of the picks so far, then one sort), a partial Fisher-Yates
+// shuffle otherwise.
 void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
   out->clear();
   if (k <= 64) {
-    for (int64_t j = d - k; j < d; ++j) {
+    out->resize(k);
+    int64_t* picks = out->data();
+    for (int64_t j = d - k, n = 0; j < d; ++j, ++n) {
       const int64_t t = Below(rng, j + 1);
-      auto at = std::lower_bound(out->begin(), out->end(), t);
-      // t taken already: j is new (every earlier pick is below j), and the largest so far.
-      if (at != out->end() && *at == t) {
-        out->push_back(j);
-      } else {
-        out->insert(at, t);
-      }
+      bool taken = false;
+      for (int64_t i = 0; i < n; ++i) taken |= picks[i] == t;
+      // t taken already: j is new (every earlier pick is below j).
+      picks[n] = taken ? j : t;
     }
+    std::sort(picks, picks + k);
     return;
   }
   out->resize(d);

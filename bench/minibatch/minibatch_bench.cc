@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     if (k.rfind("--", 0) != 0 || !flags.count(k.substr(2))) return Fail(absl::StrCat("unknown flag ", k));
     flags[k.substr(2)] = argv[i + 1];
   }
-  int batch_size, layer_size, epochs, threads;
+  int batch_size = 0, layer_size = 0, epochs = 0, threads = 0;
   if (!absl::SimpleAtoi(flags["batch_size"], &batch_size) || batch_size < 1 ||
       !absl::SimpleAtoi(flags["layer_size"], &layer_size) || layer_size < 1 ||
       !absl::SimpleAtoi(flags["epochs"], &epochs) || epochs < 1 ||

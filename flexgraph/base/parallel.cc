@@ -1,6 +1,10 @@
 #include "flexgraph/base/parallel.h"
 
 #include <omp.h>
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -15,7 +19,24 @@ int InitialThreads() {
   return omp_get_num_procs();
 }
 std::atomic<int> g_threads{0};
+thread_local bool t_background = false;
+thread_local bool t_lowered = false;
 }  // namespace
+
+void LowerLoopThread() {
+  if (t_lowered) return;
+  t_lowered = true;
+#if defined(__linux__)
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+#endif
+}
+
+void BecomeBackground() {
+  t_background = true;
+  LowerLoopThread();
+}
+
+bool InBackground() { return t_background; }
 
 int NumThreads() {
   int n = g_threads.load(std::memory_order_relaxed);
@@ -35,10 +56,15 @@ void SetNumThreads(int n) {
 void ParallelBlocks(int64_t n, int num_blocks,
                     const std::function<void(int, int64_t, int64_t)>& body) {
   if (num_blocks < 1) num_blocks = 1;
-#pragma omp parallel for schedule(static, 1) num_threads(NumThreads()) if (num_blocks > 1)
-  for (int b = 0; b < num_blocks; ++b) {
-    const int64_t lo = n * b / num_blocks, hi = n * (b + 1) / num_blocks;
-    body(b, lo, hi);
+  const bool background = InBackground();
+#pragma omp parallel num_threads(NumThreads()) if (num_blocks > 1)
+  {
+    if (background) LowerLoopThread();
+#pragma omp for schedule(static, 1)
+    for (int b = 0; b < num_blocks; ++b) {
+      const int64_t lo = n * b / num_blocks, hi = n * (b + 1) / num_blocks;
+      body(b, lo, hi);
+    }
   }
 }
 

@@ -15,13 +15,29 @@ int NumThreads();
 // inside them).
 void SetNumThreads(int n);
 
+// Makes the calling thread background work for its lifetime: it and the threads of its parallel
+// loops run at the lowest scheduling priority (Linux; best effort), so they take the cycles the
+// process's other threads leave idle rather than preempting their parallel loops (whose threads
+// would wait for the preempted one). For threads made for background work: the priority is not
+// raised again.
+void BecomeBackground();
+// Whether the calling thread is background work (a loop's team threads follow their caller).
+bool InBackground();
+// Lowers the calling loop thread's priority once (a team thread of a background caller).
+void LowerLoopThread();
+
 // Calls body(i) for i in [begin, end), statically chunked over threads.
 template <typename F>
 void ParallelFor(int64_t begin, int64_t end, F&& body) {
   const int64_t n = end - begin;
   if (n <= 0) return;
-#pragma omp parallel for schedule(static) num_threads(NumThreads()) if (n > 1)
-  for (int64_t i = begin; i < end; ++i) body(i);
+  const bool background = InBackground();
+#pragma omp parallel num_threads(NumThreads()) if (n > 1)
+  {
+    if (background) LowerLoopThread();
+#pragma omp for schedule(static)
+    for (int64_t i = begin; i < end; ++i) body(i);
+  }
 }
 
 // Calls body(i) for i in [begin, end) with dynamic scheduling in chunks of `grain` (skewed work).
@@ -29,8 +45,13 @@ template <typename F>
 void ParallelForDynamic(int64_t begin, int64_t end, int64_t grain, F&& body) {
   const int64_t n = end - begin;
   if (n <= 0) return;
-#pragma omp parallel for schedule(dynamic, grain) num_threads(NumThreads()) if (n > grain)
-  for (int64_t i = begin; i < end; ++i) body(i);
+  const bool background = InBackground();
+#pragma omp parallel num_threads(NumThreads()) if (n > grain)
+  {
+    if (background) LowerLoopThread();
+#pragma omp for schedule(dynamic, grain)
+    for (int64_t i = begin; i < end; ++i) body(i);
+  }
 }
 
 // Splits [0, n) into NumThreads() contiguous blocks and calls body(block, begin, end) in parallel.

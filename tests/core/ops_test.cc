@@ -88,23 +88,37 @@ TEST(DropoutMatMul, EqualsDropoutThenProductsWithItsGradientsAndKeepsNoDroppedCo
   EXPECT_EQ(bx.grad().rows(), 4096);
 }
 
-// ReLU(x w + x2 w2 + b) in one op: the values and gradients of BiasRelu over MatMulSum.
+// ReLU(x w + x2 w2 + b) in one op: the values and gradients of BiasRelu over MatMulSum, for a
+// narrow and a wide input, with and without input gradients.
 TEST(LinearBiasRelu, WithASecondProductEqualsBiasReluOfTheSum) {
-  Tensor x = RandomTensor({23, 9}, 1), w = RandomTensor({9, 6}, 2), x2 = RandomTensor({23, 4}, 3),
-         w2 = RandomTensor({4, 6}, 4), b = RandomTensor({6}, 5);
-  Var a[5] = {Var(x, true), Var(w, true), Var(b, true), Var(x2, true), Var(w2, true)};
-  Var e[5] = {Var(x, true), Var(w, true), Var(b, true), Var(x2, true), Var(w2, true)};
-  Var fused = ag::LinearBiasRelu(a[0], a[1], a[2], a[3], a[4]);
-  Var two = ag::BiasRelu(ag::MatMulSum(e[0], e[1], e[3], e[4]), e[2]);
-  for (int64_t i = 0; i < two.value().numel(); ++i) ASSERT_NEAR(fused.value().f32()[i], two.value().f32()[i], 1e-5);
-  const Tensor r = RandomTensor(two.value().shape(), 6);
-  ag::Sum(ag::Mul(fused, Var(r))).Backward();
-  ag::Sum(ag::Mul(two, Var(r))).Backward();
-  for (int k = 0; k < 5; ++k) {
-    for (int64_t i = 0; i < a[k].grad().numel(); ++i) {
-      ASSERT_NEAR(a[k].grad().f32()[i], e[k].grad().f32()[i], 1e-4) << "input " << k << " element " << i;
+  for (const int64_t width : {9, 260}) {
+    for (const bool input_grads : {true, false}) {
+      Tensor x = RandomTensor({23, width}, 1), w = RandomTensor({width, 6}, 2), x2 = RandomTensor({23, 4}, 3),
+             w2 = RandomTensor({4, 6}, 4), b = RandomTensor({6}, 5);
+      Var a[5] = {Var(x, input_grads), Var(w, true), Var(b, true), Var(x2, input_grads), Var(w2, true)};
+      Var e[5] = {Var(x, input_grads), Var(w, true), Var(b, true), Var(x2, input_grads), Var(w2, true)};
+      Var fused = ag::LinearBiasRelu(a[0], a[1], a[2], a[3], a[4]);
+      Var two = ag::BiasRelu(ag::MatMulSum(e[0], e[1], e[3], e[4]), e[2]);
+      for (int64_t i = 0; i < two.value().numel(); ++i) {
+        ASSERT_NEAR(fused.value().f32()[i], two.value().f32()[i], 1e-4) << width;
+      }
+      const Tensor r = RandomTensor(two.value().shape(), 6);
+      ag::Sum(ag::Mul(fused, Var(r))).Backward();
+      ag::Sum(ag::Mul(two, Var(r))).Backward();
+      for (int k = 0; k < 5; ++k) {
+        ASSERT_EQ(a[k].grad().defined(), e[k].grad().defined()) << "input " << k;
+        if (!a[k].grad().defined()) continue;
+        for (int64_t i = 0; i < a[k].grad().numel(); ++i) {
+          ASSERT_NEAR(a[k].grad().f32()[i], e[k].grad().f32()[i], 1e-3) << width << " input " << k << " element " << i;
+        }
+      }
     }
   }
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::LinearBiasRelu(v[0], v[1], v[2], v[3], v[4]); },
+      {RandomTensor({5, 3}, 7), RandomTensor({3, 4}, 8), Tensor::Full({4}, 6.0f), RandomTensor({5, 2}, 9),
+       RandomTensor({2, 4}, 10)},
+      1e-2f);
 }
 
 // A large input's backward runs in blocks of rows (keys by row id or by position, each block's

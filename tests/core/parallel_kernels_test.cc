@@ -1,7 +1,12 @@
 // The CPU kernels' specialised and parallel paths (vector widths and tails, row chunks, row
 // blocks, GEMM blocks) against serial references, on random matrices with empty rows and skewed
 // degrees, and bitwise the same for any thread count.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <tuple>
 #include <gtest/gtest.h>
 
@@ -267,6 +272,36 @@ TEST(ParallelKernels, MatmulIsBitwiseTheSameForAnyThreadCount) {
     }
   }
   SetNumThreads(2);
+}
+
+// A background thread's loops run every iteration, on threads at the lowest priority; the
+// caller's own loops keep theirs.
+TEST(Parallel, BackgroundLoopsRunAtTheLowestPriority) {
+  auto nice = [] { return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); };
+  const int before = nice();
+  SetNumThreads(2);
+  std::atomic<int> ran{0}, low{0};
+  std::thread worker([&] {
+    BecomeBackground();
+    EXPECT_TRUE(InBackground());
+    ParallelFor(0, 64, [&](int64_t) {
+      ++ran;
+      if (nice() == 19) ++low;
+    });
+    ParallelForDynamic(0, 64, 1, [&](int64_t) {
+      ++ran;
+      if (nice() == 19) ++low;
+    });
+  });
+  worker.join();
+  EXPECT_EQ(ran.load(), 128);
+  EXPECT_EQ(low.load(), 128);
+  EXPECT_FALSE(InBackground());
+  std::atomic<int> kept{0};
+  ParallelFor(0, 64, [&](int64_t) {
+    if (nice() == before) ++kept;
+  });
+  EXPECT_EQ(kept.load(), 64);
 }
 
 }  // namespace
