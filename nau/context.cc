@@ -111,7 +111,8 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
     for (const Dropped& d : dropped_) {
       if (d.seed == s && d.p == p && d.x.node() == roots_of_.input.node() && d.ids.defined() &&
           d.ids.raw() == table_global_ids.raw()) {
-        return ag::GatherRows(d.out, roots_of_.index);
+        return roots_of_.index.defined() ? ag::GatherRows(d.out, roots_of_.index)
+                                         : ag::FirstRows(d.out, roots_of_.roots.rows());
       }
     }
   }

@@ -135,10 +135,10 @@ class LayerContext {
   bool HasDropped(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
   // `row_ids` on `device`: its placed copy (placed_ids) when there is one.
   Tensor PlacedIds(const Tensor& row_ids, Device device) const;
-  // Records that `roots` are the rows `index` of `input` (the executor's gather of the layer's
-  // roots): dropping the roots by root_global_ids, once the input has been dropped by
-  // table_global_ids with the same site, gathers those rows of the dropped input (the masks key on
-  // global ids, so they are the same) instead of drawing them again.
+  // Records that `roots` are the rows `index` of `input` (undefined: its first rows; the executor's
+  // gather of the layer's roots): dropping the roots by root_global_ids, once the input has been
+  // dropped by table_global_ids with the same site, takes those rows of the dropped input (the
+  // masks key on global ids, so they are the same) instead of drawing them again.
   void NoteRoots(const ag::Var& input, const ag::Var& roots, const Tensor& index) {
     roots_of_ = {layer, input, roots, index};
   }

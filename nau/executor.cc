@@ -15,7 +15,12 @@ bool UniformArity(const hdg::HdgLevel& l) {
 
 ag::Var GatherRoots(const hdg::Hdg& hdg, const ag::Var& x, LayerContext* ctx) {
   const Tensor& roots = hdg.roots();
-  if (roots.numel() == x.rows() && hdg.roots_are_first_rows()) return x;
+  if (hdg.roots_are_first_rows()) {  // a prefix of x's rows (a mini-batch block's table): a view
+    if (roots.numel() == x.rows()) return x;
+    ag::Var self = ag::FirstRows(x, roots.numel());
+    if (ctx != nullptr) ctx->NoteRoots(x, self, Tensor());
+    return self;
+  }
   const Tensor index = roots.To(x.value().device());
   ag::Var self = ag::GatherRows(x, index);
   if (ctx != nullptr) ctx->NoteRoots(x, self, index);

@@ -5,11 +5,14 @@ on the same workload, threads and settings (fanouts 25,10, batches of 1024, hidd
 Per workload and system: sampled edges per epoch, sampling throughput (edges per second; FlexGraph
 in bulks of 1 and of 32, with the fraction of the memory ceiling minibatch_bench measures) and the
 training epoch time, with the ratios to DGL (or --reference pyg) measured in the same run. With
---device cuda every system trains on the GPU (sampling stays on the host). Writes
-bench/results/minibatch/minibatch.{md,json} after every row.
+--device cuda every system trains on the GPU (sampling stays on the host). With --rounds N every
+system runs N times, in turn, and the table gives medians with the range of the per-round ratios
+(on a shared host the load moves between runs). Writes bench/results/minibatch/minibatch.{md,json}
+after every row.
 
   bench/.venv/bin/python bench/minibatch/run.py                       # Cora and RMAT scale 20
   bench/.venv/bin/python bench/minibatch/run.py --workloads cora --frameworks dgl
+  bench/.venv/bin/python bench/minibatch/run.py --workloads rmat --frameworks dgl --rounds 3
   bench/.venv/bin/python bench/minibatch/run.py --rmat_spec rmat:scale=22,edge_factor=16,features=128,classes=8,seed=1
 """
 import argparse
@@ -34,6 +37,8 @@ def parse_args():
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--epochs", type=int, default=3, help="timed epochs, after one warm-up epoch")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=1, help="runs of every system, in turn: medians, and the "
+                   "range of the ratios of runs in the same round")
     p.add_argument("--reference", choices=["dgl", "pyg"], default="dgl",
                    help="the system the ratios divide by (pyg where DGL is not installed, as on the GPU machine)")
     p.add_argument("--device", default="cpu", help="where every system trains (cuda: a GPU; sampling stays on the "
@@ -44,6 +49,8 @@ def parse_args():
     p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"))
     p.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "minibatch"))
     a = p.parse_args()
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
     a.flexgraph = a.flexgraph or os.path.join(a.build, "runtime", "flexgraph")
     a.minibatch_bench = a.minibatch_bench or os.path.join(a.build, "bench", "minibatch_bench")
     return a
@@ -125,6 +132,27 @@ def baseline_row(a, d, name, framework):
             "epoch_seconds": r["epoch_seconds"]}
 
 
+def ratio_range(ref, r, key, ratio):
+    """' (lo–hi)' over the rounds both rows ran, from each round's pair of runs; '' for one round."""
+    pairs = [(x.get(key), y.get(key)) for x, y in zip(ref.get("rounds", []), r.get("rounds", []))]
+    values = [ratio(x, y) for x, y in pairs if x and y]
+    return f" ({min(values):.2f}–{max(values):.2f})" if len(values) > 1 else ""
+
+
+def merge_rounds(runs):
+    """One row from a system's runs: the median of every number, the runs kept under 'rounds'."""
+    ok = [x for x in runs if "error" not in x]
+    if not ok:
+        return runs[-1]
+    row = {"system": ok[0]["system"]}
+    for k, v in ok[0].items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            row[k] = statistics.median(x[k] for x in ok if k in x)
+    if len(runs) > 1:
+        row["rounds"] = runs
+    return row
+
+
 def fmt(v, spec=".3g", suffix=""):
     return "—" if v is None else format(v, spec) + suffix
 
@@ -133,7 +161,8 @@ def write_table(a, rows):
     os.makedirs(a.out_dir, exist_ok=True)
     ref_name = {"dgl": "DGL", "pyg": "PyG"}[a.reference]
     lines = [f"Mini-batch GraphSAGE-mean, fanouts {a.fanouts}, batches of {a.batch_size}, hidden {a.hidden}, "
-             f"{a.threads} threads, training on {a.device}, median of {a.epochs} epochs after a warm-up; ratios to {ref_name} in the same run.", "",
+             f"{a.threads} threads, training on {a.device}, median of {a.epochs} epochs after a warm-up; ratios to {ref_name} in the same run"
+             + (f"; medians of {a.rounds} rounds, each system once per round (range: the ratios of each round's runs)." if a.rounds > 1 else "."), "",
              f"| workload | system | sampled edges / epoch | sampling edges/s | × {ref_name} | bulk 32 edges/s | × {ref_name} "
              f"| × bulk 1 | memory ceiling (bulk 32) | epoch (s) | × {ref_name} |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -144,14 +173,16 @@ def write_table(a, rows):
         dgl = next((x for x in rows if x["workload"] == r["workload"] and x["system"] == ref_name), None)
         s_ratio = r["sampled_edges_per_second"] / dgl["sampled_edges_per_second"] if dgl and r.get("sampled_edges_per_second") else None
         e_ratio = dgl["epoch_seconds"] / r["epoch_seconds"] if dgl and r.get("epoch_seconds") else None
+        e_range = ratio_range(dgl, r, "epoch_seconds", lambda ref, x: ref / x) if dgl and dgl is not r else ""
+        s_range = ratio_range(dgl, r, "sampled_edges_per_second", lambda ref, x: x / ref) if dgl and dgl is not r else ""
         b32 = r.get("bulk32_edges_per_second")
         lines.append(
             f"| {r['workload']} | {r['system']} | {fmt(r.get('sampled_edges_per_epoch'), ',.0f')} "
-            f"| {fmt(r.get('sampled_edges_per_second'))} | {fmt(s_ratio, '.2f', '×')} | {fmt(b32)} "
+            f"| {fmt(r.get('sampled_edges_per_second'))} | {fmt(s_ratio, '.2f', '×')}{s_range} | {fmt(b32)} "
             f"| {fmt(b32 / dgl['sampled_edges_per_second'] if b32 and dgl else None, '.2f', '×')} "
             f"| {fmt(b32 / r['sampled_edges_per_second'] if b32 else None, '.2f', '×')} "
             f"| {fmt(100 * r['sampling_memory_ceiling_fraction'] if 'sampling_memory_ceiling_fraction' in r else None, '.1f', '%')} "
-            f"| {fmt(r.get('epoch_seconds'), '.3f')} | {fmt(e_ratio, '.2f', '×')} |")
+            f"| {fmt(r.get('epoch_seconds'), '.3f')} | {fmt(e_ratio, '.2f', '×')}{e_range} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out_dir, "minibatch.md"), "w") as f:
         f.write(text)
@@ -167,15 +198,22 @@ def main():
     for name in a.workloads.split(","):
         d = prepare(a, name)
         workload = "cora" if name == "cora" else a.rmat_spec
-        for system in ["flexgraph"] + [x for x in a.frameworks.split(",") if x]:
-            try:
-                row = flexgraph_row(a, d, name) if system == "flexgraph" else baseline_row(a, d, name, system)
-            except RuntimeError as e:
-                log(str(e))
-                row = {"system": system, "error": str(e).splitlines()[-1][:200]}
-            row["workload"] = workload
-            rows.append(row)
-            write_table(a, rows)
+        systems = ["flexgraph"] + [x for x in a.frameworks.split(",") if x]
+        runs = {system: [] for system in systems}
+        for round_index in range(a.rounds):
+            for system in systems:
+                if round_index > 0 and "error" in runs[system][-1]:
+                    continue
+                try:
+                    row = flexgraph_row(a, d, name) if system == "flexgraph" else baseline_row(a, d, name, system)
+                except RuntimeError as e:
+                    log(str(e))
+                    row = {"system": system, "error": str(e).splitlines()[-1][:200]}
+                runs[system].append(row)
+                done = [dict(merge_rounds(runs[x]), workload=workload) for x in systems if runs[x]]
+                write_table(a, rows + done)
+        rows += [dict(merge_rounds(runs[x]), workload=workload) for x in systems]
+    write_table(a, rows)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "flexgraph/base/logging.h"
 
@@ -524,6 +525,14 @@ Var GatherRows(const Var& x, const Tensor& idx) {
   Tensor y = ops::GatherRows(x.value(), idx);
   return MakeResult(y, "GatherRows", {x}, [x = GradRef(x), idx](const Tensor& g) {
     AccumulateGrad(x, ops::ScatterAddRows(g, idx, x.rows()), "GatherRows");
+  });
+}
+
+Var FirstRows(const Var& x, int64_t n) {
+  return MakeResult(x.value().FirstRows(n), "FirstRows", {x}, [x = GradRef(x)](const Tensor& g) {
+    std::vector<int32_t> first(g.rows());
+    std::iota(first.begin(), first.end(), 0);
+    AccumulateGradRows(x, Tensor::FromVector(first).To(g.device()), g, "FirstRows");
   });
 }
 

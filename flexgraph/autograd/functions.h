@@ -75,6 +75,8 @@ Var EdgeSoftmax(const SparseMatrixPtr& a, const Var& scores);
 Var SegmentReduce(const Tensor& offsets, const Var& x, ops::SegmentReduceOp op);
 Var SegmentSoftmax(const Tensor& offsets, const Var& scores);
 Var GatherRows(const Var& x, const Tensor& idx);
+// x's rows [0, n) as a view (Tensor::FirstRows): GatherRows of 0 .. n-1 without the copy.
+Var FirstRows(const Var& x, int64_t n);
 Var ScatterAddRows(const Var& x, const Tensor& idx, int64_t num_rows);
 
 // --- losses ------------------------------------------------------------------------------------

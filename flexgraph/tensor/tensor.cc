@@ -391,6 +391,14 @@ Tensor Tensor::Reshape(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::FirstRows(int64_t n) const {
+  FG_CHECK(rank() >= 1 && n >= 0 && n <= rows()) << "FirstRows: " << n << " rows of " << ShapeString();
+  Tensor t = *this;
+  t.shape_[0] = n;
+  t.numel_ = rows() == 0 ? 0 : numel_ / rows() * n;
+  return t;
+}
+
 Tensor Tensor::RowsCopy(int64_t lo, int64_t n) const {
   FG_CHECK(rank() >= 1 && lo >= 0 && n >= 0 && lo + n <= rows())
       << "RowsCopy: rows [" << lo << ", " << lo + n << ") of " << ShapeString();

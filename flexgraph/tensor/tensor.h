@@ -132,6 +132,8 @@ class Tensor {
   Tensor Clone() const;
   // A copy of rows [lo, lo + n) (along the first dimension), on the same device.
   Tensor RowsCopy(int64_t lo, int64_t n) const;
+  // Rows [0, n) without a copy: a view sharing this tensor's storage (so neither is a sole owner).
+  Tensor FirstRows(int64_t n) const;
   // Copies to `device` (a no-op view when already there).
   Tensor To(Device device) const;
   template <typename T>

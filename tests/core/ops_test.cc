@@ -363,6 +363,23 @@ TEST(Index, GatherScatter) {
       {RandomTensor({3, 2}, 42)});
 }
 
+// The first rows as a view: GatherRows of 0 .. n-1 in value and gradient, no copy made, and
+// neither tensor a sole owner (so no op writes over one through the other).
+TEST(Index, FirstRowsIsAViewWithGatherRowsGradient) {
+  Tensor x = TinyX();
+  const Tensor view = x.FirstRows(2);
+  EXPECT_EQ(view.shape(), (Shape{2, 2}));
+  EXPECT_EQ(view.raw(), x.raw());
+  EXPECT_EQ(view.ToVector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_FALSE(view.sole_owner());
+  EXPECT_EQ(x.FirstRows(0).numel(), 0);
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::FirstRows(v[0], 2); }, {RandomTensor({3, 2}, 43)});
+  // Its gradient adds into one already there.
+  Var a(RandomTensor({3, 2}, 44), true);
+  ag::Sum(ag::Add(ag::Sum(ag::FirstRows(a, 2)), ag::Sum(a))).Backward();
+  EXPECT_EQ(a.grad().ToVector<float>(), (std::vector<float>{2, 2, 2, 2, 1, 1}));
+}
+
 TEST(Losses, HandComputedAndGradients) {
   // log_softmax([0, 0]) = [-log 2, -log 2]; NLL = log 2.
   Var logits(Tensor::Zeros({2, 2}));
