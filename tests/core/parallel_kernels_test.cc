@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <tuple>
@@ -247,6 +248,52 @@ TEST(ParallelKernels, GatherRowsAnyWidthAndThreadCount) {
       for (int64_t k = 0; k < 3000; ++k) {
         for (int64_t j = 0; j < width; ++j) {
           ASSERT_EQ(got.f32()[k * width + j], x.f32()[idx[k] * width + j]);
+        }
+      }
+    }
+  }
+  SetNumThreads(2);
+}
+
+// Products with a narrow side (few outputs, or a short depth) against a double-precision
+// reference, for both layouts of each operand, alpha and beta, and bitwise the same for any thread
+// count.
+TEST(ParallelKernels, NarrowProductsMatchTheReference) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  // Few outputs (n <= 16), a short depth (k <= 16), and a weight gradient's long k with few outputs.
+  const Case cases[] = {{300, 1, 40}, {300, 7, 256}, {129, 8, 33}, {200, 13, 70}, {64, 16, 17},
+                        {300, 256, 8}, {97, 45, 3}, {70, 33, 16}, {256, 8, 700}, {37, 5, 64}, {100, 16, 1000}};
+  for (const Case& cs : cases) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const Tensor a = RandomTensor(ta ? Shape{cs.k, cs.m} : Shape{cs.m, cs.k}, 91);
+        const Tensor b = RandomTensor(tb ? Shape{cs.n, cs.k} : Shape{cs.k, cs.n}, 92);
+        const Tensor c0 = RandomTensor({cs.m, cs.n}, 93);
+        for (const float beta : {0.0f, 0.5f}) {
+          SetNumThreads(1);
+          Tensor want = c0.Clone();
+          ops::MatmulInto(a, b, ta, tb, 1.5f, beta, &want);
+          for (int64_t i = 0; i < cs.m; ++i) {
+            for (int64_t j = 0; j < cs.n; ++j) {
+              double acc = 0;
+              for (int64_t t = 0; t < cs.k; ++t) {
+                acc += static_cast<double>(ta ? a.f32()[t * cs.m + i] : a.f32()[i * cs.k + t]) *
+                       (tb ? b.f32()[j * cs.k + t] : b.f32()[t * cs.n + j]);
+              }
+              const double ref = 1.5 * acc + beta * c0.f32()[i * cs.n + j];
+              ASSERT_NEAR(want.f32()[i * cs.n + j], ref, 1e-4 * (1 + std::abs(ref)) * std::sqrt(cs.k))
+                  << cs.m << "x" << cs.n << "x" << cs.k << " ta " << ta << " tb " << tb << " at " << i << "," << j;
+            }
+          }
+          for (int threads : {2, 3}) {
+            SetNumThreads(threads);
+            Tensor got = c0.Clone();
+            ops::MatmulInto(a, b, ta, tb, 1.5f, beta, &got);
+            ASSERT_EQ(std::memcmp(got.f32(), want.f32(), want.nbytes()), 0)
+                << cs.m << "x" << cs.n << "x" << cs.k << " ta " << ta << " tb " << tb << " threads " << threads;
+          }
         }
       }
     }
