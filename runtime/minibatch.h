@@ -1,6 +1,6 @@
 // Mini-batch training (train.batch_size > 0): each epoch, the task's training items (vertices to
 // classify, or pairs to link) in a random order are cut into batches; bulks of train.bulk batches are sampled at once
-// (sampling/sampler.h), the next bulk on a second thread while the current one trains; per batch,
+// (sampling/sampler.h), the next bulk on a background thread (BecomeBackground) while the current one trains; per batch,
 // the model's layers run over the batch's blocks with the hybrid executor, then the batch loss,
 // backward and one optimizer step. Evaluation stays with the trainer (full-graph inference).
 // Distributed, each worker samples and computes its items of every batch — every P-th one when
