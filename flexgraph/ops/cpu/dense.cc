@@ -122,10 +122,10 @@ void GemmSplitK(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// Products of a depth of at most 16 (a classifier's input gradient, dY W^T) run in a kernel of
-// their own that holds 32 outputs of a row in registers: OpenBLAS runs them at a fraction of the
-// memory rate (it packs and blocks for deep operands). Each output element is one thread's, summed
-// in an order fixed by the shape.
+// Products of at most 8 outputs (a classifier, X W) or a depth of at most 16 (its input gradient,
+// dY W^T) run in kernels of their own: OpenBLAS runs them at a fraction of the memory rate (it packs
+// and blocks for wide operands). Each output element is one thread's, summed in an order fixed by
+// the shape.
 constexpr int64_t kNarrow = 16, kNarrowRows = 64;
 
 // op(B) [k, n] as rows.
@@ -151,6 +151,7 @@ void GemmNarrowDepth(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
         for (int64_t t = 0; t < k; ++t) {
           const __m256 av = _mm256_broadcast_ss(ar + t);
           const float* bt = bp.data() + t * n + j0;
+#pragma GCC unroll 4
           for (int q = 0; q < 4; ++q) acc[q] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bt + 8 * q), acc[q]);
         }
         const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
@@ -169,11 +170,54 @@ void GemmNarrowDepth(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
   });
 }
 
-// Runs C = alpha op(A) op(B) + beta C in the narrow kernel when it fits; false otherwise.
+// C = alpha A op(B) + beta C, n <= 8: each output is a row of A dotted with a column of op(B),
+// eight of k's entries per vector, the row's eight sums reduced together at the end.
+void GemmNarrowOut(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   const float* b, float beta, float* c) {
+  const int64_t kv = k / 8 * 8;
+  std::vector<float> bt(static_cast<size_t>(8 * k), 0.0f);  // op(B)^T [8, k], zero rows beyond n
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t t = 0; t < k; ++t) bt[j * k + t] = trans_b ? b[j * k + t] : b[t * n + j];
+  }
+  ParallelFor(0, (m + kNarrowRows - 1) / kNarrowRows, [&](int64_t blk) {
+    for (int64_t i = blk * kNarrowRows; i < std::min(m, (blk + 1) * kNarrowRows); ++i) {
+      const float* ar = a + i * k;
+      __m256 acc[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+      for (int64_t t = 0; t < kv; t += 8) {
+        const __m256 av = _mm256_loadu_ps(ar + t);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bt.data() + j * k + t), acc[j]);
+      }
+      // Lane sums: s[j] = sum of acc[j]'s lanes, as one vector.
+      const __m256 h01 = _mm256_hadd_ps(acc[0], acc[1]), h23 = _mm256_hadd_ps(acc[2], acc[3]);
+      const __m256 h45 = _mm256_hadd_ps(acc[4], acc[5]), h67 = _mm256_hadd_ps(acc[6], acc[7]);
+      const __m256 q0 = _mm256_hadd_ps(h01, h23), q1 = _mm256_hadd_ps(h45, h67);
+      const __m256 lo = _mm256_permute2f128_ps(q0, q1, 0x20), hi = _mm256_permute2f128_ps(q0, q1, 0x31);
+      alignas(32) float sum[8];
+      _mm256_store_ps(sum, _mm256_add_ps(lo, hi));
+      float* cr = c + i * n;
+      for (int64_t j = 0; j < n; ++j) {
+        float v = sum[j];
+        for (int64_t t = kv; t < k; ++t) v += ar[t] * bt[j * k + t];
+        cr[j] = beta == 0.0f ? alpha * v : alpha * v + beta * cr[j];
+      }
+    }
+  });
+}
+
+// Runs C = alpha op(A) op(B) + beta C in a narrow kernel when one fits; false otherwise.
 bool GemmNarrow(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 const float* b, float beta, float* c) {
-  if (trans_a || m < kNarrowRows || k > kNarrow || n <= kNarrow) return false;
-  GemmNarrowDepth(trans_b, m, n, k, alpha, a, b, beta, c);
+  if (trans_a || m < kNarrowRows) return false;
+  if (n <= 8 && k >= 64) {
+    GemmNarrowOut(trans_b, m, n, k, alpha, a, b, beta, c);
+  } else if (k <= kNarrow && n > kNarrow) {
+    GemmNarrowDepth(trans_b, m, n, k, alpha, a, b, beta, c);
+  } else {
+    return false;
+  }
   return true;
 }
 #else
