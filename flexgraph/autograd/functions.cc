@@ -81,14 +81,12 @@ void DropoutMatMulBackwardInBlocks(const GradRef& x, const GradRef& w, const Ten
   const bool first = x.requires_grad() && !x.node()->grad.defined();  // x's gradient is this one alone
   for (int64_t lo = 0; lo < n; lo += block) {
     const int64_t rows = std::min(block, n - lo);
-    std::vector<int32_t> at(rows);  // the block's rows in x
-    for (int64_t r = 0; r < rows; ++r) at[r] = static_cast<int32_t>(lo + r);
-    const Tensor positions = Tensor::FromVector(at);
     Tensor ids;  // the block's dropout keys: its rows' ids, or their positions in x
     if (row_ids.defined()) {
       ids = row_ids.RowsCopy(lo, rows);
     } else {
-      std::vector<int64_t> keys(at.begin(), at.end());
+      std::vector<int64_t> keys(rows);
+      std::iota(keys.begin(), keys.end(), lo);
       ids = Tensor::FromVector(keys).To(g.device());
     }
     const Tensor gb = g.RowsCopy(lo, rows);
@@ -99,7 +97,7 @@ void DropoutMatMulBackwardInBlocks(const GradRef& x, const GradRef& w, const Ten
     if (x.requires_grad() && !first) {
       Tensor gx = ops::Matmul(gb, wv, false, true);
       ops::DropoutInPlace(&gx, p, seed, ids);
-      AccumulateGradRows(x, positions.To(g.device()), gx, "DropoutMatMul");
+      AccumulateGradRowRange(x, lo, gx, "DropoutMatMul");
     }
   }
   if (w.requires_grad()) AccumulateGrad(w, gw, "DropoutMatMul");
@@ -530,9 +528,7 @@ Var GatherRows(const Var& x, const Tensor& idx) {
 
 Var FirstRows(const Var& x, int64_t n) {
   return MakeResult(x.value().FirstRows(n), "FirstRows", {x}, [x = GradRef(x)](const Tensor& g) {
-    std::vector<int32_t> first(g.rows());
-    std::iota(first.begin(), first.end(), 0);
-    AccumulateGradRows(x, Tensor::FromVector(first).To(g.device()), g, "FirstRows");
+    AccumulateGradRowRange(x, 0, g, "FirstRows");
   });
 }
 

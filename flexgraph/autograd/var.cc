@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <numeric>
 #include <unordered_set>
 
 #include "flexgraph/base/logging.h"
@@ -154,6 +155,13 @@ void AccumulateGradRows(const GradRef& v, const Tensor& idx, const Tensor& g, co
   FG_CHECK(g.row_width() == v.row_width()) << op << ": gradient rows " << g.ShapeString()
                                            << " for input " << ShapeToString(n.shape);
   ops::AddRowsInPlace(&n.grad, idx, g);
+}
+
+void AccumulateGradRowRange(const GradRef& v, int64_t first, const Tensor& g, const char* op) {
+  if (!v.requires_grad()) return;
+  std::vector<int32_t> rows(g.rows());
+  std::iota(rows.begin(), rows.end(), static_cast<int32_t>(first));
+  AccumulateGradRows(v, Tensor::FromVector(rows).To(g.device()), g, op);
 }
 
 Tensor& Var::OwnedGrad() const {

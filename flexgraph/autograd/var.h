@@ -133,5 +133,7 @@ void AccumulateGrad(const GradRef& v, const Tensor& g, const char* op);
 // Adds the rows of g to rows idx (distinct, int32) of v's gradient, in place (allocating a zero
 // gradient on first use): many small row sets of a large input cost one gradient, not one each.
 void AccumulateGradRows(const GradRef& v, const Tensor& idx, const Tensor& g, const char* op);
+// The same for rows [first, first + g.rows()) of v.
+void AccumulateGradRowRange(const GradRef& v, int64_t first, const Tensor& g, const char* op);
 
 }  // namespace fg::ag
