@@ -60,7 +60,9 @@ class Model : public nn::Module {
   virtual ag::Var Input(LayerContext& ctx, const ModelSpec& spec);
   // The input rows of the vertices `ids` (int64 global ids; a dataset loaded whole), in that order:
   // what mini-batches read. Default: Input() gathered; models whose input is computed (typed
-  // projections, learned tables) override it to compute only those rows.
+  // projections, learned tables) override it to compute only those rows. Where the rows need no
+  // gradient, mini-batch training reads them ahead on its sampling thread, concurrently with
+  // training: an override then reads only the dataset and changes no state.
   virtual ag::Var InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids);
   // Roots (global vertex ids) of layer i. Default: every vertex for hidden layers, the target
   // type's vertices for the last layer.

@@ -154,7 +154,8 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
   ctx.seed = options_.seed;
   ctx.stats = parts_.stats;
-  // Rows fetched from other parts come with their features and randomness keys.
+  // Rows fetched from other parts come with their features and randomness keys; rows read ahead
+  // (prefetch_inputs_) with their features.
   ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs.To(parts_.device))
                                      : model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
   if (parts_.device == Device::kCpu) SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &ctx);
@@ -249,7 +250,16 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       b = Tensor::FromVector(share);
     }
   }
-  auto sample = [&, epoch](int64_t first) {
+  // Input rows that need no gradient (the dataset's features) are read with the samples: in the
+  // background, a memory-bound gather beside training's compute-bound products.
+  if (prefetch_inputs_ < 0) {
+    nau::LayerContext probe;
+    probe.training = true;
+    prefetch_inputs_ = parts_.device == Device::kCpu && parts_.owned == nullptr &&
+                       !parts_.model->InputRows(probe, *parts_.spec, Tensor::FromVector(std::vector<int64_t>{0}))
+                            .requires_grad();
+  }
+  auto sample = [&, epoch](int64_t first) -> absl::StatusOr<std::vector<sampling::MiniBatch>> {
     const int64_t end = std::min<int64_t>(num, first + bulk_);
     std::vector<Tensor> seeds;
     for (int64_t b = first; b < end; ++b) seeds.push_back(parts_.task->BatchRoots(mine[b], epoch));
@@ -257,7 +267,16 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       return SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(), *parts_.owned,
                                layers, options_, epoch, first / bulk_, first, seeds);
     }
-    return sampling::SampleBulk(layers, options_, epoch, first, seeds);
+    FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> bulk,
+                        sampling::SampleBulk(layers, options_, epoch, first, seeds));
+    if (prefetch_inputs_ == 1) {
+      for (sampling::MiniBatch& b : bulk) {
+        nau::LayerContext ctx;
+        ctx.training = true;
+        b.inputs = parts_.model->InputRows(ctx, *parts_.spec, b.blocks[0].table).value();
+      }
+    }
+    return bulk;
   };
   sampled_edges_ = 0;
   sampling_wait_ = 0;

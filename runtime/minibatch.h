@@ -75,6 +75,9 @@ class MiniBatchTraining {
 
   Parts parts_;
   int sparse_input_ = -1;  // whether layer-0 inputs are sparse: -1 undecided, 0 no, 1 yes
+  // Whether each batch's input rows are read with its samples, on the sampling thread (they need no
+  // gradient and the batches train on the host): -1 undecided, 0 no, 1 yes.
+  int prefetch_inputs_ = -1;
   sampling::SamplerOptions options_;
   nau::HybridExecutor executor_;
   int64_t batch_size_ = 0;
