@@ -21,11 +21,30 @@ int64_t Below(RandomStream& rng, int64_t n) {
   return static_cast<int64_t>((static_cast<uint64_t>(rng.NextU32()) * static_cast<uint64_t>(n)) >> 32);
 }
 
-// `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k
-// (membership by a branch-free scan of the picks so far, then one sort), a partial Fisher-Yates
-// shuffle otherwise.
+// `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k,
+// a partial Fisher-Yates shuffle otherwise. Floyd's picks are kept as bits of a mask where d is at
+// most kMaskBits (read back in order), else in a list checked by a branch-free scan, then sorted:
+// the same picks either way.
+constexpr int64_t kMaskBits = 4096;
 void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
   out->clear();
+  if (k <= 64 && d <= kMaskBits) {
+    uint64_t mask[kMaskBits / 64];
+    const int64_t words = (d + 63) / 64;
+    std::fill(mask, mask + words, uint64_t{0});
+    for (int64_t j = d - k; j < d; ++j) {
+      const int64_t t = Below(rng, j + 1);
+      // t taken already: j is new (every earlier pick is below j).
+      const int64_t pick = (mask[t >> 6] >> (t & 63)) & 1 ? j : t;
+      mask[pick >> 6] |= uint64_t{1} << (pick & 63);
+    }
+    out->resize(k);
+    int64_t* picks = out->data();
+    for (int64_t w = 0, n = 0; w < words; ++w) {
+      for (uint64_t m = mask[w]; m != 0; m &= m - 1) picks[n++] = w * 64 + __builtin_ctzll(m);
+    }
+    return;
+  }
   if (k <= 64) {
     out->resize(k);
     int64_t* picks = out->data();

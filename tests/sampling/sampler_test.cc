@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -95,6 +96,38 @@ TEST(NodeWiseSampler, KeepsEverySubsetOfFanoutNeighboursEquallyOften) {
     expected.push_back(draws / 10.0);
   }
   EXPECT_LT(ChiSquare(observed, expected), 27.88) << "chi-square, 9 degrees of freedom, p = 0.001";
+}
+
+// Rows of 4096 and of 4097 entries (Floyd's picks kept in a bit mask up to 4096, in a list beyond):
+// each entry is kept equally often, and a row's picks are distinct and in the row's order.
+TEST(NodeWiseSampler, LongRowsKeepEveryEntryEquallyOften) {
+  const std::vector<int32_t> degrees = {4096, 4097};
+  Lists nbrs(2 + degrees.back());
+  for (int32_t r = 0; r < 2; ++r) {
+    for (int32_t u = 0; u < degrees[r]; ++u) nbrs[r].push_back({2 + u, 1.0f});
+  }
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/false);
+  const int64_t draws = 10000, fanout = 4;
+  auto bulk = SampleBulk({&a}, {.fanouts = {fanout}, .seed = 3}, /*epoch=*/0, 0, Repeat({0, 1}, draws));
+  ASSERT_TRUE(bulk.ok()) << bulk.status();
+  for (int32_t r = 0; r < 2; ++r) {
+    std::vector<double> observed(degrees[r], 0.0);
+    for (const MiniBatch& b : *bulk) {
+      auto kept = Kept(b.blocks[0], r);
+      ASSERT_EQ(kept.size(), static_cast<size_t>(fanout));
+      for (size_t t = 0; t < kept.size(); ++t) {
+        if (t > 0) {
+          ASSERT_LT(kept[t - 1].first, kept[t].first);
+        }
+        observed[kept[t].first - 2] += 1;
+      }
+    }
+    const std::vector<double> expected(degrees[r], static_cast<double>(draws * fanout) / degrees[r]);
+    // Wilson-Hilferty: the chi-square quantile at p = 0.001 (z = 3.09) of degrees[r] - 1 dof.
+    const double k = degrees[r] - 1.0, c = 2.0 / (9.0 * k);
+    const double limit = k * std::pow(1.0 - c + 3.09 * std::sqrt(c), 3);
+    EXPECT_LT(ChiSquare(observed, expected), limit) << "row of " << degrees[r];
+  }
 }
 
 // A row that holds its root samples the same entries wherever the root sits among them (a
