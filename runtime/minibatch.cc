@@ -22,6 +22,8 @@ namespace {
 // Tag step of the epoch's loss sum across workers (the trainer's full-batch step uses the same
 // value; the two never run in one epoch).
 constexpr int kStepEpochLoss = 1;
+// The most bytes of input rows read ahead per bulk.
+constexpr int64_t kPrefetchBytes = int64_t{256} << 20;
 
 }  // namespace
 
@@ -251,13 +253,18 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     }
   }
   // Input rows that need no gradient (the dataset's features) are read with the samples: in the
-  // background, a memory-bound gather beside training's compute-bound products.
+  // background, a memory-bound gather beside training's compute-bound products; a bulk's first
+  // batches only, up to kPrefetchBytes of rows (wide features and large batches would otherwise
+  // hold gigabytes).
   if (prefetch_inputs_ < 0) {
-    nau::LayerContext probe;
-    probe.training = true;
-    prefetch_inputs_ = parts_.device == Device::kCpu && parts_.owned == nullptr &&
-                       !parts_.model->InputRows(probe, *parts_.spec, Tensor::FromVector(std::vector<int64_t>{0}))
-                            .requires_grad();
+    prefetch_inputs_ = 0;
+    if (parts_.device == Device::kCpu && parts_.owned == nullptr) {
+      nau::LayerContext probe;
+      probe.training = true;
+      const ag::Var row = parts_.model->InputRows(probe, *parts_.spec, Tensor::FromVector(std::vector<int64_t>{0}));
+      prefetch_inputs_ = !row.requires_grad();
+      input_row_bytes_ = row.value().nbytes();
+    }
   }
   auto sample = [&, epoch](int64_t first) -> absl::StatusOr<std::vector<sampling::MiniBatch>> {
     const int64_t end = std::min<int64_t>(num, first + bulk_);
@@ -269,12 +276,13 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     }
     FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> bulk,
                         sampling::SampleBulk(layers, options_, epoch, first, seeds));
-    if (prefetch_inputs_ == 1) {
-      for (sampling::MiniBatch& b : bulk) {
-        nau::LayerContext ctx;
-        ctx.training = true;
-        b.inputs = parts_.model->InputRows(ctx, *parts_.spec, b.blocks[0].table).value();
-      }
+    int64_t budget = kPrefetchBytes;
+    for (sampling::MiniBatch& b : bulk) {
+      budget -= b.blocks[0].table.numel() * input_row_bytes_;
+      if (prefetch_inputs_ != 1 || budget < 0) break;
+      nau::LayerContext ctx;
+      ctx.training = true;
+      b.inputs = parts_.model->InputRows(ctx, *parts_.spec, b.blocks[0].table).value();
     }
     return bulk;
   };

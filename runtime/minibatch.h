@@ -78,6 +78,7 @@ class MiniBatchTraining {
   // Whether each batch's input rows are read with its samples, on the sampling thread (they need no
   // gradient and the batches train on the host): -1 undecided, 0 no, 1 yes.
   int prefetch_inputs_ = -1;
+  int64_t input_row_bytes_ = 0;
   sampling::SamplerOptions options_;
   nau::HybridExecutor executor_;
   int64_t batch_size_ = 0;
