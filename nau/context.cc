@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
 
 namespace fg::nau {
 
@@ -117,7 +118,24 @@ ag::Var LayerContext::Dropout(const ag::Var& x, float p, int site, const Tensor&
     }
   }
   ag::Var out = ag::Dropout(x, p, s, training, PlacedIds(row_ids, x.value().device()));
-  dropped_.push_back({layer, s, p, x, out, row_ids});
+  dropped_.push_back({layer, s, site, p, x, out, row_ids});
+  return out;
+}
+
+void LayerContext::NoteDropped(const ag::Var& x, float p, int site, const Tensor& row_ids,
+                               const ag::Var& out) const {
+  FG_CHECK(!x.requires_grad()) << "NoteDropped: a dropout drawn elsewhere has no backward";
+  if (!dropped_.empty() && dropped_.front().layer != layer) dropped_.clear();
+  dropped_.push_back({layer, DropoutSeed(site), site, p, x, out, row_ids});
+}
+
+std::vector<std::pair<float, int>> LayerContext::DropoutsOf(const ag::Var& x, const Tensor& row_ids) const {
+  std::vector<std::pair<float, int>> out;
+  for (const Dropped& d : dropped_) {
+    if (d.layer == layer && d.x.value().raw() == x.value().raw() && SameIds(d.ids, row_ids)) {
+      out.push_back({d.p, d.site});
+    }
+  }
   return out;
 }
 

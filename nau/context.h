@@ -133,6 +133,11 @@ class LayerContext {
   ag::Var Dropout(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
   // Whether Dropout(x, p, site, row_ids) would return a result already drawn in this pass.
   bool HasDropped(const ag::Var& x, float p, int site, const Tensor& row_ids) const;
+  // Records that `out` is Dropout(x, p, site, row_ids) of this layer, drawn elsewhere (ahead, by
+  // ops::Dropout with DropoutSeed(site) on another thread): Dropout returns it. x needs no gradient.
+  void NoteDropped(const ag::Var& x, float p, int site, const Tensor& row_ids, const ag::Var& out) const;
+  // The (p, site) of the dropouts of x by row_ids that this layer has drawn in this pass.
+  std::vector<std::pair<float, int>> DropoutsOf(const ag::Var& x, const Tensor& row_ids) const;
   // `row_ids` on `device`: its placed copy (placed_ids) when there is one.
   Tensor PlacedIds(const Tensor& row_ids, Device device) const;
   // Records that `roots` are the rows `index` of `input` (undefined: its first rows; the executor's
@@ -147,6 +152,7 @@ class LayerContext {
   struct Dropped {
     int layer;
     uint64_t seed;
+    int site;
     float p;
     ag::Var x, out;
     Tensor ids;

@@ -14,6 +14,7 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/ops/ops.h"
 #include "runtime/communicator.h"
 
 namespace fg::runtime {
@@ -139,8 +140,8 @@ void MiniBatchTraining::SparseInputViews(const ag::Var& h, int64_t roots, nau::L
   ctx->roots_sparse = std::make_shared<SparseMatrix>(std::move(prefix));
 }
 
-double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Tensor& items,
-                                     int64_t batch_total, int epoch, int64_t step) {
+double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped,
+                                     const Tensor& items, int64_t batch_total, int epoch, int64_t step) {
   nau::Model& model = *parts_.model;
   DistributedExecutor& exec = *parts_.exec;
   const int64_t mine = items.numel();
@@ -161,6 +162,7 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
   ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs.To(parts_.device))
                                      : model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
   if (parts_.device == Device::kCpu) SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &ctx);
+  const ag::Var input = h;
   const Tensor& keys = batch.keys.defined() ? batch.keys : batch.blocks[0].table;
   auto first = [&](int64_t n) {  // a block's table is a prefix of blocks[0].table
     return n == keys.numel() ? keys : Tensor::FromVector(std::vector<int64_t>(keys.i64(), keys.i64() + n));
@@ -174,7 +176,14 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Ten
     ctx.root_global_ids = first(b.hdg->num_roots());
     const std::vector<nau::LevelPlan> plan = executor_.Plan(*b.hdg, layer);
     if (parts_.device == Device::kCpu) {
+      if (l == 0) {
+        for (const auto& [d, t] : dropped) ctx.NoteDropped(input, d.p, d.site, ctx.table_global_ids, ag::Var(t));
+      }
       h = executor_.Run(*b.hdg, plan, layer, h, ctx);
+      if (l == 0 && prefetch_inputs_ == 1 && !input_dropouts_known_) {
+        for (const auto& [p, site] : ctx.DropoutsOf(input, ctx.table_global_ids)) input_dropouts_.push_back({p, site});
+        input_dropouts_known_ = true;
+      }
       continue;
     }
     // On a device: the block's levels and its rows' dropout keys go there (once per batch); a
@@ -266,23 +275,35 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       input_row_bytes_ = row.value().nbytes();
     }
   }
-  auto sample = [&, epoch](int64_t first) -> absl::StatusOr<std::vector<sampling::MiniBatch>> {
+  // Samples the bulk from batch `first` on; reads ahead its first batches' input rows and draws
+  // their `dropouts` (layer 0's, as learned so far).
+  auto sample = [&, epoch](int64_t first, std::vector<InputDropout> dropouts) -> absl::StatusOr<SampledBulk> {
     const int64_t end = std::min<int64_t>(num, first + bulk_);
     std::vector<Tensor> seeds;
     for (int64_t b = first; b < end; ++b) seeds.push_back(parts_.task->BatchRoots(mine[b], epoch));
+    SampledBulk bulk;
     if (parts_.owned != nullptr) {
-      return SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(), *parts_.owned,
-                               layers, options_, epoch, first / bulk_, first, seeds);
+      FG_ASSIGN_OR_RETURN(bulk.batches, SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(),
+                                                          *parts_.owned, layers, options_, epoch, first / bulk_,
+                                                          first, seeds));
+    } else {
+      FG_ASSIGN_OR_RETURN(bulk.batches, sampling::SampleBulk(layers, options_, epoch, first, seeds));
     }
-    FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> bulk,
-                        sampling::SampleBulk(layers, options_, epoch, first, seeds));
+    bulk.dropped.resize(bulk.batches.size());
     int64_t budget = kPrefetchBytes;
-    for (sampling::MiniBatch& b : bulk) {
-      budget -= b.blocks[0].table.numel() * input_row_bytes_;
+    for (size_t k = 0; k < bulk.batches.size(); ++k) {
+      sampling::MiniBatch& b = bulk.batches[k];
+      budget -= b.blocks[0].table.numel() * input_row_bytes_ * static_cast<int64_t>(1 + dropouts.size());
       if (prefetch_inputs_ != 1 || budget < 0) break;
-      nau::LayerContext ctx;
+      nau::LayerContext ctx;  // as TrainBatch's for layer 0
       ctx.training = true;
+      ctx.seed = options_.seed;
+      ctx.epoch = static_cast<int>(static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
+      ctx.layer = 0;
       b.inputs = parts_.model->InputRows(ctx, *parts_.spec, b.blocks[0].table).value();
+      for (const InputDropout& d : dropouts) {
+        bulk.dropped[k].push_back({d, ops::Dropout(b.inputs, d.p, ctx.DropoutSeed(d.site), b.blocks[0].table)});
+      }
     }
     return bulk;
   };
@@ -291,27 +312,28 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
   double loss_sum = 0;
   // The epoch's first bulk is sampled with every thread while training waits; each next one in
   // the background while the current one trains, on cycles the training leaves idle.
-  auto sample_behind = [&](int64_t first) {
+  auto sample_behind = [&](int64_t first, std::vector<InputDropout> dropouts) {
     BecomeBackground();  // a thread of its own (std::async)
-    return sample(first);
+    return sample(first, std::move(dropouts));
   };
-  std::future<absl::StatusOr<std::vector<sampling::MiniBatch>>> next;
+  std::future<absl::StatusOr<SampledBulk>> next;
   for (int64_t first = 0; first < num; first += bulk_) {
-    absl::StatusOr<std::vector<sampling::MiniBatch>> bulk;
+    absl::StatusOr<SampledBulk> bulk;
     {
       Stopwatch wait;
-      bulk = first == 0 ? sample(0) : next.get();
+      bulk = first == 0 ? sample(0, input_dropouts_) : next.get();
       sampling_wait_ += wait.Seconds();
       parts_.stats->selection += wait.Seconds();
     }
-    if (first + bulk_ < num) next = std::async(std::launch::async, sample_behind, first + bulk_);
+    if (first + bulk_ < num) next = std::async(std::launch::async, sample_behind, first + bulk_, input_dropouts_);
     if (!bulk.ok()) {
       if (next.valid()) next.wait();
       return bulk.status();
     }
-    for (const sampling::MiniBatch& b : *bulk) {
+    for (size_t k = 0; k < bulk->batches.size(); ++k) {
+      const sampling::MiniBatch& b = bulk->batches[k];
       sampled_edges_ += b.sampled_edges;
-      loss_sum += TrainBatch(b, mine[b.index], batches[b.index].numel(), epoch,
+      loss_sum += TrainBatch(b, bulk->dropped[k], mine[b.index], batches[b.index].numel(), epoch,
                              static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
       if (!parts_.exec->status().ok()) {
         if (next.valid()) next.wait();

@@ -64,10 +64,23 @@ class MiniBatchTraining {
 
  private:
   MiniBatchTraining() = default;
+  // A dropout that layer 0 draws of its input rows (LayerContext::Dropout's p and site), and one
+  // drawn ahead for a batch's rows.
+  struct InputDropout {
+    float p;
+    int site;
+  };
+  using DroppedInputs = std::vector<std::pair<InputDropout, Tensor>>;
+  // A bulk's batches and, per batch, the dropouts of its input rows drawn ahead (maybe none).
+  struct SampledBulk {
+    std::vector<sampling::MiniBatch> batches;
+    std::vector<DroppedInputs> dropped;
+  };
   // One step on this worker's `items` of a batch of `batch_total` training items (the task's;
-  // `batch` holds their roots' blocks); returns this worker's share of the batch loss.
-  double TrainBatch(const sampling::MiniBatch& batch, const Tensor& items, int64_t batch_total,
-                    int epoch, int64_t step);
+  // `batch` holds their roots' blocks, `dropped` its input rows' dropouts drawn ahead); returns
+  // this worker's share of the batch loss.
+  double TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped, const Tensor& items,
+                    int64_t batch_total, int epoch, int64_t step);
 
   // Sparse views of a constant, mostly-zero layer-0 input `h` (bag-of-words features) and of its
   // first `roots` rows, for DropoutLinear's SpMM path (LayerContext::input_sparse).
@@ -79,6 +92,10 @@ class MiniBatchTraining {
   // gradient and the batches train on the host): -1 undecided, 0 no, 1 yes.
   int prefetch_inputs_ = -1;
   int64_t input_row_bytes_ = 0;
+  // Layer 0's dropouts of its input rows, learned from the first batch (input_dropouts_known_):
+  // the sampling thread draws them too for the rows it reads ahead.
+  std::vector<InputDropout> input_dropouts_;
+  bool input_dropouts_known_ = false;
   sampling::SamplerOptions options_;
   nau::HybridExecutor executor_;
   int64_t batch_size_ = 0;

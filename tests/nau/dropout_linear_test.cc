@@ -1,7 +1,7 @@
 // DropoutLinear: the sparse path (SpMM over the non-zeros of a constant input) equals the dense
 // path (dense dropout mask, GEMM) in value and in the weight gradient, for training and eval.
 // LayerContext::Dropout: one mask per rows, site and layer in a pass; the roots' rows gathered from
-// the dropped input.
+// the dropped input; dropouts drawn ahead and noted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,6 +101,34 @@ TEST(LayerContext, DroppedRootsAreRowsOfTheDroppedInput) {
       }
     }
   }
+}
+
+// A dropout drawn elsewhere (ahead, on another thread) and noted is what Dropout returns, under
+// its own keys only; DropoutsOf lists the (p, site) of a layer's dropouts of x by the same ids.
+TEST(LayerContext, NotedDropoutsAreReturnedAndListed) {
+  Tensor x = testing::RandomTensor({16, 24}, 8);
+  Tensor ids = Tensor::Empty({16}, DType::kInt64);
+  for (int64_t r = 0; r < 16; ++r) ids.i64()[r] = 40 + 3 * r;
+  LayerContext ctx;
+  ctx.training = true;
+  ctx.seed = 5;
+  ctx.epoch = 2;
+  const ag::Var h(x);
+  EXPECT_TRUE(ctx.DropoutsOf(h, ids).empty());
+  const ag::Var ahead(ops::Dropout(x, 0.5f, ctx.DropoutSeed(1), ids));
+  ctx.NoteDropped(h, 0.5f, 1, ids, ahead);
+  EXPECT_EQ(ctx.Dropout(h, 0.5f, 1, ids).value().raw(), ahead.value().raw());
+  EXPECT_EQ(ahead.value().ToVector<float>(), ag::Dropout(h, 0.5f, ctx.DropoutSeed(1), true, ids).value().ToVector<float>());
+  // Another p or site: drawn here.
+  EXPECT_NE(ctx.Dropout(h, 0.25f, 1, ids).value().raw(), ahead.value().raw());
+  EXPECT_NE(ctx.Dropout(h, 0.5f, 0, ids).value().raw(), ahead.value().raw());
+  const std::vector<std::pair<float, int>> listed = ctx.DropoutsOf(h, ids);
+  EXPECT_EQ(listed, (std::vector<std::pair<float, int>>{{0.5f, 1}, {0.25f, 1}, {0.5f, 0}}));
+  // Other ids, or the next layer: none.
+  EXPECT_TRUE(ctx.DropoutsOf(h, Tensor::FromVector(std::vector<int64_t>(16, 1))).empty());
+  ctx.layer = 1;
+  EXPECT_TRUE(ctx.DropoutsOf(h, ids).empty());
+  EXPECT_NE(ctx.Dropout(h, 0.5f, 1, ids).value().raw(), ahead.value().raw());
 }
 
 }  // namespace
