@@ -1,8 +1,7 @@
 // Mini-batch training on Cora and LastFM (../shared/data): one batch of every training item with
 // all neighbours is full-batch training, step for step; sampled mini-batches reach the datasets'
 // accuracy; runs are deterministic whatever the bulk size and thread count (inputs and their
-// dropouts drawn ahead or not); what mini-batch
-// training cannot run is refused naming the field.
+// dropouts drawn ahead or not); what mini-batch training cannot run is refused naming the field.
 #include <gtest/gtest.h>
 
 #include "flexgraph/base/parallel.h"
