@@ -23,7 +23,7 @@ namespace {
 // Tag step of the epoch's loss sum across workers (the trainer's full-batch step uses the same
 // value; the two never run in one epoch).
 constexpr int kStepEpochLoss = 1;
-// The most bytes of input rows read ahead per bulk.
+// The most bytes of input rows, with their dropouts, read ahead per bulk.
 constexpr int64_t kPrefetchBytes = int64_t{256} << 20;
 
 }  // namespace
@@ -140,6 +140,14 @@ void MiniBatchTraining::SparseInputViews(const ag::Var& h, int64_t roots, nau::L
   ctx->roots_sparse = std::make_shared<SparseMatrix>(std::move(prefix));
 }
 
+nau::LayerContext MiniBatchTraining::StepContext(int64_t step) const {
+  nau::LayerContext ctx;
+  ctx.training = true;
+  ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
+  ctx.seed = options_.seed;
+  return ctx;
+}
+
 double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped,
                                      const Tensor& items, int64_t batch_total, int epoch, int64_t step) {
   nau::Model& model = *parts_.model;
@@ -152,10 +160,7 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Dro
     parts_.optimizer->ZeroGrad();
     return 0.0;
   }
-  nau::LayerContext ctx;
-  ctx.training = true;
-  ctx.epoch = static_cast<int>(step);  // dropout masks differ per step
-  ctx.seed = options_.seed;
+  nau::LayerContext ctx = StepContext(step);
   ctx.stats = parts_.stats;
   // Rows fetched from other parts come with their features and randomness keys; rows read ahead
   // (prefetch_inputs_) with their features.
@@ -268,8 +273,7 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
   if (prefetch_inputs_ < 0) {
     prefetch_inputs_ = 0;
     if (parts_.device == Device::kCpu && parts_.owned == nullptr) {
-      nau::LayerContext probe;
-      probe.training = true;
+      nau::LayerContext probe = StepContext(0);
       const ag::Var row = parts_.model->InputRows(probe, *parts_.spec, Tensor::FromVector(std::vector<int64_t>{0}));
       prefetch_inputs_ = !row.requires_grad();
       input_row_bytes_ = row.value().nbytes();
@@ -291,15 +295,11 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     }
     bulk.dropped.resize(bulk.batches.size());
     int64_t budget = kPrefetchBytes;
-    for (size_t k = 0; k < bulk.batches.size(); ++k) {
+    for (size_t k = 0; prefetch_inputs_ == 1 && k < bulk.batches.size(); ++k) {
       sampling::MiniBatch& b = bulk.batches[k];
       budget -= b.blocks[0].table.numel() * input_row_bytes_ * static_cast<int64_t>(1 + dropouts.size());
-      if (prefetch_inputs_ != 1 || budget < 0) break;
-      nau::LayerContext ctx;  // as TrainBatch's for layer 0
-      ctx.training = true;
-      ctx.seed = options_.seed;
-      ctx.epoch = static_cast<int>(static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
-      ctx.layer = 0;
+      if (budget < 0) break;
+      nau::LayerContext ctx = StepContext(Step(epoch, b.index));  // layer 0's, as TrainBatch's
       b.inputs = parts_.model->InputRows(ctx, *parts_.spec, b.blocks[0].table).value();
       for (const InputDropout& d : dropouts) {
         bulk.dropped[k].push_back({d, ops::Dropout(b.inputs, d.p, ctx.DropoutSeed(d.site), b.blocks[0].table)});
@@ -334,7 +334,7 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       const sampling::MiniBatch& b = bulk->batches[k];
       sampled_edges_ += b.sampled_edges;
       loss_sum += TrainBatch(b, bulk->dropped[k], mine[b.index], batches[b.index].numel(), epoch,
-                             static_cast<int64_t>(epoch) * batches_per_epoch_ + b.index);
+                             Step(epoch, b.index));
       if (!parts_.exec->status().ok()) {
         if (next.valid()) next.wait();
         return parts_.exec->status();

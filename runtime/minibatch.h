@@ -76,6 +76,10 @@ class MiniBatchTraining {
     std::vector<sampling::MiniBatch> batches;
     std::vector<DroppedInputs> dropped;
   };
+  // The step number of batch `index` of `epoch`, and a training step's layer context (layer 0):
+  // its dropout keys.
+  int64_t Step(int epoch, int64_t index) const { return static_cast<int64_t>(epoch) * batches_per_epoch_ + index; }
+  nau::LayerContext StepContext(int64_t step) const;
   // One step on this worker's `items` of a batch of `batch_total` training items (the task's;
   // `batch` holds their roots' blocks, `dropped` its input rows' dropouts drawn ahead); returns
   // this worker's share of the batch loss.
