@@ -186,7 +186,18 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f,
       (*config.mutable_model()->mutable_options())[p.first] = p.second;
     }
   }
-  return runtime::ResolveConfig(config);
+  FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, runtime::ResolveConfig(config));
+  // Sampler flags without mini-batches would be ignored: the run would train on the whole graph.
+  if (resolved.train().batch_size() == 0) {
+    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk"}) {
+      if (f.IsSet(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " applies to mini-batch training: give --batch_size too (0, the default, trains on "
+            "the whole graph)"));
+      }
+    }
+  }
+  return resolved;
 }
 
 absl::Status PrepareSummaryFile(const std::string& path) {

@@ -113,6 +113,8 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   // Bad values are refused before anything runs, naming the flag; a failed run leaves no summary.
   EXPECT_EQ(Shell(kFlexgraph + " train --epochs 4294967297", &out), 2);
   EXPECT_NE(out.find("--epochs"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --fanouts 5,5 --dataset " + kCora, &out), 2);
+  EXPECT_NE(out.find("--fanouts applies to mini-batch training: give --batch_size"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " train --threads 20000", &out), 2);
   EXPECT_NE(out.find("threads: must lie in"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " train --config " + ::testing::TempDir(), &out), 2);
