@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -67,9 +70,119 @@ void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t
   std::sort(out->begin(), out->end());
 }
 
-// Per-block scratch over the global vertex space: a slot per vertex (-1: unused), reset after use.
+// The slots of the vertex ids that batches use, one batch at a time (-1: none yet). Where the
+// vertex space is small against the ids a call handles, an array indexed by id (a power-law
+// graph's hubs, often numbered first, share a few hot lines); otherwise a map whose memory follows
+// the ids (open addressing, linear probing, at least twice the cells of the ids reserved), since
+// the array costs O(vertices) per call: on an 8M-vertex graph, sampling one batch at a time ran
+// 20x slower with it. Ids are below 2^31 (the matrices' int32 column ids).
+class VertexSlots {
+  struct Cell {
+    int32_t id, slot;
+  };
+
+ public:
+  // Views for the loops that look up ids: slots[v] is the slot of id v, -1 where it has none yet
+  // (the caller then sets it), valid until Forget.
+  struct Direct {
+    int32_t* array;
+    int32_t& operator[](int32_t v) const { return array[v]; }
+    void Prefetch(int32_t v) const { __builtin_prefetch(array + v); }
+  };
+  struct Map {
+    Cell* cells;
+    uint64_t mask;
+    int shift;
+    uint64_t* used;  // cells taken, *num_used of them
+    int64_t* num_used;
+    uint64_t Hash(int32_t v) const {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(v)) * 0x9E3779B97F4A7C15ull) >> shift;
+    }
+    int32_t& operator[](int32_t v) const {
+      uint64_t h = Hash(v);
+      while (cells[h].id != v) {
+        if (cells[h].id < 0) {
+          cells[h].id = v;
+          used[(*num_used)++] = h;
+          break;
+        }
+        h = (h + 1) & mask;
+      }
+      return cells[h].slot;
+    }
+    void Prefetch(int32_t v) const { __builtin_prefetch(cells + Hash(v)); }
+  };
+
+  // For batches of `ids` ids in all (this call's) from a space of `num_vertices`.
+  void Prepare(int64_t ids, int64_t num_vertices) {
+    direct_ = num_vertices <= 16 * ids;  // the array: at most a cache line per id
+    if (direct_ && static_cast<int64_t>(array_.size()) < num_vertices)
+      array_.assign(num_vertices, -1);
+  }
+  // Calls f(Direct) or f(Map) for one batch of at most `n` distinct ids, then empties the slots;
+  // `ids` (after f): every id looked up.
+  template <typename F, typename Ids>
+  void ForBatch(int64_t n, F&& f, const Ids& ids) {
+    if (direct_) {
+      f(Direct{array_.data()});
+      for (auto v : ids) array_[v] = -1;
+      return;
+    }
+    int bits = 10;
+    while ((int64_t{1} << bits) < 2 * n) ++bits;
+    if ((size_t{1} << bits) > cells_.size()) {
+      cells_.assign(size_t{1} << bits, Cell{-1, -1});
+      used_.resize(cells_.size() / 2);
+    }
+    int64_t num_used = 0;
+    f(Map{cells_.data(), cells_.size() - 1, 64 - bits, used_.data(), &num_used});
+    for (int64_t k = 0; k < num_used; ++k) cells_[used_[k]] = Cell{-1, -1};
+  }
+
+ private:
+  bool direct_ = false;
+  std::vector<int32_t> array_;
+  std::vector<Cell> cells_;
+  std::vector<uint64_t> used_;
+};
+
+// VertexSlots kept between calls (each is empty between batches), so that a call, and sampling one
+// batch at a time, initialises no array or map once the pool is warm. Thread-safe.
+class PooledSlots {
+ public:
+  explicit PooledSlots(int n) {
+    std::lock_guard<std::mutex> lock(Mu());
+    for (int i = 0; i < n; ++i) {
+      if (Free().empty()) {
+        slots_.push_back(std::make_unique<VertexSlots>());
+      } else {
+        slots_.push_back(std::move(Free().back()));
+        Free().pop_back();
+      }
+    }
+  }
+  ~PooledSlots() {
+    if (std::uncaught_exceptions() > 0) return;  // a batch may have left slots set
+    std::lock_guard<std::mutex> lock(Mu());
+    for (auto& s : slots_) Free().push_back(std::move(s));
+  }
+  VertexSlots& operator[](int i) { return *slots_[i]; }
+
+ private:
+  static std::mutex& Mu() {
+    static std::mutex* mu = new std::mutex;
+    return *mu;
+  }
+  static std::vector<std::unique_ptr<VertexSlots>>& Free() {
+    static auto* free = new std::vector<std::unique_ptr<VertexSlots>>;
+    return *free;
+  }
+  std::vector<std::unique_ptr<VertexSlots>> slots_;
+};
+
+// Per-block scratch of the layer-wise sampler: the slots of a batch's columns and their masses.
 struct Scratch {
-  std::vector<int32_t> slot;
+  VertexSlots slot;
   std::vector<double> mass;
 };
 
@@ -80,87 +193,104 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
                      SampledRows* out) {
   const Csr& csr = a.csr();
   const float* w = a.weights();
-  std::vector<int32_t>& slot = scratch->slot;
   std::vector<double>& mass = scratch->mass;
+  int64_t entries = 0;
+  for (int64_t row : rows) entries += csr.degree(row);
   // The batch's columns in order of first appearance, each with its squared-weight mass.
   std::vector<int32_t> cols;
-  for (int64_t row : rows) {
-    for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
-      const int32_t u = csr.col()[e];
-      if (slot[u] < 0) {
-        slot[u] = static_cast<int32_t>(cols.size());
-        cols.push_back(u);
-        mass.push_back(0.0);
-      }
-      const double x = w != nullptr ? w[e] : 1.0;
-      mass[slot[u]] += x * x;
-    }
-  }
-  std::vector<double> cumulative(cols.size());
-  std::partial_sum(mass.begin(), mass.end(), cumulative.begin());
-  const double total = cumulative.empty() ? 0.0 : cumulative.back();
-  std::vector<int32_t> draws(cols.size(), 0);
-  RandomStream rng(o.seed, MixKey(kLayerWiseTag ^ static_cast<uint64_t>(epoch),
-                                  static_cast<uint64_t>(batch), static_cast<uint64_t>(layer)));
-  for (int64_t s = 0; total > 0 && s < o.layer_size; ++s) {
-    const double x = (static_cast<double>(rng.NextU64() >> 11) * 0x1.0p-53) * total;
-    const size_t c = std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin();
-    ++draws[std::min(c, cols.size() - 1)];
-  }
-  // Every row keeps its entries into the drawn columns, weighted by w * draws / (S p_u) and
-  // rescaled to the row's full sum.
-  out->offsets.assign(rows.size() + 1, 0);
-  out->cols.clear();
-  out->weights.clear();
-  for (size_t j = 0; j < rows.size(); ++j) {
-    const int64_t row = rows[j];
-    double full = 0.0, kept = 0.0;
-    const size_t first = out->cols.size();
-    for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
-      const int32_t u = csr.col()[e];
-      const int32_t c = slot[u];
-      if (w != nullptr) full += w[e];
-      if (draws[c] == 0) continue;
-      out->cols.push_back(u);
-      if (w != nullptr) {
-        const double p = mass[c] / total;
-        const double x = w[e] * draws[c] / (static_cast<double>(o.layer_size) * p);
-        out->weights.push_back(static_cast<float>(x));
-        kept += x;
-      }
-    }
-    if (w != nullptr && kept > 0) {
-      const double scale = full / kept;
-      for (size_t t = first; t < out->weights.size(); ++t) out->weights[t] *= static_cast<float>(scale);
-    }
-    out->offsets[j + 1] = static_cast<int64_t>(out->cols.size());
-  }
-  for (int32_t u : cols) slot[u] = -1;
+  scratch->slot.ForBatch(
+      entries,
+      [&](auto slot) {
+        for (int64_t row : rows) {
+          for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
+            const int32_t u = csr.col()[e];
+            int32_t& c = slot[u];
+            if (c < 0) {
+              c = static_cast<int32_t>(cols.size());
+              cols.push_back(u);
+              mass.push_back(0.0);
+            }
+            const double x = w != nullptr ? w[e] : 1.0;
+            mass[c] += x * x;
+          }
+        }
+        std::vector<double> cumulative(cols.size());
+        std::partial_sum(mass.begin(), mass.end(), cumulative.begin());
+        const double total = cumulative.empty() ? 0.0 : cumulative.back();
+        std::vector<int32_t> draws(cols.size(), 0);
+        RandomStream rng(o.seed,
+                         MixKey(kLayerWiseTag ^ static_cast<uint64_t>(epoch),
+                                static_cast<uint64_t>(batch), static_cast<uint64_t>(layer)));
+        for (int64_t s = 0; total > 0 && s < o.layer_size; ++s) {
+          const double x = (static_cast<double>(rng.NextU64() >> 11) * 0x1.0p-53) * total;
+          const size_t c =
+              std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin();
+          ++draws[std::min(c, cols.size() - 1)];
+        }
+        // Every row keeps its entries into the drawn columns, weighted by w * draws / (S p_u) and
+        // rescaled to the row's full sum.
+        out->offsets.assign(rows.size() + 1, 0);
+        out->cols.clear();
+        out->weights.clear();
+        for (size_t j = 0; j < rows.size(); ++j) {
+          const int64_t row = rows[j];
+          double full = 0.0, kept = 0.0;
+          const size_t first = out->cols.size();
+          for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
+            const int32_t u = csr.col()[e];
+            const int32_t c = slot[u];
+            if (w != nullptr) full += w[e];
+            if (draws[c] == 0) continue;
+            out->cols.push_back(u);
+            if (w != nullptr) {
+              const double p = mass[c] / total;
+              const double x = w[e] * draws[c] / (static_cast<double>(o.layer_size) * p);
+              out->weights.push_back(static_cast<float>(x));
+              kept += x;
+            }
+          }
+          if (w != nullptr && kept > 0) {
+            const double scale = full / kept;
+            for (size_t t = first; t < out->weights.size(); ++t)
+              out->weights[t] *= static_cast<float>(scale);
+          }
+          out->offsets[j + 1] = static_cast<int64_t>(out->cols.size());
+        }
+      },
+      cols);
   mass.clear();
+}
+
+// Appends the ids of `s` new to `table` to it, in order of first appearance, and sets child[e] to
+// entry e's row of the table; `slots` holds no id on entry and the table's ids on return.
+template <typename Slots>
+void AppendNew(const Slots& slots, const SampledRows& s, std::vector<int64_t>* table,
+               int32_t* child) {
+  const int64_t n = static_cast<int64_t>(table->size()), nnz = static_cast<int64_t>(s.cols.size());
+  for (int64_t j = 0; j < n; ++j)
+    slots[static_cast<int32_t>((*table)[j])] = static_cast<int32_t>(j);
+  for (int64_t e = 0; e < nnz; ++e) {
+    if (e + 32 < nnz) slots.Prefetch(s.cols[e + 32]);
+    int32_t& at = slots[s.cols[e]];
+    if (at < 0) {
+      at = static_cast<int32_t>(table->size());
+      table->push_back(s.cols[e]);
+    }
+    child[e] = at;
+  }
 }
 
 // Batch k's block: its table (the frontier, then the sampled vertices new to it, in order of
 // first appearance) and its HDG over the table. The sampled vertices are appended to `frontier`
 // in place: it leaves as the table, the next layer's frontier.
 Block MakeBlock(const hdg::SchemaTree& schema, std::vector<int64_t>* frontier, const SampledRows& s,
-                std::vector<int32_t>* slot) {
+                VertexSlots* slot) {
   std::vector<int64_t>& table = *frontier;
   const int64_t n = static_cast<int64_t>(table.size());
-  for (int64_t j = 0; j < n; ++j) (*slot)[table[j]] = static_cast<int32_t>(j);
   const int64_t nnz = static_cast<int64_t>(s.cols.size());
   Tensor children = Tensor::Empty({nnz}, DType::kInt32);
-  int32_t* child = children.i32();
-  int32_t* slots = slot->data();
-  for (int64_t e = 0; e < nnz; ++e) {
-    if (e + 32 < nnz) __builtin_prefetch(slots + s.cols[e + 32]);
-    int32_t& at = slots[s.cols[e]];
-    if (at < 0) {
-      at = static_cast<int32_t>(table.size());
-      table.push_back(s.cols[e]);
-    }
-    child[e] = at;
-  }
-  for (int64_t v : table) (*slot)[v] = -1;
+  slot->ForBatch(
+      n + nnz, [&](auto slots) { AppendNew(slots, s, &table, children.i32()); }, table);
   Tensor roots = Tensor::Empty({n}, DType::kInt32);
   std::iota(roots.i32(), roots.i32() + n, 0);
   Tensor weights = schema.weighted() ? Tensor::FromVector(s.weights) : Tensor();
@@ -284,12 +414,15 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
       SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, frontier, rows, out);
       return absl::OkStatus();
     }
-    for (Scratch& s : scratch) {
-      if (s.slot.empty()) s.slot.assign(a.num_vertices(), -1);
-    }
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
+      int64_t entries = 0;
       for (int64_t k = begin; k < end; ++k) {
-        SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &scratch[block], &(*out)[k]);
+        for (int64_t row : rows[k]) entries += a.csr().degree(row);
+      }
+      scratch[block].slot.Prepare(entries, a.num_vertices());
+      for (int64_t k = begin; k < end; ++k) {
+        SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &scratch[block],
+                        &(*out)[k]);
       }
     });
     return absl::OkStatus();
@@ -311,15 +444,16 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const Neig
     frontier[k].assign(seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
   }
   const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
-  std::vector<std::vector<int32_t>> slot(num_blocks);
+  PooledSlots slot(num_blocks);
   for (int l = num_layers - 1; l >= 0; --l) {
     const NeighbourhoodMatrix& a = *layers[l];
     std::vector<SampledRows> sampled(K);
     FG_RETURN_IF_ERROR(sample(l, frontier, &sampled));
-    for (std::vector<int32_t>& s : slot) {
-      if (static_cast<int64_t>(s.size()) < a.num_vertices()) s.assign(a.num_vertices(), -1);
-    }
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
+      int64_t ids = 0;
+      for (int64_t k = begin; k < end; ++k)
+        ids += static_cast<int64_t>(frontier[k].size() + sampled[k].cols.size());
+      slot[block].Prepare(ids, a.num_vertices());
       for (int64_t k = begin; k < end; ++k) {
         Block b = MakeBlock(a.schema(), &frontier[k], sampled[k], &slot[block]);
         out[k].sampled_edges += b.hdg->level(1).csr().nnz();

@@ -244,6 +244,57 @@ TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
   }
 }
 
+// Each batch's vertices get their slots from an array over the vertex space where it is small
+// against the batches, else from a map sized by the batches. The same graph, its vertices spread
+// over a space 1000 times larger (and keyed by their old ids), must give the same blocks.
+TEST(BulkSampling, SameBlocksWithTheVerticesSpreadOverALargerSpace) {
+  constexpr int64_t kN = 400, kSpace = 400000;
+  auto spread = [](int64_t v) { return v * 7919 % kSpace; };  // one to one: 7919 is prime to kSpace
+  const Lists nbrs = RandomLists(kN, 12, 7);
+  std::vector<int32_t> roots(kN);
+  std::vector<int64_t> keys(kN);
+  for (int64_t v = 0; v < kN; ++v) roots[v] = static_cast<int32_t>(spread(v)), keys[v] = v;
+  auto hdg = hdg::HdgBuilder(hdg::SchemaTree::Flat("neighbor", true), kSpace)
+                 .Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
+                   const int64_t v = std::find(roots.begin(), roots.end(), root) - roots.begin();
+                   for (auto [u, w] : nbrs[v]) out.Add(static_cast<int32_t>(spread(u)), w);
+                 });
+  ASSERT_TRUE(hdg.ok()) << hdg.status();
+  auto large = NeighbourhoodMatrix::Create(std::make_shared<const hdg::Hdg>(std::move(*hdg)), kSpace,
+                                           Tensor::FromVector(keys));
+  ASSERT_TRUE(large.ok()) << large.status();
+  const NeighbourhoodMatrix small = MatrixOf(nbrs, /*weighted=*/true);
+  std::vector<int64_t> all(kN);
+  for (int64_t v = 0; v < kN; ++v) all[v] = v;
+  const std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 48, 5, 0);
+  for (const SamplerOptions& o :
+       {SamplerOptions{.fanouts = {5, 3}, .seed = 4},
+        SamplerOptions{.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = 40, .seed = 4}}) {
+    SCOPED_TRACE(SamplerKindName(o.kind));
+    for (size_t k : {size_t{1}, batches.size()}) {
+      const std::vector<Tensor> bulk(batches.begin(), batches.begin() + k);
+      std::vector<Tensor> spread_bulk;
+      for (const Tensor& b : bulk) {
+        std::vector<int64_t> ids = b.ToVector<int64_t>();
+        for (int64_t& v : ids) v = spread(v);
+        spread_bulk.push_back(Tensor::FromVector(ids));
+      }
+      auto in_small = SampleBulk({&small, &small}, o, 0, 0, bulk);
+      auto in_large = SampleBulk({&*large, &*large}, o, 0, 0, spread_bulk);
+      ASSERT_TRUE(in_small.ok() && in_large.ok());
+      for (MiniBatch& b : *in_small) {  // renumbered as in the larger space
+        b.seeds = spread_bulk[b.index];
+        for (Block& block : b.blocks) {
+          std::vector<int64_t> table = block.table.ToVector<int64_t>();
+          for (int64_t& v : table) v = spread(v);
+          block.table = Tensor::FromVector(table);
+        }
+      }
+      ExpectSameBatches(*in_small, *in_large);
+    }
+  }
+}
+
 TEST(BulkSampling, EmptyBatchesAmongOthersSampleNothing) {
   const Lists nbrs = RandomLists(100, 8, 3);
   const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/false);
