@@ -295,7 +295,7 @@ void RegisterAll() {
 
   {
     auto* b = benchmark::RegisterBenchmark("Dropout", BM_Dropout);
-    for (int64_t t : thread_counts) b->Args({128, t})->Args({256, t});
+    for (int64_t t : thread_counts) b->Args({16, t})->Args({100, t})->Args({128, t})->Args({256, t});
     b->ArgNames({"width", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.2);
   }
   const int64_t n = EnvInt("FG_BENCH_GEMM_ROWS", 131072);

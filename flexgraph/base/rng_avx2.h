@@ -18,24 +18,11 @@ inline __m256i MulHi32(__m256i a, __m256i m) {
   return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 }
 
-// 8 H blocks for key `key` and counters (first + l, hi), l = 0 .. 8 H - 1: vector h, lane l holds
-// word w of block 8 h + l in c[w][h].
+// The ten Philox rounds under `key` over counters held in c (word w of vector h's lanes in c[w][h]).
 template <int H>
-inline void PhiloxVectors(uint64_t key, uint64_t first, uint64_t hi, __m256i (&c)[4][H]) {
+inline void PhiloxRounds(uint64_t key, __m256i (&c)[4][H]) {
   const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
   const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
-  for (int h = 0; h < H; ++h) {
-    alignas(32) uint32_t lo_words[8], hi_words[8];
-    for (int l = 0; l < 8; ++l) {
-      const uint64_t counter = first + 8 * h + l;
-      lo_words[l] = static_cast<uint32_t>(counter);
-      hi_words[l] = static_cast<uint32_t>(counter >> 32);
-    }
-    c[0][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_words));
-    c[1][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_words));
-    c[2][h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(hi)));
-    c[3][h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(hi >> 32)));
-  }
   uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
   for (int r = 0; r < 10; ++r) {
     const __m256i vk0 = _mm256_set1_epi32(static_cast<int>(k0));
@@ -51,6 +38,42 @@ inline void PhiloxVectors(uint64_t key, uint64_t first, uint64_t hi, __m256i (&c
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
+}
+
+// 8 H blocks for key `key` and counters (lo[i], hi[i]), i = 0 .. 8 H - 1: vector h, lane l holds
+// word w of block 8 h + l in c[w][h].
+template <int H>
+inline void PhiloxLanes(uint64_t key, const uint64_t* lo, const uint64_t* hi, __m256i (&c)[4][H]) {
+  for (int h = 0; h < H; ++h) {
+    alignas(32) uint32_t words[4][8];
+    for (int l = 0; l < 8; ++l) {
+      words[0][l] = static_cast<uint32_t>(lo[8 * h + l]);
+      words[1][l] = static_cast<uint32_t>(lo[8 * h + l] >> 32);
+      words[2][l] = static_cast<uint32_t>(hi[8 * h + l]);
+      words[3][l] = static_cast<uint32_t>(hi[8 * h + l] >> 32);
+    }
+    for (int w = 0; w < 4; ++w) c[w][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(words[w]));
+  }
+  PhiloxRounds<H>(key, c);
+}
+
+// 8 H blocks for key `key` and counters (first + l, hi), l = 0 .. 8 H - 1: vector h, lane l holds
+// word w of block 8 h + l in c[w][h].
+template <int H>
+inline void PhiloxVectors(uint64_t key, uint64_t first, uint64_t hi, __m256i (&c)[4][H]) {
+  for (int h = 0; h < H; ++h) {
+    alignas(32) uint32_t lo_words[8], hi_words[8];
+    for (int l = 0; l < 8; ++l) {
+      const uint64_t counter = first + 8 * h + l;
+      lo_words[l] = static_cast<uint32_t>(counter);
+      hi_words[l] = static_cast<uint32_t>(counter >> 32);
+    }
+    c[0][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_words));
+    c[1][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_words));
+    c[2][h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(hi)));
+    c[3][h] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(hi >> 32)));
+  }
+  PhiloxRounds<H>(key, c);
 }
 
 // Vector h of PhiloxVectors block by block: u[k] holds block 8 h + k's four words in its low 128

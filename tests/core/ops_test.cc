@@ -466,27 +466,35 @@ TEST(Dropout, FusedIsExactlyTheMaskProduct) {
   }
 }
 
-// Rows wide enough for the vectorised 128-column stretches give exactly the per-block masks that
-// every device computes (ops/shared), signed inputs included; the keep rate is 1 - p.
-TEST(Dropout, WideRowsMatchTheBlockReference) {
-  for (int64_t cols : {128, 130, 256, 300}) {
-    Tensor x = RandomTensor({9, cols}, 70 + cols);
-    Tensor ids = Tensor::Empty({9}, DType::kInt64);
-    for (int64_t r = 0; r < 9; ++r) ids.i64()[r] = 77 * r + 5;
+// Rows of every width give exactly the per-block masks that every device computes (ops/shared),
+// signed inputs included: the vectorised 64-column stretches, and the blocks past them, drawn
+// across rows; the keep rate is 1 - p.
+TEST(Dropout, RowsOfAnyWidthMatchTheBlockReference) {
+  for (int64_t cols : {1, 7, 8, 16, 25, 64, 100, 128, 130, 256, 300}) {
+    constexpr int64_t kRows = 300;  // tasks of several rows, the last one partial
+    Tensor x = RandomTensor({kRows, cols}, 70 + cols);
+    Tensor ids = Tensor::Empty({kRows}, DType::kInt64);
+    for (int64_t r = 0; r < kRows; ++r) ids.i64()[r] = 77 * r + 5;
     const Tensor got = ops::Dropout(x, 0.3f, 21, ids);
-    std::vector<float> expect(x.numel());
-    for (int64_t r = 0; r < 9; ++r) {
+    const Tensor mask = ops::DropoutMask(kRows, cols, 0.3f, 21, ids);
+    std::vector<float> expect(x.numel()), expect_mask(x.numel());
+    for (int64_t r = 0; r < kRows; ++r) {
       for (int64_t j = 0; j < cols; j += ops::shared::kDropoutBlockCols) {
-        ops::shared::DropoutBlock(21, static_cast<uint64_t>(ids.i64()[r]), j, cols, 0.3f, 1.0f / 0.7f,
-                                  x.f32() + r * cols, expect.data() + r * cols);
+        const uint64_t id = static_cast<uint64_t>(ids.i64()[r]);
+        ops::shared::DropoutBlock(21, id, j, cols, 0.3f, 1.0f / 0.7f, x.f32() + r * cols, expect.data() + r * cols);
+        ops::shared::DropoutBlock(21, id, j, cols, 0.3f, 1.0f / 0.7f, nullptr, expect_mask.data() + r * cols);
       }
     }
     EXPECT_EQ(0, std::memcmp(expect.data(), got.f32(), expect.size() * sizeof(float))) << cols;
+    EXPECT_EQ(0, std::memcmp(expect_mask.data(), mask.f32(), expect.size() * sizeof(float))) << cols;
   }
-  const Tensor mask = ops::DropoutMask(400, 256, 0.3f, 4);
-  int64_t kept = 0;
-  for (int64_t i = 0; i < mask.numel(); ++i) kept += mask.f32()[i] != 0.0f;
-  EXPECT_NEAR(static_cast<double>(kept) / mask.numel(), 0.7, 0.005);  // 4.4 standard deviations
+  for (int64_t cols : {256, 20}) {
+    const Tensor mask = ops::DropoutMask(400, cols, 0.3f, 4);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < mask.numel(); ++i) kept += mask.f32()[i] != 0.0f;
+    // 3.5 and 4.4 standard deviations of the kept fraction of 102,400 and 8,000 entries
+    EXPECT_NEAR(static_cast<double>(kept) / mask.numel(), 0.7, cols == 256 ? 0.005 : 0.0225) << cols;
+  }
 }
 
 TEST(Autograd, AccumulatesAndNoGrad) {

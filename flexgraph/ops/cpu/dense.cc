@@ -416,35 +416,103 @@ void DropoutStretch(uint64_t seed, uint64_t id, int64_t j0, __m256i below, __m25
     }
   }
 }
+
+// The blocks of rows' last columns (those past the rows' 64-column stretches), drawn 32 at a time
+// across rows: block (row, b) covers columns 8 b .. 8 b + 7 of its row, clipped to cols.
+class DropoutTails {
+ public:
+  DropoutTails(uint64_t seed, int64_t cols, __m256i below, __m256 keep)
+      : seed_(seed), cols_(cols), below_(below), keep_(keep) {}
+  void Add(uint64_t id, int64_t b, const float* src, float* dst) {
+    lo_[n_] = static_cast<uint64_t>(b);
+    hi_[n_] = id;
+    at_[n_] = {src, dst, b * shared::kDropoutBlockCols};
+    if (++n_ == kLanes) Flush();
+  }
+  void Flush() {
+    if (n_ == 0) return;
+    for (int l = n_; l < kLanes; ++l) lo_[l] = hi_[l] = 0;
+    __m256i w[4][kLanes / 8];
+    PhiloxLanes<kLanes / 8>(seed_, lo_, hi_, w);
+    alignas(32) uint32_t words[4][kLanes];
+    for (int k = 0; k < 4; ++k) {
+      for (int h = 0; h < kLanes / 8; ++h) _mm256_store_si256(reinterpret_cast<__m256i*>(words[k] + 8 * h), w[k][h]);
+    }
+    for (int l = 0; l < n_; ++l) {
+      // Entry t's bits: half t % 2 of word t / 2 (shared::DropoutBits).
+      const __m256i bits = _mm256_cvtepu16_epi32(
+          _mm_setr_epi32(static_cast<int>(words[0][l]), static_cast<int>(words[1][l]),
+                         static_cast<int>(words[2][l]), static_cast<int>(words[3][l])));
+      const __m256 m = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(bits, below_)), keep_);
+      const auto [src, dst, j0] = at_[l];
+      const int64_t n = std::min<int64_t>(shared::kDropoutBlockCols, cols_ - j0);
+      if (n == shared::kDropoutBlockCols) {
+        _mm256_storeu_ps(dst + j0, src != nullptr ? _mm256_mul_ps(_mm256_loadu_ps(src + j0), m) : m);
+        continue;
+      }
+      alignas(32) float mask[8];
+      _mm256_store_ps(mask, m);
+      for (int64_t t = 0; t < n; ++t) dst[j0 + t] = src != nullptr ? src[j0 + t] * mask[t] : mask[t];
+    }
+    n_ = 0;
+  }
+
+ private:
+  static constexpr int kLanes = 32;
+  struct Place {
+    const float* src;
+    float* dst;
+    int64_t j0;
+  };
+  uint64_t seed_;
+  int64_t cols_;
+  __m256i below_;
+  __m256 keep_;
+  int n_ = 0;
+  uint64_t lo_[kLanes], hi_[kLanes];
+  Place at_[kLanes];
+};
 #endif
+
 }  // namespace
 
 void Dropout(uint64_t seed, const int64_t* row_ids, int64_t rows, int64_t cols, float p,
              const float* x, float* y) {
   static_assert(std::endian::native == std::endian::little, "mask bits are read as halves of words");
   const float keep = 1.0f / (1.0f - p);
-  ParallelFor(0, rows, [&](int64_t r) {
-    const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    const float* xr = x != nullptr ? x + r * cols : nullptr;
-    float* yr = y + r * cols;
-    int64_t j = 0;
+  // Rows per task (up to 16, fewer where rows are few): their last blocks are drawn together.
+  const int64_t per_task = std::clamp<int64_t>(rows / (8 * NumThreads()), 1, 16);
+  ParallelFor(0, (rows + per_task - 1) / per_task, [&](int64_t c) {
 #if defined(__AVX2__)
     // Thresholds are at most 2^16 and bits below it: the signed compare is exact.
     const __m256i below = _mm256_set1_epi32(static_cast<int>(shared::DropoutThreshold(p)) - 1);
     const __m256 keep_v = _mm256_set1_ps(keep);
-    for (; j + 256 <= cols; j += 256) {
-      DropoutStretch<4>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
-    }
-    if (j + 128 <= cols) {
-      DropoutStretch<2>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
-      j += 128;
-    }
-    if (j + 64 <= cols) {
-      DropoutStretch<1>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
-      j += 64;
-    }
+    DropoutTails tails(seed, cols, below, keep_v);
 #endif
-    for (; j < cols; j += shared::kDropoutBlockCols) shared::DropoutBlock(seed, id, j, cols, p, keep, xr, yr);
+    for (int64_t r = c * per_task; r < std::min(rows, (c + 1) * per_task); ++r) {
+      const uint64_t id = row_ids ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
+      const float* xr = x != nullptr ? x + r * cols : nullptr;
+      float* yr = y + r * cols;
+      int64_t j = 0;
+#if defined(__AVX2__)
+      for (; j + 256 <= cols; j += 256) {
+        DropoutStretch<4>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
+      }
+      if (j + 128 <= cols) {
+        DropoutStretch<2>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
+        j += 128;
+      }
+      if (j + 64 <= cols) {
+        DropoutStretch<1>(seed, id, j, below, keep_v, xr != nullptr ? xr + j : nullptr, yr + j);
+        j += 64;
+      }
+      for (; j < cols; j += shared::kDropoutBlockCols) tails.Add(id, j / shared::kDropoutBlockCols, xr, yr);
+#endif
+      for (; j < cols; j += shared::kDropoutBlockCols) shared::DropoutBlock(seed, id, j, cols, p, keep, xr, yr);
+    }
+#if defined(__AVX2__)
+    tails.Flush();
+#endif
   });
 }
 
