@@ -71,19 +71,21 @@ void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t
 }
 
 // The slots of the vertex ids that batches use, one batch at a time (-1: none yet). Where the
-// vertex space is small against the ids a call handles, an array indexed by id (a power-law
-// graph's hubs, often numbered first, share a few hot lines); otherwise a map whose memory follows
-// the ids (open addressing, linear probing, at least twice the cells of the ids reserved), since
-// the array costs O(vertices) per call: on an 8M-vertex graph, sampling one batch at a time ran
-// 20x slower with it. Ids are below 2^31 (the matrices' int32 column ids).
+// vertex space is small (kDirectVertices), or small against the ids a call handles, an array
+// indexed by id (a power-law graph's hubs, often numbered first, share a few hot lines); otherwise
+// a map whose memory follows the ids (open addressing, linear probing, at least twice the cells of
+// the ids reserved): an array over a large vertex space costs its size in memory and, each time a
+// slot set is made, in time (made per call, on an 8M-vertex graph, sampling one batch at a time ran
+// 20x slower). Ids are below 2^31 (the matrices' int32 column ids).
 class VertexSlots {
   struct Cell {
     int32_t id, slot;
   };
+  static constexpr int64_t kDirectVertices = int64_t{1} << 22;
 
  public:
   // Views for the loops that look up ids: slots[v] is the slot of id v, -1 where it has none yet
-  // (the caller then sets it), valid until Forget.
+  // (the caller then sets it).
   struct Direct {
     int32_t* array;
     int32_t& operator[](int32_t v) const { return array[v]; }
@@ -115,12 +117,13 @@ class VertexSlots {
 
   // For batches of `ids` ids in all (this call's) from a space of `num_vertices`.
   void Prepare(int64_t ids, int64_t num_vertices) {
-    direct_ = num_vertices <= 16 * ids;  // the array: at most a cache line per id
+    // The array: at most 16 MiB, or a cache line per id.
+    direct_ = num_vertices <= kDirectVertices || num_vertices <= 16 * ids;
     if (direct_ && static_cast<int64_t>(array_.size()) < num_vertices)
       array_.assign(num_vertices, -1);
   }
-  // Calls f(Direct) or f(Map) for one batch of at most `n` distinct ids, then empties the slots;
-  // `ids` (after f): every id looked up.
+  // Calls f(Direct) or f(Map) for one batch of at most `n` distinct ids (the map holds no more),
+  // then empties the slots; `ids` (read after f): every id f looked up.
   template <typename F, typename Ids>
   void ForBatch(int64_t n, F&& f, const Ids& ids) {
     if (direct_) {
@@ -174,8 +177,8 @@ class PooledSlots {
     return *mu;
   }
   static std::vector<std::unique_ptr<VertexSlots>>& Free() {
-    static auto* free = new std::vector<std::unique_ptr<VertexSlots>>;
-    return *free;
+    static auto* pool = new std::vector<std::unique_ptr<VertexSlots>>;
+    return *pool;
   }
   std::vector<std::unique_ptr<VertexSlots>> slots_;
 };

@@ -244,12 +244,12 @@ TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
   }
 }
 
-// Each batch's vertices get their slots from an array over the vertex space where it is small
-// against the batches, else from a map sized by the batches. The same graph, its vertices spread
-// over a space 1000 times larger (and keyed by their old ids), must give the same blocks.
+// Each batch's vertices get their slots from an array over the vertex space where it is small,
+// else from a map sized by the batches. The same graph, its vertices spread over a space of 8M
+// (and keyed by their old ids), must give the same blocks.
 TEST(BulkSampling, SameBlocksWithTheVerticesSpreadOverALargerSpace) {
-  constexpr int64_t kN = 400, kSpace = 400000;
-  auto spread = [](int64_t v) { return v * 7919 % kSpace; };  // one to one: 7919 is prime to kSpace
+  constexpr int64_t kN = 400, kSpace = int64_t{1} << 23;  // over the sampler's array limit
+  auto spread = [](int64_t v) { return v * 7919 % kSpace; };  // one to one: 7919 is odd
   const Lists nbrs = RandomLists(kN, 12, 7);
   std::vector<int32_t> roots(kN);
   std::vector<int64_t> keys(kN);
