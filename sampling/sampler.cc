@@ -332,9 +332,17 @@ absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
         hdg->schema().ToString()));
   }
   NeighbourhoodMatrix m;
-  m.row_of_.assign(num_vertices, -1);
+  m.num_vertices_ = num_vertices;
   const Tensor& roots = hdg->roots();
-  for (int64_t r = 0; r < roots.numel(); ++r) m.row_of_[roots.i32()[r]] = static_cast<int32_t>(r);
+  const int32_t* root = roots.i32();
+  m.num_roots_ = roots.numel();
+  m.first_root_ = m.num_roots_ > 0 ? root[0] : 0;
+  bool consecutive = true;
+  for (int64_t r = 0; r < m.num_roots_ && consecutive; ++r) consecutive = root[r] == m.first_root_ + r;
+  if (!consecutive) {
+    m.row_of_.assign(num_vertices, -1);
+    for (int64_t r = 0; r < m.num_roots_; ++r) m.row_of_[root[r]] = static_cast<int32_t>(r);
+  }
   if (root_keys.defined() && root_keys.numel() != roots.numel()) {
     return absl::InvalidArgumentError(absl::StrCat("root_keys: ", root_keys.numel(), " keys for ",
                                                    roots.numel(), " roots"));

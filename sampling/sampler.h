@@ -64,8 +64,12 @@ class NeighbourhoodMatrix {
   // ids where a partitioned dataset renumbers them. Errors: a schema that is not flat.
   static absl::StatusOr<NeighbourhoodMatrix> Create(hdg::HdgPtr hdg, int64_t num_vertices,
                                                     Tensor root_keys = Tensor());
-  // Row of global vertex v, -1 when v is not a root of the HDG.
-  int64_t RowOf(int64_t v) const { return row_of_[v]; }
+  // Row of global vertex v (0 <= v < num_vertices()), -1 when v is not a root of the HDG.
+  int64_t RowOf(int64_t v) const {
+    if (!row_of_.empty()) return row_of_[v];
+    const int64_t r = v - first_root_;
+    return r >= 0 && r < num_roots_ ? r : -1;
+  }
   // The keys of the rows (null: each row's key is its root's global id).
   const int64_t* keys() const { return keys_.defined() ? keys_.i64() : nullptr; }
   // Sampling sees a row as its root's own entry first (where it has one), then the others in
@@ -78,12 +82,16 @@ class NeighbourhoodMatrix {
     return hdg_->level(1).weights.defined() ? hdg_->level(1).weights.f32() : nullptr;
   }
   const hdg::SchemaTree& schema() const { return hdg_->schema(); }
-  int64_t num_vertices() const { return static_cast<int64_t>(row_of_.size()); }
+  int64_t num_vertices() const { return num_vertices_; }
 
  private:
   NeighbourhoodMatrix() = default;
   hdg::HdgPtr hdg_;
+  int64_t num_vertices_ = 0;
+  // The row of every global vertex; empty where the roots are the consecutive ids first_root_ ..
+  // first_root_ + num_roots_ - 1 (a whole graph's, or a part's): no array over the vertex space.
   std::vector<int32_t> row_of_;
+  int64_t first_root_ = 0, num_roots_ = 0;
   Tensor keys_;
   std::vector<int32_t> own_entry_;  // empty: no row holds its root
 };
