@@ -71,17 +71,17 @@ void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t
 }
 
 // The slots of the vertex ids that batches use, one batch at a time (-1: none yet). Where the
-// vertex space is small (kDirectVertices), or small against the ids a call handles, an array
-// indexed by id (a power-law graph's hubs, often numbered first, share a few hot lines); otherwise
-// a map whose memory follows the ids (open addressing, linear probing, at least twice the cells of
-// the ids reserved): an array over a large vertex space costs its size in memory and, each time a
-// slot set is made, in time (made per call, on an 8M-vertex graph, sampling one batch at a time ran
-// 20x slower). Ids are below 2^31 (the matrices' int32 column ids).
+// vertex space is small (kDirectVertices), an array indexed by id (a power-law graph's hubs, often
+// numbered first, share a few hot lines); otherwise a map whose memory follows the ids (open
+// addressing, linear probing, at least twice the cells of the ids reserved): an array over a large
+// vertex space costs its size in memory and, each time a slot set is made, in time (made per call,
+// on an 8M-vertex graph, sampling one batch at a time ran 20x slower). Ids are below 2^31 (the
+// matrices' int32 column ids).
 class VertexSlots {
   struct Cell {
     int32_t id, slot;
   };
-  static constexpr int64_t kDirectVertices = int64_t{1} << 22;
+  static constexpr int64_t kDirectVertices = int64_t{1} << 22;  // 16 MiB of slots
 
  public:
   // Views for the loops that look up ids: slots[v] is the slot of id v, -1 where it has none yet
@@ -115,10 +115,9 @@ class VertexSlots {
     void Prefetch(int32_t v) const { __builtin_prefetch(cells + Hash(v)); }
   };
 
-  // For batches of `ids` ids in all (this call's) from a space of `num_vertices`.
-  void Prepare(int64_t ids, int64_t num_vertices) {
-    // The array: at most 16 MiB, or a cache line per id.
-    direct_ = num_vertices <= kDirectVertices || num_vertices <= 16 * ids;
+  // For batches from a space of `num_vertices`.
+  void Prepare(int64_t num_vertices) {
+    direct_ = num_vertices <= kDirectVertices;
     if (direct_ && static_cast<int64_t>(array_.size()) < num_vertices)
       array_.assign(num_vertices, -1);
   }
@@ -183,25 +182,20 @@ class PooledSlots {
   std::vector<std::unique_ptr<VertexSlots>> slots_;
 };
 
-// Per-block scratch of the layer-wise sampler: the slots of a batch's columns and their masses.
-struct Scratch {
-  VertexSlots slot;
-  std::vector<double> mass;
-};
-
 // Layer-wise sampling of one batch: `layer_size` draws over the columns of its rows, with
-// probability proportional to the column's squared weights (1 each when unweighted).
+// probability proportional to the column's squared weights (1 each when unweighted). `slots` holds
+// the columns' slots.
 void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch, int layer,
-                     int64_t batch, const std::vector<int64_t>& rows, Scratch* scratch,
+                     int64_t batch, const std::vector<int64_t>& rows, VertexSlots* slots,
                      SampledRows* out) {
   const Csr& csr = a.csr();
   const float* w = a.weights();
-  std::vector<double>& mass = scratch->mass;
+  std::vector<double> mass;
   int64_t entries = 0;
   for (int64_t row : rows) entries += csr.degree(row);
   // The batch's columns in order of first appearance, each with its squared-weight mass.
   std::vector<int32_t> cols;
-  scratch->slot.ForBatch(
+  slots->ForBatch(
       entries,
       [&](auto slot) {
         for (int64_t row : rows) {
@@ -261,7 +255,6 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         }
       },
       cols);
-  mass.clear();
 }
 
 // Appends the ids of `s` new to `table` to it, in order of first appearance, and sets child[e] to
@@ -397,7 +390,7 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
   std::vector<int64_t> batch(K);
   std::iota(batch.begin(), batch.end(), first_index);
   const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
-  std::vector<Scratch> scratch(options.kind == SamplerKind::kLayerWise ? num_blocks : 0);
+  PooledSlots slots(options.kind == SamplerKind::kLayerWise ? num_blocks : 0);
   auto local = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
                    std::vector<SampledRows>* out) -> absl::Status {
     const NeighbourhoodMatrix& a = *layers[l];
@@ -426,13 +419,9 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
       return absl::OkStatus();
     }
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
-      int64_t entries = 0;
+      slots[block].Prepare(a.num_vertices());
       for (int64_t k = begin; k < end; ++k) {
-        for (int64_t row : rows[k]) entries += a.csr().degree(row);
-      }
-      scratch[block].slot.Prepare(entries, a.num_vertices());
-      for (int64_t k = begin; k < end; ++k) {
-        SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &scratch[block],
+        SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &slots[block],
                         &(*out)[k]);
       }
     });
@@ -461,10 +450,7 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const Neig
     std::vector<SampledRows> sampled(K);
     FG_RETURN_IF_ERROR(sample(l, frontier, &sampled));
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
-      int64_t ids = 0;
-      for (int64_t k = begin; k < end; ++k)
-        ids += static_cast<int64_t>(frontier[k].size() + sampled[k].cols.size());
-      slot[block].Prepare(ids, a.num_vertices());
+      slot[block].Prepare(a.num_vertices());
       for (int64_t k = begin; k < end; ++k) {
         Block b = MakeBlock(a.schema(), &frontier[k], sampled[k], &slot[block]);
         out[k].sampled_edges += b.hdg->level(1).csr().nnz();
