@@ -285,6 +285,7 @@ Block MakeBlock(const hdg::SchemaTree& schema, std::vector<int64_t>* frontier, c
   const int64_t n = static_cast<int64_t>(table.size());
   const int64_t nnz = static_cast<int64_t>(s.cols.size());
   Tensor children = Tensor::Empty({nnz}, DType::kInt32);
+  table.reserve(n + nnz);
   slot->ForBatch(
       n + nnz, [&](auto slots) { AppendNew(slots, s, &table, children.i32()); }, table);
   Tensor roots = Tensor::Empty({n}, DType::kInt32);
