@@ -143,7 +143,7 @@ esac
 if [ -n "${GPU_MINIBATCH:-}" ]; then
   step "mini-batch bench vs PyG" "$out/train.log" python3 bench/minibatch/run.py --device cuda --frameworks pyg \
     --reference pyg --flexgraph "$bin/flexgraph" --minibatch_bench "$bin/minibatch_bench" \
-    --work_dir "$root/minibatch" --out_dir "$root/minibatch" --threads "$OMP_NUM_THREADS" ${GPU_MINIBATCH}
+    --data_root "$data" --work_dir "$root/minibatch" --out_dir "$root/minibatch" --threads "$OMP_NUM_THREADS" ${GPU_MINIBATCH}
 fi
 # The largest RMAT scale each system trains (bench/gpu/largest.py), when GPU_LARGEST gives its
 # arguments, e.g. GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" (both systems capped

@@ -46,6 +46,7 @@ def parse_args():
     p.add_argument("--build", default=os.environ.get("FLEXGRAPH_BUILD", os.path.join(ROOT, "build", "release")))
     p.add_argument("--flexgraph", default=None, help="the flexgraph binary (default: BUILD/runtime/flexgraph)")
     p.add_argument("--minibatch_bench", default=None, help="default: BUILD/bench/minibatch_bench")
+    p.add_argument("--data_root", default=SHARED, help="the folder holding cora/ (the shared datasets)")
     p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"))
     p.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "minibatch"))
     a = p.parse_args()
@@ -83,7 +84,7 @@ def prepare(a, name):
     os.makedirs(a.work_dir, exist_ok=True)
     flexgraph = a.flexgraph
     if name == "cora":
-        run([flexgraph, "convert", os.path.join(SHARED, "cora"), "--npy_dir", d, "--normalize_features"])
+        run([flexgraph, "convert", os.path.join(a.data_root, "cora"), "--npy_dir", d, "--normalize_features"])
     else:
         run([flexgraph, "generate", a.rmat_spec, "--format", "npy", "--out", d])
     return d
