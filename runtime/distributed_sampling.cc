@@ -283,7 +283,7 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
         "sampler: a partitioned dataset samples node-wise, one fanout per layer (", num_layers, ")"));
   }
   auto step = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
-                  std::vector<sampling::SampledRows>* out) {
+                  std::vector<sampling::SampledRows>* out, const sampling::RowsReady&) {
     return SampleLayer(comm, owners, *layers[l], options, options.fanouts[num_layers - 1 - l], epoch,
                        l, bulk, first_index, frontier, out);
   };

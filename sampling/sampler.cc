@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -121,24 +122,41 @@ class VertexSlots {
     if (direct_ && static_cast<int64_t>(array_.size()) < num_vertices)
       array_.assign(num_vertices, -1);
   }
-  // Calls f(Direct) or f(Map) for one batch of at most `n` distinct ids (the map holds no more),
-  // then empties the slots; `ids` (read after f): every id f looked up.
-  template <typename F, typename Ids>
-  void ForBatch(int64_t n, F&& f, const Ids& ids) {
-    if (direct_) {
-      f(Direct{array_.data()});
-      for (auto v : ids) array_[v] = -1;
-      return;
-    }
+  // A batch of at most `n` distinct ids (the map holds no more): Begin, then any number of With
+  // calls, which call f(Direct) or f(Map), then End with every id looked up, which empties the
+  // slots.
+  void Begin(int64_t n) {
+    num_used_ = 0;
+    if (direct_) return;
     int bits = 10;
     while ((int64_t{1} << bits) < 2 * n) ++bits;
     if ((size_t{1} << bits) > cells_.size()) {
       cells_.assign(size_t{1} << bits, Cell{-1, -1});
       used_.resize(cells_.size() / 2);
     }
-    int64_t num_used = 0;
-    f(Map{cells_.data(), cells_.size() - 1, 64 - bits, used_.data(), &num_used});
-    for (int64_t k = 0; k < num_used; ++k) cells_[used_[k]] = Cell{-1, -1};
+    bits_ = bits;
+  }
+  template <typename F>
+  void With(F&& f) {
+    if (direct_) {
+      f(Direct{array_.data()});
+    } else {
+      f(Map{cells_.data(), (uint64_t{1} << bits_) - 1, 64 - bits_, used_.data(), &num_used_});
+    }
+  }
+  template <typename Ids>
+  void End(const Ids& ids) {
+    if (direct_) {
+      for (auto v : ids) array_[v] = -1;
+    } else {
+      for (int64_t k = 0; k < num_used_; ++k) cells_[used_[k]] = Cell{-1, -1};
+    }
+  }
+  template <typename F, typename Ids>
+  void ForBatch(int64_t n, F&& f, const Ids& ids) {
+    Begin(n);
+    With(f);
+    End(ids);
   }
 
  private:
@@ -146,6 +164,8 @@ class VertexSlots {
   std::vector<int32_t> array_;
   std::vector<Cell> cells_;
   std::vector<uint64_t> used_;
+  int bits_ = 10;
+  int64_t num_used_ = 0;
 };
 
 // VertexSlots kept between calls (each is empty between batches), so that a call, and sampling one
@@ -257,48 +277,172 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
       cols);
 }
 
-// Appends the ids of `s` new to `table` to it, in order of first appearance, and sets child[e] to
-// entry e's row of the table; `slots` holds no id on entry and the table's ids on return.
-template <typename Slots>
-void AppendNew(const Slots& slots, const SampledRows& s, std::vector<int64_t>* table,
-               int32_t* child) {
-  const int64_t n = static_cast<int64_t>(table->size()), nnz = static_cast<int64_t>(s.cols.size());
-  for (int64_t j = 0; j < n; ++j)
-    slots[static_cast<int32_t>((*table)[j])] = static_cast<int32_t>(j);
-  for (int64_t e = 0; e < nnz; ++e) {
-    if (e + 32 < nnz) slots.Prefetch(s.cols[e + 32]);
-    int32_t& at = slots[s.cols[e]];
-    if (at < 0) {
-      at = static_cast<int32_t>(table->size());
-      table->push_back(s.cols[e]);
+// One layer's blocks, built from the batches' sampled rows while they are drawn: the layer step
+// reports rows as they become final (Ready, from any thread), and Finish builds what is left.
+// Builder b takes batches b, b + B, b + 2B, ... in order (B builders: rows arrive in stacked
+// order, so that every builder has work while they do) and each batch's entries in order,
+// one thread at a time (whichever finds them ready), so that a block is the same however its rows
+// arrive: its table is the frontier, then the sampled vertices new to it in order of first
+// appearance, and its HDG is over the table. Sampling one batch at a time, its block is built by
+// one thread while the others draw its rows. Stacked row base[k] + j is batch k's row j.
+class LayerBlocks {
+ public:
+  LayerBlocks(const NeighbourhoodMatrix& a, int layer,
+              const std::vector<std::vector<int64_t>>& frontier,
+              const std::vector<SampledRows>& sampled, std::vector<MiniBatch>* out)
+      : a_(a), layer_(layer), frontier_(frontier), sampled_(sampled), out_(*out),
+        K_(static_cast<int64_t>(frontier.size())), base_(K_ + 1, 0), tables_(K_) {
+    for (int64_t k = 0; k < K_; ++k)
+      base_[k + 1] = base_[k] + static_cast<int64_t>(frontier[k].size());
+    const int num_builders =
+        static_cast<int>(std::min<int64_t>(std::max<int64_t>(K_, 1), NumThreads()));
+    builders_ = std::make_unique<Builder[]>(num_builders);
+    num_builders_ = num_builders;
+    slots_ = std::make_unique<PooledSlots>(num_builders);
+    builder_of_.resize(K_);
+    for (int b = 0; b < num_builders; ++b) {
+      Builder& x = builders_[b];
+      x.k = b;
+      x.row = base_[b];
+      x.slots = &(*slots_)[b];
+      x.slots->Prepare(a.num_vertices());
     }
-    child[e] = at;
+    for (int64_t k = 0; k < K_; ++k) builder_of_[k] = static_cast<int>(k % num_builders);
   }
-}
 
-// Batch k's block: its table (the frontier, then the sampled vertices new to it, in order of
-// first appearance) and its HDG over the table. The sampled vertices are appended to `frontier`
-// in place: it leaves as the table, the next layer's frontier.
-Block MakeBlock(const hdg::SchemaTree& schema, std::vector<int64_t>* frontier, const SampledRows& s,
-                VertexSlots* slot) {
-  std::vector<int64_t>& table = *frontier;
-  const int64_t n = static_cast<int64_t>(table.size());
-  const int64_t nnz = static_cast<int64_t>(s.cols.size());
-  Tensor children = Tensor::Empty({nnz}, DType::kInt32);
-  table.reserve(n + nnz);
-  slot->ForBatch(
-      n + nnz, [&](auto slots) { AppendNew(slots, s, &table, children.i32()); }, table);
-  Tensor roots = Tensor::Empty({n}, DType::kInt32);
-  std::iota(roots.i32(), roots.i32() + n, 0);
-  Tensor weights = schema.weighted() ? Tensor::FromVector(s.weights) : Tensor();
-  const int64_t rows = static_cast<int64_t>(table.size());
-  Block b;
-  b.table = Tensor::FromVector(table);
-  b.hdg = std::make_shared<const hdg::Hdg>(hdg::FlatHdg(schema, rows, std::move(roots),
-                                                        Tensor::FromVector(s.offsets),
-                                                        std::move(children), std::move(weights)));
-  return b;
-}
+  ~LayerBlocks() {  // a layer step that failed may leave batches begun: their slots are emptied
+    for (int b = 0; b < num_builders_; ++b) {
+      if (builders_[b].started) builders_[b].slots->End(tables_[builders_[b].k]);
+    }
+  }
+
+  // Stacked rows [begin, end) are final: their cols and weights written, and every batch's
+  // offsets. Builds what they complete where their builder is free.
+  void Ready(int64_t begin, int64_t end) {
+    if (begin >= end) return;
+    int64_t k = std::upper_bound(base_.begin(), base_.end(), begin) - base_.begin() - 1;
+    int last_builder = -1;
+    for (int64_t at = begin; at < end; ++k) {  // one range per batch
+      const int64_t stop = std::min(end, base_[k + 1]);
+      if (stop == at) continue;  // an empty batch
+      {
+        Builder& b = builders_[builder_of_[k]];
+        std::lock_guard<std::mutex> lock(b.ready_mu);
+        b.ready.emplace(at, stop);
+      }
+      at = stop;
+      if (builder_of_[k] != last_builder) {
+        if (last_builder >= 0) Drive(builders_[last_builder], false);
+        last_builder = builder_of_[k];
+      }
+    }
+    if (last_builder >= 0) Drive(builders_[last_builder], false);
+  }
+
+  // Every row is final: builds the rest of the blocks (in parallel over builders) and hands each
+  // batch's table out as its next frontier.
+  void Finish(std::vector<std::vector<int64_t>>* next) {
+    ParallelFor(0, num_builders_, [&](int64_t b) { Drive(builders_[b], true); });
+    next->swap(tables_);
+  }
+
+ private:
+  struct Builder {
+    std::mutex mu;  // held by the thread that builds
+    std::mutex ready_mu;
+    std::map<int64_t, int64_t> ready;  // ready rows not yet added: (first stacked row, end), per batch
+    int64_t k = 0;         // the next batch to build
+    int64_t row = 0;       // the next stacked row to add
+    bool started = false;  // whether batch k is begun
+    Tensor children;       // batch k's entries' rows of its table
+    VertexSlots* slots = nullptr;
+  };
+
+  // Adds the rows that are ready (all: every row) to the builder's blocks, unless another thread
+  // is at it.
+  void Drive(Builder& b, bool all) {
+    std::unique_lock<std::mutex> lock(b.mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    for (; b.k < K_; b.k += num_builders_, b.started = false) {
+      const int64_t k = b.k;
+      const SampledRows& s = sampled_[k];
+      std::vector<int64_t>& table = tables_[k];
+      if (!b.started) {
+        const int64_t n = static_cast<int64_t>(frontier_[k].size());
+        const int64_t nnz = s.offsets.back();
+        table.reserve(n + nnz);
+        table.assign(frontier_[k].begin(), frontier_[k].end());
+        b.children = Tensor::Empty({nnz}, DType::kInt32);
+        b.slots->Begin(n + nnz);
+        b.slots->With([&](auto slots) {
+          for (int64_t j = 0; j < n; ++j) slots[static_cast<int32_t>(table[j])] = static_cast<int32_t>(j);
+        });
+        b.started = true;
+      }
+      while (b.row < base_[k + 1]) {
+        int64_t stop = base_[k + 1];
+        if (!all) {
+          std::lock_guard<std::mutex> ready_lock(b.ready_mu);
+          auto it = b.ready.find(b.row);
+          if (it == b.ready.end()) return;  // not yet drawn
+          stop = it->second;
+          b.ready.erase(it);
+        }
+        Append(s.offsets[b.row - base_[k]], s.offsets[stop - base_[k]], s, &table, b);
+        b.row = stop;
+      }
+      b.slots->End(table);
+      if (k + num_builders_ < K_) b.row = base_[k + num_builders_];
+      out_[k].blocks[layer_] = MakeBlock(table, s, std::move(b.children));
+      out_[k].sampled_edges += s.offsets.back();
+    }
+  }
+
+  // Appends the ids of entries [e0, e1) new to the table, in order, and sets their children.
+  static void Append(int64_t e0, int64_t e1, const SampledRows& s, std::vector<int64_t>* table,
+                     Builder& b) {
+    int32_t* child = b.children.i32();
+    const int32_t* cols = s.cols.data();
+    b.slots->With([&](auto slots) {
+      for (int64_t e = e0; e < e1; ++e) {
+        if (e + 32 < e1) slots.Prefetch(cols[e + 32]);
+        int32_t& at = slots[cols[e]];
+        if (at < 0) {
+          at = static_cast<int32_t>(table->size());
+          table->push_back(cols[e]);
+        }
+        child[e] = at;
+      }
+    });
+  }
+
+  Block MakeBlock(const std::vector<int64_t>& table, const SampledRows& s, Tensor children) const {
+    const hdg::SchemaTree& schema = a_.schema();
+    const int64_t n = static_cast<int64_t>(s.offsets.size()) - 1;
+    Tensor roots = Tensor::Empty({n}, DType::kInt32);
+    std::iota(roots.i32(), roots.i32() + n, 0);
+    Tensor weights = schema.weighted() ? Tensor::FromVector(s.weights) : Tensor();
+    Block block;
+    block.table = Tensor::FromVector(table);
+    block.hdg = std::make_shared<const hdg::Hdg>(
+        hdg::FlatHdg(schema, static_cast<int64_t>(table.size()), std::move(roots),
+                     Tensor::FromVector(s.offsets), std::move(children), std::move(weights)));
+    return block;
+  }
+
+  const NeighbourhoodMatrix& a_;
+  const int layer_;
+  const std::vector<std::vector<int64_t>>& frontier_;
+  const std::vector<SampledRows>& sampled_;
+  std::vector<MiniBatch>& out_;
+  const int64_t K_;
+  std::vector<int64_t> base_;
+  std::vector<std::vector<int64_t>> tables_;
+  std::unique_ptr<Builder[]> builders_;
+  int num_builders_ = 0;
+  std::unique_ptr<PooledSlots> slots_;
+  std::vector<int> builder_of_;  // per batch
+};
 
 }  // namespace
 
@@ -393,7 +537,7 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
   const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
   PooledSlots slots(options.kind == SamplerKind::kLayerWise ? num_blocks : 0);
   auto local = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
-                   std::vector<SampledRows>* out) -> absl::Status {
+                   std::vector<SampledRows>* out, const RowsReady& ready) -> absl::Status {
     const NeighbourhoodMatrix& a = *layers[l];
     // Q·A: the rows of A that every batch's frontier selects.
     std::vector<std::vector<int64_t>> rows(K);
@@ -416,7 +560,8 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
                                                      " (not one of its roots)"));
     }
     if (options.kind == SamplerKind::kNodeWise) {
-      SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, frontier, rows, out);
+      SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, frontier, rows, out,
+                 ready);
       return absl::OkStatus();
     }
     ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
@@ -444,20 +589,12 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const Neig
     out[k].blocks.resize(num_layers);
     frontier[k].assign(seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
   }
-  const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
-  PooledSlots slot(num_blocks);
   for (int l = num_layers - 1; l >= 0; --l) {
-    const NeighbourhoodMatrix& a = *layers[l];
     std::vector<SampledRows> sampled(K);
-    FG_RETURN_IF_ERROR(sample(l, frontier, &sampled));
-    ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
-      slot[block].Prepare(a.num_vertices());
-      for (int64_t k = begin; k < end; ++k) {
-        Block b = MakeBlock(a.schema(), &frontier[k], sampled[k], &slot[block]);
-        out[k].sampled_edges += b.hdg->level(1).csr().nnz();
-        out[k].blocks[l] = std::move(b);
-      }
-    });
+    LayerBlocks blocks(*layers[l], l, frontier, sampled, &out);
+    FG_RETURN_IF_ERROR(sample(l, frontier, &sampled,
+                              [&](int64_t begin, int64_t end) { blocks.Ready(begin, end); }));
+    blocks.Finish(&frontier);
   }
   return out;
 }
@@ -468,7 +605,8 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const Neig
 void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanout, int epoch,
                 int layer, const std::vector<int64_t>& batch,
                 const std::vector<std::vector<int64_t>>& vertices,
-                const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
+                const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out,
+                const RowsReady& ready) {
   const int64_t K = static_cast<int64_t>(rows.size());
   const Csr& csr = a.csr();
   const int64_t* row_ptr = csr.row_ptr();
@@ -478,7 +616,10 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   std::vector<int64_t> base(K + 1, 0);
   for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(rows[k].size());
   const int64_t R = base[K];
-  constexpr int64_t kChunk = 512, kAhead = 48;  // rows per task; rows prefetched ahead
+  // Rows per task: at least 8 tasks a thread where rows are few, so that blocks are built from the
+  // first tasks' rows while the others are drawn; rows prefetched ahead.
+  const int64_t chunk = std::clamp<int64_t>(R / (8 * NumThreads()), 64, 512);
+  constexpr int64_t kAhead = 48;
   auto locate = [&](int64_t r) {  // (batch, row within it)
     const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
     return std::pair<int64_t, int64_t>(k, r - base[k]);
@@ -490,8 +631,8 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   std::vector<uint64_t> key(R);
   const int32_t* own_entry = a.own_entries();
   const int64_t* keys = a.keys();
-  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
-    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
+  ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
+    const int64_t lo = c * chunk, hi = std::min(R, lo + chunk);
     auto prefetch = [&](int64_t r) {
       __builtin_prefetch(row_ptr + flat[r]);
       if (own_entry != nullptr) __builtin_prefetch(own_entry + flat[r]);
@@ -519,8 +660,8 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
     s.cols.resize(s.offsets.back());
     s.weights.resize(w != nullptr ? s.offsets.back() : 0);
   }
-  ParallelForDynamic(0, (R + kChunk - 1) / kChunk, 1, [&](int64_t c) {
-    const int64_t lo = c * kChunk, hi = std::min(R, lo + kChunk);
+  ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
+    const int64_t lo = c * chunk, hi = std::min(R, lo + chunk);
     for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(col + begin[r]);
     // First every row's chosen entries (CSR entry ids), their column ids prefetched; then the copy.
     thread_local std::vector<int64_t> picked, entries;
@@ -564,6 +705,7 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
       }
       e += keep;
     }
+    if (ready) ready(lo, hi);
   });
 }
 

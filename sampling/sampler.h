@@ -8,7 +8,7 @@
 // Sampling runs in bulk (CAGNET): K batches at once, per layer one product Q·A of the stacked
 // frontiers' selection matrix Q with the layer's neighbourhood matrix A (Q has one 1 per row, so
 // the product is A's rows, extracted in one parallel pass), then sampling, then per batch the next
-// frontier. Randomness is counter-based, keyed by (seed, epoch, batch number, layer, vertex): a
+// frontier, built from the sampled rows while the rest are drawn. Randomness is counter-based, keyed by (seed, epoch, batch number, layer, vertex): a
 // batch is the same whatever K and the thread count.
 //
 // Weights: where A is weighted (GCN's normalised adjacency, PinSage's visit counts), node-wise
@@ -133,19 +133,29 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
     int epoch, int64_t first_index, const std::vector<Tensor>& seeds);
 
+// Told, from any thread, that stacked rows [begin, end) of a layer step's output are final (their
+// cols and weights, and every group's offsets): group k's row j is stacked row
+// sum(|rows of groups before k|) + j. Each row is told once at most.
+using RowsReady = std::function<void(int64_t begin, int64_t end)>;
+
 // Node-wise sampling of layer `layer` with `fanout` (0: every entry): group g draws the rows
 // `rows[g]` of `a`, whose roots are the vertices `vertices[g]`, for batch number `batch[g]` into
 // out[g]; each row is keyed by (seed, epoch, batch, layer, the row's key: a.keys()[row], or the
-// vertex), so that a row gives the same sample wherever it is drawn.
+// vertex), so that a row gives the same sample wherever it is drawn. `ready` (optional) is told
+// of every row as it is drawn.
 void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int fanout, int epoch,
                 int layer, const std::vector<int64_t>& batch,
                 const std::vector<std::vector<int64_t>>& vertices,
-                const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out);
+                const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out,
+                const RowsReady& ready = nullptr);
 
 // The layer step of SampleBlocks: samples layer `layer` for every batch's frontier (global ids)
-// into out[k] (one row per frontier vertex, in order).
+// into out[k] (one row per frontier vertex, in order), telling `ready` of the rows it has drawn
+// where it can (blocks are built from them meanwhile; rows it does not tell of are used once it
+// returns).
 using FrontierSampler = std::function<absl::Status(
-    int layer, const std::vector<std::vector<int64_t>>& frontier, std::vector<SampledRows>* out)>;
+    int layer, const std::vector<std::vector<int64_t>>& frontier, std::vector<SampledRows>* out,
+    const RowsReady& ready)>;
 // SampleBulk's blocks with the layer step `sample` (`layers` give the schemas and the vertex
 // space): per layer, from the seeds down, the sampled rows, then each batch's block and next
 // frontier. Errors: those of `sample`.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "flexgraph/base/parallel.h"
@@ -293,6 +294,93 @@ TEST(BulkSampling, SameBlocksWithTheVerticesSpreadOverALargerSpace) {
       ExpectSameBatches(*in_small, *in_large);
     }
   }
+}
+
+// Blocks are built from rows as the layer step reports them drawn. Whatever the order, grouping
+// and threads of the reports (none at all included), a block is its frontier, then its sampled
+// vertices new to it in order of first appearance, and the same blocks come out.
+TEST(BulkSampling, BlocksDoNotDependOnHowTheirRowsAreReported) {
+  constexpr int64_t kN = 3000;
+  const Lists nbrs = RandomLists(kN, 30, 8);
+  const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/true);
+  std::vector<int64_t> all(kN);
+  for (int64_t v = 0; v < kN; ++v) all[v] = v;
+  std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 300, 3, 0);
+  batches.resize(5);
+  batches[2] = Tensor::FromVector(std::vector<int64_t>{});  // an empty one among them
+  const SamplerOptions o{.fanouts = {7, 4}, .seed = 6};
+  const int threads = NumThreads();
+  // Draws every batch's rows aside, then copies them out and reports them per `order` (none:
+  // never), in ranges of `grain`; rows not yet reported hold vertex 0.
+  auto step = [&](const std::string& order, int64_t grain) {
+    return [&, order, grain](int l, const std::vector<std::vector<int64_t>>& frontier,
+                             std::vector<SampledRows>* out, const RowsReady& ready) {
+      const int64_t K = static_cast<int64_t>(frontier.size());
+      std::vector<std::vector<int64_t>> rows = frontier;  // the matrix's rows are the vertices
+      std::vector<int64_t> batch(K);
+      std::iota(batch.begin(), batch.end(), 0);
+      std::vector<SampledRows> drawn(K);
+      SampleRows(a, o, o.fanouts[1 - l], 0, l, batch, frontier, rows, &drawn);
+      std::vector<std::pair<int64_t, int64_t>> stacked;  // (batch, row) of each stacked row
+      for (int64_t k = 0; k < K; ++k) {
+        (*out)[k].offsets = drawn[k].offsets;
+        (*out)[k].cols.assign(drawn[k].cols.size(), 0);
+        (*out)[k].weights.assign(drawn[k].weights.size(), 0.0f);
+        for (size_t j = 0; j < frontier[k].size(); ++j) stacked.push_back({k, j});
+      }
+      if (order == "none") {
+        *out = drawn;
+        return absl::OkStatus();
+      }
+      const int64_t total = static_cast<int64_t>(stacked.size());
+      std::vector<int64_t> starts;
+      for (int64_t r = 0; r < total; r += grain) starts.push_back(r);
+      if (order == "reversed") std::reverse(starts.begin(), starts.end());
+      if (order == "shuffled") {
+        RandomStream rng(17, static_cast<uint64_t>(l));
+        for (int64_t i = static_cast<int64_t>(starts.size()) - 1; i > 0; --i)
+          std::swap(starts[i], starts[rng.Below(static_cast<uint64_t>(i + 1))]);
+      }
+      ParallelForDynamic(0, static_cast<int64_t>(starts.size()), 1, [&](int64_t i) {
+        const int64_t end = std::min(total, starts[i] + grain);
+        for (int64_t r = starts[i]; r < end; ++r) {
+          const auto [k, j] = stacked[r];
+          for (int64_t e = drawn[k].offsets[j]; e < drawn[k].offsets[j + 1]; ++e) {
+            (*out)[k].cols[e] = drawn[k].cols[e];
+            (*out)[k].weights[e] = drawn[k].weights[e];
+          }
+        }
+        ready(starts[i], end);
+      });
+      return absl::OkStatus();
+    };
+  };
+  auto reference = SampleBlocks({&a, &a}, 0, batches, step("none", 1));
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  for (const MiniBatch& b : *reference) {
+    std::vector<int64_t> frontier = b.seeds.ToVector<int64_t>();
+    for (int l = 1; l >= 0; --l) {
+      const Block& block = b.blocks[l];
+      std::vector<int64_t> expect = frontier;
+      const std::vector<int64_t> table = block.table.ToVector<int64_t>();
+      for (int32_t c : block.hdg->level(1).csr().indices.ToVector<int32_t>()) {
+        ASSERT_LT(c, static_cast<int32_t>(table.size()));
+        if (std::find(expect.begin(), expect.end(), table[c]) == expect.end()) expect.push_back(table[c]);
+      }
+      EXPECT_EQ(table, expect) << "batch " << b.index << " layer " << l;
+      frontier = table;
+    }
+  }
+  SetNumThreads(4);
+  for (const char* order : {"in order", "reversed", "shuffled"}) {
+    for (int64_t grain : {1, 37, 1000}) {
+      SCOPED_TRACE(::testing::Message() << order << ", ranges of " << grain);
+      auto got = SampleBlocks({&a, &a}, 0, batches, step(order, grain));
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectSameBatches(*got, *reference);
+    }
+  }
+  SetNumThreads(threads);
 }
 
 TEST(BulkSampling, EmptyBatchesAmongOthersSampleNothing) {
