@@ -20,17 +20,25 @@ namespace {
 
 constexpr uint64_t kBatchOrderTag = 0xBA7C4, kNodeWiseTag = 0x5A3F1, kLayerWiseTag = 0x1AD1E5;
 
+// Draws read from words drawn beforehand (PhiloxBlocks): a RandomStream's, in its order.
+struct DrawnWords {
+  const uint32_t* next;
+  uint32_t NextU32() { return *next++; }
+};
+
 // Uniform integer in [0, n) from one 32-bit draw (multiply-shift; bias below n / 2^32).
-int64_t Below(RandomStream& rng, int64_t n) {
+template <typename Rng>
+int64_t Below(Rng& rng, int64_t n) {
   return static_cast<int64_t>((static_cast<uint64_t>(rng.NextU32()) * static_cast<uint64_t>(n)) >> 32);
 }
 
 // `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k,
-// a partial Fisher-Yates shuffle otherwise. Floyd's picks are kept as bits of a mask where d is at
-// most kMaskBits (read back in order), else in a list checked by a branch-free scan, then sorted:
-// the same picks either way.
+// a partial Fisher-Yates shuffle otherwise; k draws either way. Floyd's picks are kept as bits of a
+// mask where d is at most kMaskBits (read back in order), else in a list checked by a branch-free
+// scan, then sorted: the same picks either way.
 constexpr int64_t kMaskBits = 4096;
-void ChooseDistinct(RandomStream& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
+template <typename Rng>
+void ChooseDistinct(Rng& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
   out->clear();
   if (k <= 64 && d <= kMaskBits) {
     uint64_t mask[kMaskBits / 64];
@@ -629,6 +637,14 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   // Each stacked row's first entry, degree, key and own entry (per-row reads issued together).
   std::vector<int64_t> begin(R), degree(R), own(R);
   std::vector<uint64_t> key(R);
+  // Row r of batch k draws from RandomStream(seed, MixKey(tag ^ epoch, batch[k], layer, key[r])):
+  // the first three steps are the batch's.
+  std::vector<uint64_t> stream_prefix(K);
+  for (int64_t k = 0; k < K; ++k) {
+    stream_prefix[k] = MixStep(MixStep(MixStep(kMixKeyStart, kNodeWiseTag ^ static_cast<uint64_t>(epoch)),
+                                       static_cast<uint64_t>(batch[k])),
+                               static_cast<uint64_t>(layer));
+  }
   const int32_t* own_entry = a.own_entries();
   const int64_t* keys = a.keys();
   ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
@@ -663,11 +679,32 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
     const int64_t lo = c * chunk, hi = std::min(R, lo + chunk);
     for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(col + begin[r]);
-    // First every row's chosen entries (CSR entry ids), their column ids prefetched; then the copy.
+    // First the random words of every row that keeps part of its entries, all at once (one block
+    // of four words per four draws, counters (0, 1, ..., the row's stream)); then every row's
+    // chosen entries (CSR entry ids), their column ids prefetched; then the copy.
     thread_local std::vector<int64_t> picked, entries;
-    entries.clear();
+    thread_local std::vector<uint64_t> counters, streams;
+    thread_local std::vector<uint32_t> words;
+    counters.clear();
+    streams.clear();
     const auto [k0, j0] = locate(lo);
     int64_t k = k0, j = j0;
+    for (int64_t r = lo; r < hi; ++r, ++j) {
+      while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
+      const int64_t keep = (*out)[k].offsets[j + 1] - (*out)[k].offsets[j];
+      if (keep == degree[r]) continue;
+      const uint64_t stream = MixStep(stream_prefix[k], key[r]);
+      for (int64_t b = 0; b < (keep + 3) / 4; ++b) {
+        counters.push_back(static_cast<uint64_t>(b));
+        streams.push_back(stream);
+      }
+    }
+    words.resize(4 * counters.size());
+    PhiloxBlocks(o.seed, counters.data(), streams.data(), static_cast<int64_t>(counters.size()),
+                 words.data());
+    DrawnWords drawn{words.data()};
+    entries.clear();
+    k = k0, j = j0;
     for (int64_t r = lo; r < hi; ++r, ++j) {
       if (r + kAhead < hi) __builtin_prefetch(col + begin[r + kAhead]);
       while (j == static_cast<int64_t>(rows[k].size())) ++k, j = 0;  // past empty batches too
@@ -678,10 +715,8 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
         for (int64_t t = 0; t < d; ++t) entries.push_back(b + t);
         continue;
       }
-      RandomStream rng(o.seed, MixKey(kNodeWiseTag ^ static_cast<uint64_t>(epoch),
-                                      static_cast<uint64_t>(batch[k]), static_cast<uint64_t>(layer),
-                                      key[r]));
-      ChooseDistinct(rng, d, keep, &picked);
+      ChooseDistinct(drawn, d, keep, &picked);
+      drawn.next += (4 - keep % 4) % 4;  // the rest of the row's last block
       if (const int64_t e = own[r]; e >= 0) {  // index 0: the root's own entry
         for (int64_t& t : picked) t = t == 0 ? e : (t - 1 < e ? t - 1 : t);
       }

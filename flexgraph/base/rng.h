@@ -39,20 +39,27 @@ FG_HD Philox4 PhiloxBlock(uint64_t key, uint64_t counter_lo, uint64_t counter_hi
   return Philox4{{c0, c1, c2, c3}};
 }
 
-// Mixes several integers into one 64-bit stream id (splitmix64 finalizer chain).
-FG_HD uint64_t MixKey(uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
-  uint64_t h = 0x9E3779B97F4A7C15ull;
-  const uint64_t parts[4] = {a, b, c, d};
-  for (int i = 0; i < 4; ++i) {
-    h ^= parts[i] + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    h ^= h >> 30;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 27;
-    h *= 0x94D049BB133111EBull;
-    h ^= h >> 31;
-  }
+// One step of MixKey: h with `part` mixed in (splitmix64 finalizer).
+FG_HD uint64_t MixStep(uint64_t h, uint64_t part) {
+  h ^= part + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 27;
+  h *= 0x94D049BB133111EBull;
+  h ^= h >> 31;
   return h;
 }
+constexpr uint64_t kMixKeyStart = 0x9E3779B97F4A7C15ull;
+
+// Mixes several integers into one 64-bit stream id: MixStep over a, b, c, d from kMixKeyStart (so
+// keys that share leading parts can share their first steps).
+FG_HD uint64_t MixKey(uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
+  return MixStep(MixStep(MixStep(MixStep(kMixKeyStart, a), b), c), d);
+}
+
+// Blocks i = 0 .. n - 1 under `key` with counters (lo[i], hi[i]): words[4 i + w] is word w of
+// PhiloxBlock(key, lo[i], hi[i]). Many at once in AVX2 lanes where the CPU has them. Host only.
+void PhiloxBlocks(uint64_t key, const uint64_t* lo, const uint64_t* hi, int64_t n, uint32_t* words);
 
 // Uniform float in [0, 1) from 32 random bits.
 FG_HD float U32ToUniform(uint32_t x) { return (x >> 8) * (1.0f / 16777216.0f); }

@@ -401,6 +401,25 @@ TEST(Losses, HandComputedAndGradients) {
       {RandomTensor({4}, 52, -3, 3)}, 1e-3f);
 }
 
+// PhiloxBlocks draws many blocks at once (32 in AVX2 lanes, the rest one by one): each must be
+// PhiloxBlock's, for any count and any counters.
+TEST(Philox, ManyBlocksAtOnceAreEachTheBlockItself) {
+  RandomStream rng(3, 4);
+  for (int64_t n : {0, 1, 31, 32, 33, 64, 100}) {
+    std::vector<uint64_t> lo(n), hi(n);
+    for (int64_t i = 0; i < n; ++i) lo[i] = rng.NextU64(), hi[i] = i % 3 == 0 ? rng.NextU64() : i;
+    std::vector<uint32_t> words(4 * n);
+    PhiloxBlocks(0xF00DF00DF00Dull, lo.data(), hi.data(), n, words.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const Philox4 b = PhiloxBlock(0xF00DF00DF00Dull, lo[i], hi[i]);
+      for (int w = 0; w < 4; ++w) ASSERT_EQ(words[4 * i + w], b.v[w]) << "block " << i << " of " << n;
+    }
+  }
+  // MixKey is MixStep over its parts, so that keys sharing leading parts can share their steps.
+  EXPECT_EQ(MixKey(1, 2, 3, 4), MixStep(MixStep(MixStep(MixStep(kMixKeyStart, 1), 2), 3), 4));
+  EXPECT_NE(MixKey(1, 2, 3, 4), MixKey(1, 2, 4, 3));
+}
+
 TEST(Dropout, SeededAndUnbiased) {
   Tensor x = Tensor::Full({200, 50}, 1.0f);
   Var a = ag::Dropout(Var(x), 0.5f, 7, true);
