@@ -17,6 +17,7 @@
 #     scripts/gpu_check.sh gpu_bundle
 #   GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" scripts/gpu_check.sh gpu_bundle
 #   GPU_MINIBATCH="--workloads cora,rmat" scripts/gpu_check.sh gpu_bundle
+#   GPU_SAMPLING="2 8 16" scripts/gpu_check.sh gpu_bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-gpu_bundle}
@@ -145,6 +146,13 @@ if [ -n "${GPU_MINIBATCH:-}" ]; then
     --reference pyg --flexgraph "$bin/flexgraph" --minibatch_bench "$bin/minibatch_bench" \
     --data_root "$data" --work_dir "$root/minibatch" --out_dir "$root/minibatch" --threads "$OMP_NUM_THREADS" ${GPU_MINIBATCH}
 fi
+# Bulk sampling on the machine's CPU at each thread count GPU_SAMPLING lists (e.g. "2 8 16"):
+# minibatch_bench on RMAT-20, bulks of 1, 8 and 32; its tables join summary.md.
+for t in ${GPU_SAMPLING:-}; do
+  step "sampling on $t threads" "$out/train.log" "$bin/minibatch_bench" \
+    --dataset rmat:scale=20,edge_factor=16,features=16,classes=8,seed=1 --bulk_sizes 1,8,32 \
+    --epochs 3 --threads "$t" --summary_json "$runs/sampling-$t.json"
+done
 # The largest RMAT scale each system trains (bench/gpu/largest.py), when GPU_LARGEST gives its
 # arguments, e.g. GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" (both systems capped
 # alike, as a smaller GPU); its table joins summary.md.
@@ -172,5 +180,15 @@ PY
 [ -f "$out/profile.md" ] && { echo; cat "$out/profile.md"; } >> "$summary"
 [ -f "$root/largest/largest.md" ] && { echo; cat "$root/largest/largest.md"; } >> "$summary"
 [ -f "$root/minibatch/minibatch.md" ] && { echo; cat "$root/minibatch/minibatch.md"; } >> "$summary"
+if [ -n "${GPU_SAMPLING:-}" ]; then
+  python3 - "$runs" >> "$summary" << 'PY' || status=1
+import glob, json, os, sys
+print("\n| threads | bulk 1 s | bulk 8 s | bulk 32 s | bulk 32 ÷ bulk 1 |\n|---|---|---|---|---|")
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "sampling-*.json")), key=lambda p: int(p.split("-")[-1][:-5])):
+    s = {int(b["bulk"]): b for b in json.load(open(path))["bulks"]}
+    print(f"| {path.split('-')[-1][:-5]} | {s[1]['epoch_seconds']:.3f} | {s[8]['epoch_seconds']:.3f} | "
+          f"{s[32]['epoch_seconds']:.3f} | {s[32]['speedup_over_bulk_1']:.2f}× |")
+PY
+fi
 rm -rf "$root"
 exit $status
