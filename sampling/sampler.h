@@ -133,9 +133,9 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options,
     int epoch, int64_t first_index, const std::vector<Tensor>& seeds);
 
-// Told, from any thread, that stacked rows [begin, end) of a layer step's output are final (their
-// cols and weights, and every group's offsets): group k's row j is stacked row
-// sum(|rows of groups before k|) + j. Each row is told once at most.
+// Told, from any thread, that stacked rows [begin, end) of a layer step's output are final: their
+// cols and weights, and every group's offsets, stay as they are (in place) from then on. Group k's
+// row j is stacked row sum(|rows of groups before k|) + j. Each row is told once at most.
 using RowsReady = std::function<void(int64_t begin, int64_t end)>;
 
 // Node-wise sampling of layer `layer` with `fanout` (0: every entry): group g draws the rows
