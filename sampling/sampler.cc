@@ -635,8 +635,9 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   std::vector<int64_t> flat(R);
   for (int64_t k = 0; k < K; ++k) std::copy(rows[k].begin(), rows[k].end(), flat.begin() + base[k]);
   // Each stacked row's first entry, degree, key and own entry (per-row reads issued together).
-  std::vector<int64_t> begin(R), degree(R), own(R);
-  std::vector<uint64_t> key(R);
+  // (Left uninitialised: every element is written below.)
+  std::unique_ptr<int64_t[]> begin(new int64_t[R]), degree(new int64_t[R]), own(new int64_t[R]);
+  std::unique_ptr<uint64_t[]> key(new uint64_t[R]);
   // Row r of batch k draws from RandomStream(seed, MixKey(tag ^ epoch, batch[k], layer, key[r])):
   // the first three steps are the batch's.
   std::vector<uint64_t> stream_prefix(K);
