@@ -431,18 +431,13 @@ class DropoutTails {
   }
   void Flush() {
     if (n_ == 0) return;
-    for (int l = n_; l < kLanes; ++l) lo_[l] = hi_[l] = 0;
-    __m256i w[4][kLanes / 8];
-    PhiloxLanes<kLanes / 8>(seed_, lo_, hi_, w);
-    alignas(32) uint32_t words[4][kLanes];
-    for (int k = 0; k < 4; ++k) {
-      for (int h = 0; h < kLanes / 8; ++h) _mm256_store_si256(reinterpret_cast<__m256i*>(words[k] + 8 * h), w[k][h]);
-    }
+    for (int l = n_; l < kLanes; ++l) lo_[l] = hi_[l] = 0;  // whole vectors of lanes
+    uint32_t words[4 * kLanes];
+    PhiloxBlocks(seed_, lo_, hi_, kLanes, words);
     for (int l = 0; l < n_; ++l) {
       // Entry t's bits: half t % 2 of word t / 2 (shared::DropoutBits).
-      const __m256i bits = _mm256_cvtepu16_epi32(
-          _mm_setr_epi32(static_cast<int>(words[0][l]), static_cast<int>(words[1][l]),
-                         static_cast<int>(words[2][l]), static_cast<int>(words[3][l])));
+      const __m256i bits =
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 4 * l)));
       const __m256 m = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(bits, below_)), keep_);
       const auto [src, dst, j0] = at_[l];
       const int64_t n = std::min<int64_t>(shared::kDropoutBlockCols, cols_ - j0);
