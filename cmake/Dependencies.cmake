@@ -41,12 +41,31 @@ if(NOT FLEXGRAPH_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_STANDARD 20)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
+    # CMake 3.25 does not know nvcc's C++20 flag (CMAKE_CUDA_STANDARD 20 fails to generate); nvcc
+    # 12+ has it.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(FLEXGRAPH_HAVE_CUDA ON)
   elseif(FLEXGRAPH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "FLEXGRAPH_CUDA=ON but no CUDA compiler was found")
   endif()
 endif()
 message(STATUS "FlexGraph CUDA backend: ${FLEXGRAPH_HAVE_CUDA}")
+# fg_cuda_kernels(TARGET SOURCES...): an object library of CUDA kernels (.cu, nvcc) with the
+# project's device flags: nvcc's warnings as errors, and ptxas reporting spills and local-memory use
+# as warnings (hence errors). The project-wide warning flags are GCC flags.
+function(fg_cuda_kernels target)
+  add_library(${target} OBJECT ${ARGN})
+  set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS
+    --Werror=all-warnings
+    -Xptxas=-warn-spills,-warn-lmem-usage
+    "SHELL:-Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Wno-sign-compare,-Werror"
+  )
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()
 # NCCL (runtime/nccl_communicator.h): with the CUDA backend, where the toolkit ships nccl.h. The
 # library is loaded at run time (dlopen), so binaries start where it is missing.
 set(FLEXGRAPH_HAVE_NCCL OFF)

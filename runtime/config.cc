@@ -33,7 +33,7 @@ constexpr char kBaseDefaults[] = R"pb(
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8 eval_every: 1
-    device_memory_gib: 0
+    device_memory_gib: 0 sample_on: ""
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
@@ -196,6 +196,14 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   }
   if (t.bulk() < 1 || t.bulk() > kMaxBulk) {
     return bad("bulk", absl::StrCat("must lie in [1, ", kMaxBulk, "], got ", t.bulk()));
+  }
+  if (t.sample_on() != "" && t.sample_on() != "host" && t.sample_on() != "device") {
+    return bad("sample_on", absl::StrCat("expected host or device, got '", t.sample_on(), "'"));
+  }
+  if (t.sample_on() == "device" && (DeviceOf(t.device()) != Device::kCuda || t.sampler() != "neighbor")) {
+    return bad("sample_on", absl::StrCat("device samples with the neighbor sampler for training on a CUDA "
+                                         "device (--device cuda), got --sampler ", t.sampler(), " --device ",
+                                         t.device()));
   }
   if (t.batch_size() > 0) FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers()).status());
   if (c.dataset().path().empty()) return bad("dataset", "is empty");

@@ -97,6 +97,15 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     }
   }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
+  // On the device where it can: the neighbor sampler, training there, over the whole graph.
+  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr &&
+                          m->options_.kind == sampling::SamplerKind::kNodeWise;
+  if (tc.sample_on() == "device" && !device_can) {
+    return absl::UnimplementedError(
+        "sample_on: device samples a whole graph; a partitioned dataset's batches reach other workers' "
+        "vertices, which are sampled on the host (--sample_on host)");
+  }
+  m->sample_on_device_ = device_can && tc.sample_on() != "host";
   m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
   if (parts.exec->distributed() && m->options_.kind == sampling::SamplerKind::kLayerWise) {
     return absl::UnimplementedError(
@@ -117,8 +126,8 @@ std::string MiniBatchTraining::Describe() const {
                         ? absl::StrCat("fanouts ", absl::StrJoin(options_.fanouts, ","))
                         : absl::StrCat("layer size ", options_.layer_size);
   return absl::StrCat(sampling::SamplerKindName(options_.kind), " sampler, ", how, ", batches of ",
-                      batch_size_, " in bulks of ", bulk_, ": ", batches_per_epoch_,
-                      " batches per epoch");
+                      batch_size_, " in bulks of ", bulk_, sample_on_device_ ? " sampled on the device" : "",
+                      ": ", batches_per_epoch_, " batches per epoch");
 }
 
 void MiniBatchTraining::SparseInputViews(const ag::Var& h, int64_t roots, nau::LayerContext* ctx) {
@@ -227,6 +236,7 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
   // The layers' neighbourhood matrices, rebuilt when selection has made new HDGs.
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices;
   std::vector<const sampling::NeighbourhoodMatrix*> layers;
+  std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> held;
   for (size_t i = 0; i < layer_hdgs.size(); ++i) {
     const hdg::HdgPtr& h = layer_hdgs[i];
     auto& m = matrices[h.get()];
@@ -242,8 +252,14 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       }
     }
     layers.push_back(m.get());
+    held.push_back(m);
   }
   matrices_ = std::move(matrices);
+  if (sample_on_device_ && (device_sampler_ == nullptr || device_layers_ != held)) {
+    device_sampler_.reset();
+    FG_ASSIGN_OR_RETURN(device_sampler_, sampling::DeviceSampler::Create(layers, options_));
+    device_layers_ = std::move(held);
+  }
 
   const std::vector<Tensor> batches = sampling::EpochBatches(items_, batch_size_, options_.seed, epoch);
   const int64_t num = static_cast<int64_t>(batches.size());
@@ -290,6 +306,8 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       FG_ASSIGN_OR_RETURN(bulk.batches, SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(),
                                                           *parts_.owned, layers, options_, epoch, first / bulk_,
                                                           first, seeds));
+    } else if (device_sampler_ != nullptr) {
+      FG_ASSIGN_OR_RETURN(bulk.batches, device_sampler_->SampleBulk(epoch, first, seeds));
     } else {
       FG_ASSIGN_OR_RETURN(bulk.batches, sampling::SampleBulk(layers, options_, epoch, first, seeds));
     }

@@ -23,6 +23,7 @@
 #include "runtime/distributed_sampling.h"
 #include "proto/config.pb.h"
 #include "runtime/task.h"
+#include "sampling/device_sampler.h"
 #include "sampling/sampler.h"
 
 namespace fg::runtime {
@@ -110,6 +111,11 @@ class MiniBatchTraining {
   std::vector<int32_t> local_item_;
   int64_t batches_per_epoch_ = 0;
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices_;
+  // Sampling on the device (train.sample_on): the sampler, and the layers' matrices it copied
+  // (held, so that a new matrix is never taken for one of them).
+  bool sample_on_device_ = false;
+  std::unique_ptr<sampling::DeviceSampler> device_sampler_;
+  std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> device_layers_;
   int64_t sampled_edges_ = 0;
   double sampling_wait_ = 0;
 };

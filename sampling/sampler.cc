@@ -12,11 +12,12 @@
 #include "flexgraph/base/status.h"
 #include "hdg/builder.h"
 #include "sampling/blocks.h"
+#include "sampling/pick.h"
 
 namespace fg::sampling {
 namespace {
 
-constexpr uint64_t kBatchOrderTag = 0xBA7C4, kNodeWiseTag = 0x5A3F1, kLayerWiseTag = 0x1AD1E5;
+constexpr uint64_t kBatchOrderTag = 0xBA7C4, kLayerWiseTag = 0x1AD1E5;
 
 // Draws read from words drawn beforehand (PhiloxBlocks): a RandomStream's, in its order.
 struct DrawnWords {
@@ -24,57 +25,31 @@ struct DrawnWords {
   uint32_t NextU32() { return *next++; }
 };
 
-// Uniform integer in [0, n) from one 32-bit draw (multiply-shift; bias below n / 2^32).
-template <typename Rng>
-int64_t Below(Rng& rng, int64_t n) {
-  return static_cast<int64_t>((static_cast<uint64_t>(rng.NextU32()) * static_cast<uint64_t>(n)) >> 32);
-}
-
-// `k` < d < 2^32 distinct indices of [0, d), uniformly, ascending: Floyd's algorithm for small k,
-// a partial Fisher-Yates shuffle otherwise; k draws either way. Floyd's picks are kept as bits of a
-// mask where d is at most kMaskBits (read back in order), else in a list checked by a branch-free
-// scan, then sorted: the same picks either way.
+// `k` <= d < 2^31 distinct indices of [0, d), uniformly, ascending, by Floyd's algorithm
+// (pick.h; k draws). Where d is at most kMaskBits the picks so far are kept as bits of a mask
+// (read back in order), else in a list scanned for each draw, then sorted: the same picks.
 constexpr int64_t kMaskBits = 4096;
-template <typename Rng>
-void ChooseDistinct(Rng& rng, int64_t d, int64_t k, std::vector<int64_t>* out) {
-  out->clear();
-  if (k <= 64 && d <= kMaskBits) {
-    uint64_t mask[kMaskBits / 64];
-    const int64_t words = (d + 63) / 64;
-    std::fill(mask, mask + words, uint64_t{0});
-    for (int64_t j = d - k; j < d; ++j) {
-      const int64_t t = Below(rng, j + 1);
-      // t taken already: j is new (every earlier pick is below j).
-      const int64_t pick = (mask[t >> 6] >> (t & 63)) & 1 ? j : t;
-      mask[pick >> 6] |= uint64_t{1} << (pick & 63);
-    }
-    out->resize(k);
-    int64_t* picks = out->data();
-    for (int64_t w = 0, n = 0; w < words; ++w) {
-      for (uint64_t m = mask[w]; m != 0; m &= m - 1) picks[n++] = w * 64 + __builtin_ctzll(m);
-    }
-    return;
-  }
-  if (k <= 64) {
-    out->resize(k);
-    int64_t* picks = out->data();
-    for (int64_t j = d - k, n = 0; j < d; ++j, ++n) {
-      const int64_t t = Below(rng, j + 1);
-      bool taken = false;
-      for (int64_t i = 0; i < n; ++i) taken |= picks[i] == t;
-      // t taken already: j is new (every earlier pick is below j).
-      picks[n] = taken ? j : t;
-    }
+template <typename Words>
+void ChooseDistinct(Words& words, int64_t d, int64_t k, std::vector<int64_t>* out) {
+  out->resize(k);
+  int64_t* picks = out->data();
+  if (d > kMaskBits) {
+    FloydPicks(words, d, k, picks);
     std::sort(picks, picks + k);
     return;
   }
-  out->resize(d);
-  std::iota(out->begin(), out->end(), 0);
-  for (int64_t i = 0; i < k; ++i) {
-    std::swap((*out)[i], (*out)[i + Below(rng, d - i)]);
+  uint64_t mask[kMaskBits / 64];
+  const int64_t mask_words = (d + 63) / 64;
+  std::fill(mask, mask + mask_words, uint64_t{0});
+  for (int64_t j = d - k; j < d; ++j) {
+    const int64_t t = Below(words, j + 1);
+    // t taken already: j is new (every earlier pick is below j).
+    const int64_t pick = (mask[t >> 6] >> (t & 63)) & 1 ? j : t;
+    mask[pick >> 6] |= uint64_t{1} << (pick & 63);
   }
-  out->resize(k);
-  std::sort(out->begin(), out->end());
+  for (int64_t w = 0, n = 0; w < mask_words; ++w) {
+    for (uint64_t m = mask[w]; m != 0; m &= m - 1) picks[n++] = w * 64 + __builtin_ctzll(m);
+  }
 }
 
 // Layer-wise sampling of one batch: `layer_size` draws over the columns of its rows, with
@@ -341,11 +316,7 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   // Row r of batch k draws from RandomStream(seed, MixKey(tag ^ epoch, batch[k], layer, key[r])):
   // the first three steps are the batch's.
   std::vector<uint64_t> stream_prefix(K);
-  for (int64_t k = 0; k < K; ++k) {
-    stream_prefix[k] = MixStep(MixStep(MixStep(kMixKeyStart, kNodeWiseTag ^ static_cast<uint64_t>(epoch)),
-                                       static_cast<uint64_t>(batch[k])),
-                               static_cast<uint64_t>(layer));
-  }
+  for (int64_t k = 0; k < K; ++k) stream_prefix[k] = NodeWiseStreamPrefix(epoch, batch[k], layer);
   const int32_t* own_entry = a.own_entries();
   const int64_t* keys = a.keys();
   ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
@@ -418,8 +389,8 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
       }
       ChooseDistinct(drawn, d, keep, &picked);
       drawn.next += (4 - keep % 4) % 4;  // the rest of the row's last block
-      if (const int64_t e = own[r]; e >= 0) {  // index 0: the root's own entry
-        for (int64_t& t : picked) t = t == 0 ? e : (t - 1 < e ? t - 1 : t);
+      if (own[r] >= 0) {  // index 0: the root's own entry
+        for (int64_t& t : picked) t = StoredEntry(t, own[r]);
       }
       for (int64_t t : picked) {
         __builtin_prefetch(col + b + t);
@@ -435,7 +406,7 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
       int32_t* cols = s.cols.data() + s.offsets[j];
       for (int64_t t = 0; t < keep; ++t) cols[t] = col[e[t]];
       if (w != nullptr) {
-        const float scale = static_cast<float>(degree[r]) / static_cast<float>(keep);
+        const float scale = KeptWeightScale(degree[r], keep);
         float* weights = s.weights.data() + s.offsets[j];
         for (int64_t t = 0; t < keep; ++t) weights[t] = keep == degree[r] ? w[e[t]] : w[e[t]] * scale;
       }

@@ -72,6 +72,11 @@ class NeighbourhoodMatrix {
   }
   // The keys of the rows (null: each row's key is its root's global id).
   const int64_t* keys() const { return keys_.defined() ? keys_.i64() : nullptr; }
+  // RowOf's map: the row of every vertex, or null where the rows are the vertices
+  // first_root() .. first_root() + num_roots() - 1.
+  const int32_t* row_of() const { return row_of_.empty() ? nullptr : row_of_.data(); }
+  int64_t first_root() const { return first_root_; }
+  int64_t num_roots() const { return num_roots_; }
   // Sampling sees a row as its root's own entry first (where it has one), then the others in
   // stored order: a selection that places the root among its neighbours by id (GCN's Â) places
   // it differently where a partitioned dataset renumbers them, and the sample must not change.

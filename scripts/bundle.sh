@@ -15,7 +15,7 @@ out=${2:-gpu_bundle}
 data=${FLEXGRAPH_SHARED_DATA:-../shared/data}
 targets=(flexgraph minibatch_bench cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test
          runtime_device_training_test
-         runtime_nccl_test)
+         runtime_nccl_test sampling_test)
 
 if ! command -v patchelf > /dev/null; then
   SUDO=""

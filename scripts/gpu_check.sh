@@ -57,7 +57,8 @@ step "GPU" "$out/env.log" nvidia-smi --query-gpu=name,driver_version,memory.tota
 step "libraries resolve" "$out/env.log" bash -c "ldd $bin/* | tee /dev/stderr | (! grep 'not found')"
 step "version" "$out/env.log" "$bin/flexgraph" version
 
-for t in cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test runtime_nccl_test; do
+for t in cuda_device_ops_test cuda_device_alloc_test cuda_shared_kernels_test core_instance_ops_test runtime_nccl_test \
+         sampling_test; do
   step "$t" "$out/tests.log" "$bin/$t" --gtest_brief=1
 done
 # Every model for 5 epochs on the GPU against the CPU (losses within 1e-4 relative).
@@ -70,6 +71,9 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 if [ -x "$sanitizer" ]; then
   step "compute-sanitizer memcheck" "$out/sanitizer.log" "$sanitizer" --tool memcheck --error-exitcode 1 \
     "$bin/cuda_device_ops_test" --gtest_brief=1
+  step "compute-sanitizer memcheck (sampling)" "$out/sanitizer.log" "$sanitizer" --tool memcheck \
+    --error-exitcode 1 "$bin/sampling_test" --gtest_brief=1 --gtest_filter='DeviceSampler.*'
+
 else
   echo "| compute-sanitizer | not found | - |" >> "$summary"
 fi
@@ -146,12 +150,15 @@ if [ -n "${GPU_MINIBATCH:-}" ]; then
     --reference pyg --flexgraph "$bin/flexgraph" --minibatch_bench "$bin/minibatch_bench" \
     --data_root "$data" --work_dir "$root/minibatch" --out_dir "$root/minibatch" --threads "$OMP_NUM_THREADS" ${GPU_MINIBATCH}
 fi
-# Bulk sampling on the machine's CPU at each thread count GPU_SAMPLING lists (e.g. "2 8 16"):
-# minibatch_bench on RMAT-20, bulks of 1, 8 and 32; its tables join summary.md.
+# Bulk sampling at each thread count GPU_SAMPLING lists (e.g. "2 8 16"), with the rows drawn on the
+# machine's CPU and on the GPU (the blocks are built on the CPU either way): minibatch_bench on
+# RMAT-20, bulks of 1, 8 and 32; its table joins summary.md.
 for t in ${GPU_SAMPLING:-}; do
-  step "sampling on $t threads" "$out/train.log" "$bin/minibatch_bench" \
-    --dataset rmat:scale=20,edge_factor=16,features=16,classes=8,seed=1 --bulk_sizes 1,8,32 \
-    --epochs 3 --threads "$t" --summary_json "$runs/sampling-$t.json"
+  for where in host device; do
+    step "sampling on the $where, $t threads" "$out/train.log" "$bin/minibatch_bench" \
+      --dataset rmat:scale=20,edge_factor=16,features=16,classes=8,seed=1 --bulk_sizes 1,8,32 \
+      --epochs 3 --threads "$t" --sample_on "$where" --summary_json "$runs/sampling-$where-$t.json"
+  done
 done
 # The largest RMAT scale each system trains (bench/gpu/largest.py), when GPU_LARGEST gives its
 # arguments, e.g. GPU_LARGEST="--memory_gib 8 --from_scale 19 --to_scale 23" (both systems capped
@@ -183,11 +190,12 @@ PY
 if [ -n "${GPU_SAMPLING:-}" ]; then
   python3 - "$runs" >> "$summary" << 'PY' || status=1
 import glob, json, os, sys
-print("\n| threads | bulk 1 s | bulk 8 s | bulk 32 s | bulk 32 ÷ bulk 1 |\n|---|---|---|---|---|")
-for path in sorted(glob.glob(os.path.join(sys.argv[1], "sampling-*.json")), key=lambda p: int(p.split("-")[-1][:-5])):
+print("\n| rows drawn on | threads | bulk 1 s | bulk 8 s | bulk 32 s | bulk 32 ÷ bulk 1 |\n|---|---|---|---|---|---|")
+paths = glob.glob(os.path.join(sys.argv[1], "sampling-*.json"))
+for path in sorted(paths, key=lambda p: (p.split("-")[-2], int(p.split("-")[-1][:-5]))):
     s = {int(b["bulk"]): b for b in json.load(open(path))["bulks"]}
-    print(f"| {path.split('-')[-1][:-5]} | {s[1]['epoch_seconds']:.3f} | {s[8]['epoch_seconds']:.3f} | "
-          f"{s[32]['epoch_seconds']:.3f} | {s[32]['speedup_over_bulk_1']:.2f}× |")
+    print(f"| {path.split('-')[-2]} | {path.split('-')[-1][:-5]} | {s[1]['epoch_seconds']:.3f} | "
+          f"{s[8]['epoch_seconds']:.3f} | {s[32]['epoch_seconds']:.3f} | {s[32]['speedup_over_bulk_1']:.2f}× |")
 PY
 fi
 rm -rf "$root"

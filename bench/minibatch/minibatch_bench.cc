@@ -3,13 +3,14 @@
 // neighbourhood matrices the trainer selects for --model. Prints sampled HDG entries per second,
 // the speedup of each K over K = 1, and the fraction of the memory ceiling reached: a sampled
 // entry costs at least one random cache line (its column id) and one random slot of the batch's
-// vertex map, measured against a STREAM triad run here. Writes the figures as JSON with
-// --summary_json.
+// vertex map, measured against a STREAM triad run here. --sample_on device draws the rows on a
+// CUDA device (sampling/device_sampler.h; the blocks are built on the host either way). Writes the
+// figures as JSON with --summary_json.
 //
 //   minibatch_bench [--dataset rmat:scale=18,edge_factor=16,features=16,classes=8,seed=1]
 //                   [--model sage] [--batch_size 1024] [--fanouts 25,10] [--sampler neighbor]
 //                   [--layer_size 512] [--bulk_sizes 1,8,32] [--epochs 3] [--threads 0]
-//                   [--summary_json FILE]
+//                   [--sample_on host] [--summary_json FILE]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "runtime/config.h"
 #include "runtime/summary.h"
 #include "runtime/trainer.h"
+#include "sampling/device_sampler.h"
 #include "sampling/sampler.h"
 
 namespace {
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
       {"dataset", "rmat:scale=18,edge_factor=16,features=16,classes=8,seed=1"},
       {"model", "sage"}, {"batch_size", "1024"}, {"fanouts", "25,10"}, {"sampler", "neighbor"},
       {"layer_size", "512"}, {"bulk_sizes", "1,8,32"}, {"epochs", "3"}, {"threads", "0"},
-      {"summary_json", ""}};
+      {"sample_on", "host"}, {"summary_json", ""}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || !flags.count(k.substr(2))) return Fail(absl::StrCat("unknown flag ", k));
@@ -98,6 +100,13 @@ int main(int argc, char** argv) {
     owned.push_back(std::move(*m));
     matrices.push_back(&owned.back());
   }
+  if (flags["sample_on"] != "host" && flags["sample_on"] != "device") return Fail("--sample_on: host or device");
+  std::unique_ptr<sampling::DeviceSampler> device;
+  if (flags["sample_on"] == "device") {
+    auto created_sampler = sampling::DeviceSampler::Create(matrices, options);
+    if (!created_sampler.ok()) return Fail(std::string(created_sampler.status().message()));
+    device = std::move(*created_sampler);
+  }
   const runtime::Task& task = trainer.task();
   std::vector<int64_t> item_ids(task.NumTrainingItems());
   if (item_ids.empty()) return Fail(task.Describe() + " has no training items to batch");
@@ -109,8 +118,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(trainer.dataset().graph.TotalEdges()),
               static_cast<long long>(items.numel()), load.Seconds(), NumThreads());
   const double triad = bench::TriadBytesPerSecond();
-  std::printf("STREAM triad: %.1f GB/s; %s sampler, %s, batches of %d\n", triad / 1e9,
-              flags["sampler"].c_str(),
+  std::printf("STREAM triad: %.1f GB/s; %s sampler on the %s, %s, batches of %d\n", triad / 1e9,
+              flags["sampler"].c_str(), flags["sample_on"].c_str(),
               options.kind == sampling::SamplerKind::kNodeWise ? ("fanouts " + flags["fanouts"]).c_str()
                                                                : ("layer size " + flags["layer_size"]).c_str(),
               batch_size);
@@ -121,6 +130,7 @@ int main(int argc, char** argv) {
   f["dataset"].set_string_value(flags["dataset"]);
   f["model"].set_string_value(flags["model"]);
   f["sampler"].set_string_value(flags["sampler"]);
+  f["sample_on"].set_string_value(flags["sample_on"]);
   f["threads"] = runtime::NumberValue(NumThreads());
   f["triad_bytes_per_second"] = runtime::NumberValue(triad);
   auto* rows = f["bulks"].mutable_list_value();
@@ -136,7 +146,8 @@ int main(int argc, char** argv) {
       for (size_t first = 0; first < batches.size(); first += k) {
         std::vector<Tensor> seeds(batches.begin() + first,
                                   batches.begin() + std::min(batches.size(), first + k));
-        auto bulk = sampling::SampleBulk(matrices, options, e, static_cast<int64_t>(first), seeds);
+        auto bulk = device != nullptr ? device->SampleBulk(e, static_cast<int64_t>(first), seeds)
+                                      : sampling::SampleBulk(matrices, options, e, static_cast<int64_t>(first), seeds);
         if (!bulk.ok()) return Fail(std::string(bulk.status().message()));
         for (const sampling::MiniBatch& b : *bulk) {
           epoch_entries += b.sampled_edges;

@@ -21,6 +21,9 @@ bool CudaAvailable();
 std::string CudaUnavailableReason();
 // Makes CUDA device `index` the calling thread's device; returns why not ("" on success).
 std::string UseCudaDevice(int index);
+// The calling thread's CUDA device (UseCudaDevice's index; 0 where none was chosen), -1 without
+// a usable device. A thread that works for another passes it on: UseCudaDevice(CurrentCudaDevice()).
+int CurrentCudaDevice();
 // The number of usable CUDA devices (0 without any).
 int CudaDeviceCount();
 

@@ -13,6 +13,7 @@ constexpr char kNoBackend[] =
 bool CudaAvailable() { return false; }
 std::string CudaUnavailableReason() { return kNoBackend; }
 std::string UseCudaDevice(int) { return kNoBackend; }
+int CurrentCudaDevice() { return -1; }
 int CudaDeviceCount() { return 0; }
 void* DeviceAlloc(size_t) {
   FG_CHECK(false) << kNoBackend;

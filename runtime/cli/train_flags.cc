@@ -68,6 +68,7 @@ const ConfigFlag kConfigFlags[] = {
     {"fanouts", "train.fanouts", "neighbor sampler: neighbours per root, one per layer from the seeds down (\"25,10\")"},
     {"layer_size", "train.layer_size", "ladies sampler: vertices drawn per batch and layer"},
     {"bulk", "train.bulk", "batches sampled together, the next bulk while the current one trains"},
+    {"sample_on", "train.sample_on", "where mini-batches are sampled: host, or device (neighbor sampler, --device cuda; the default there)"},
     {"explain", "output.explain", "print each layer's HDG and the executor's plan", true},
     {"summary_json", "output.summary_json", "write the run summary as JSON to this file"},
     {"quiet", "output.quiet", "no progress output", true},
@@ -189,7 +190,7 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f,
   FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, runtime::ResolveConfig(config));
   // Sampler flags without mini-batches would be ignored: the run would train on the whole graph.
   if (resolved.train().batch_size() == 0) {
-    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk"}) {
+    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk", "sample_on"}) {
       if (f.IsSet(flag)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--", flag, " applies to mini-batch training: give --batch_size too (0, the default, trains on "

@@ -100,8 +100,8 @@ TEST_P(DeviceTraining, TwoWorkersOnOneGpuEqualTheCpuRun) {
   }
 }
 
-// Mini-batches sampled on the host train on the GPU as on the CPU: the same batches, masks and
-// losses (node classification with GraphSAGE and GCN; PinSage link prediction).
+// Mini-batches train on the GPU as on the CPU, sampled on the host or on the device: the same
+// batches, masks and losses (node classification with GraphSAGE and GCN; PinSage link prediction).
 TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
   if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   struct Run {
@@ -110,7 +110,7 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
     int batch_size;
   };
   for (const Run& c : {Run{"sage", "cora", 64}, Run{"gcn", "cora", 64}, Run{"pinsage", "lastfm", 16384}}) {
-    auto train = [&](const std::string& device) {
+    auto train = [&](const std::string& device, const std::string& sample_on) {
       flexgraph::RunConfig config;
       config.mutable_model()->set_name(c.model);
       config.mutable_dataset()->set_path(DataDir(c.dataset));
@@ -119,6 +119,7 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
       config.mutable_train()->set_batch_size(c.batch_size);
       config.mutable_train()->set_fanouts("10,5");
       config.mutable_train()->set_device(device);
+      config.mutable_train()->set_sample_on(sample_on);
       auto resolved = ResolveConfig(config);
       EXPECT_TRUE(resolved.ok()) << resolved.status();
       auto trainer = Trainer::Create(*resolved);
@@ -128,13 +129,17 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
       EXPECT_TRUE(r.ok()) << r.status();
       return r.ok() ? *r : TrainResult{};
     };
-    const TrainResult cpu = train("cpu"), gpu = train("cuda");
+    const TrainResult cpu = train("cpu", "");
     ASSERT_EQ(cpu.losses.size(), 3u) << c.model;
-    ASSERT_EQ(gpu.losses.size(), 3u) << c.model;
-    for (size_t e = 0; e < cpu.losses.size(); ++e) {
-      EXPECT_NEAR(gpu.losses[e], cpu.losses[e], 1e-4 * std::fabs(cpu.losses[e])) << c.model << " epoch " << e + 1;
+    for (const char* sample_on : {"host", "device"}) {
+      const TrainResult gpu = train("cuda", sample_on);
+      ASSERT_EQ(gpu.losses.size(), 3u) << c.model << " sampled on the " << sample_on;
+      for (size_t e = 0; e < cpu.losses.size(); ++e) {
+        EXPECT_NEAR(gpu.losses[e], cpu.losses[e], 1e-4 * std::fabs(cpu.losses[e]))
+            << c.model << " sampled on the " << sample_on << ", epoch " << e + 1;
+      }
+      EXPECT_GT(gpu.peak_device_bytes, 0) << c.model;
     }
-    EXPECT_GT(gpu.peak_device_bytes, 0) << c.model;
   }
 }
 

@@ -114,6 +114,13 @@ TEST(MiniBatch, WhatItCannotRunIsRefusedNamingTheField) {
   c.mutable_train()->set_sampler("fastgcn");
   EXPECT_NE(message(c).find("sampler: unknown sampler 'fastgcn'"), std::string::npos) << message(c);
   c.mutable_train()->set_sampler("neighbor");
+  c.mutable_train()->set_sample_on("gpu");
+  EXPECT_NE(message(c).find("sample_on: expected host or device, got 'gpu'"), std::string::npos) << message(c);
+  c.mutable_train()->set_sample_on("device");  // training on the CPU
+  EXPECT_NE(message(c).find("sample_on: device samples with the neighbor sampler for training on a CUDA device"),
+            std::string::npos)
+      << message(c);
+  c.mutable_train()->set_sample_on("");
   c.mutable_train()->set_batch_size(-1);
   EXPECT_NE(message(c).find("batch_size: must not be negative"), std::string::npos) << message(c);
 

@@ -14,43 +14,10 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "hdg/builder.h"
+#include "tests/sampling/sampling_graphs.h"
 
 namespace fg::sampling {
 namespace {
-
-// Adjacency lists with optional weights: nbrs[v] = {(u, w), ...}.
-using Lists = std::vector<std::vector<std::pair<int32_t, float>>>;
-
-NeighbourhoodMatrix MatrixOf(const Lists& nbrs, bool weighted) {
-  const int64_t n = static_cast<int64_t>(nbrs.size());
-  std::vector<int32_t> roots(n);
-  for (int64_t v = 0; v < n; ++v) roots[v] = static_cast<int32_t>(v);
-  auto hdg = hdg::HdgBuilder(hdg::SchemaTree::Flat("neighbor", weighted), n)
-                 .Build(roots, [&](int32_t v, hdg::NeighborWriter& out) {
-                   for (auto [u, w] : nbrs[v]) out.Add(u, w);
-                 });
-  EXPECT_TRUE(hdg.ok()) << hdg.status();
-  auto m = NeighbourhoodMatrix::Create(std::make_shared<const hdg::Hdg>(std::move(*hdg)), n);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return std::move(*m);
-}
-
-// A random graph of n vertices, each with 1..max_degree distinct neighbours and random weights.
-Lists RandomLists(int64_t n, int max_degree, uint64_t seed) {
-  Lists nbrs(n);
-  RandomStream rng(seed, 1);
-  for (int64_t v = 0; v < n; ++v) {
-    std::set<int32_t> seen;
-    const int d = 1 + static_cast<int>(rng.Below(max_degree));
-    while (static_cast<int>(seen.size()) < d) seen.insert(static_cast<int32_t>(rng.Below(n)));
-    for (int32_t u : seen) nbrs[v].push_back({u, 0.1f + rng.Uniform()});
-  }
-  return nbrs;
-}
-
-std::vector<Tensor> Repeat(std::vector<int64_t> seeds, int64_t times) {
-  return std::vector<Tensor>(times, Tensor::FromVector(seeds));
-}
 
 double ChiSquare(const std::vector<double>& observed, const std::vector<double>& expected) {
   double x = 0;
@@ -58,16 +25,6 @@ double ChiSquare(const std::vector<double>& observed, const std::vector<double>&
     x += (observed[i] - expected[i]) * (observed[i] - expected[i]) / expected[i];
   }
   return x;
-}
-
-// Global ids of block b's level-1 children of root j, and their weights.
-std::vector<std::pair<int64_t, float>> Kept(const Block& b, int64_t j) {
-  const hdg::HdgLevel& l = b.hdg->level(1);
-  std::vector<std::pair<int64_t, float>> out;
-  for (int64_t e = l.csr().row_ptr()[j]; e < l.csr().row_ptr()[j + 1]; ++e) {
-    out.push_back({b.table.i64()[l.csr().col()[e]], l.weights.defined() ? l.weights.f32()[e] : 1.0f});
-  }
-  return out;
 }
 
 //      1   2
@@ -195,26 +152,6 @@ TEST(LayerWiseSampler, DrawsColumnsInProportionToTheirSquaredWeights) {
   EXPECT_LT(ChiSquare(observed, expected), 16.27) << "chi-square, 3 degrees of freedom, p = 0.001";
 }
 
-void ExpectSameBatches(const std::vector<MiniBatch>& a, const std::vector<MiniBatch>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t k = 0; k < a.size(); ++k) {
-    ASSERT_EQ(a[k].blocks.size(), b[k].blocks.size());
-    EXPECT_EQ(a[k].index, b[k].index);
-    EXPECT_EQ(a[k].sampled_edges, b[k].sampled_edges);
-    for (size_t l = 0; l < a[k].blocks.size(); ++l) {
-      const Block &x = a[k].blocks[l], &y = b[k].blocks[l];
-      EXPECT_EQ(x.table.ToVector<int64_t>(), y.table.ToVector<int64_t>()) << "batch " << k << " layer " << l;
-      const hdg::HdgLevel &lx = x.hdg->level(1), &ly = y.hdg->level(1);
-      EXPECT_EQ(lx.csr().offsets.ToVector<int64_t>(), ly.csr().offsets.ToVector<int64_t>());
-      EXPECT_EQ(lx.csr().indices.ToVector<int32_t>(), ly.csr().indices.ToVector<int32_t>());
-      ASSERT_EQ(lx.weights.defined(), ly.weights.defined());
-      if (lx.weights.defined()) {
-        EXPECT_EQ(lx.weights.ToVector<float>(), ly.weights.ToVector<float>());
-      }
-    }
-  }
-}
-
 TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
   const Lists nbrs = RandomLists(400, 12, 11);
   const NeighbourhoodMatrix a = MatrixOf(nbrs, /*weighted=*/true);
@@ -249,21 +186,9 @@ TEST(BulkSampling, EqualsTheBatchesSampledOneByOneForAnyThreadCount) {
 // else from a map sized by the batches. The same graph, its vertices spread over a space of 8M
 // (and keyed by their old ids), must give the same blocks.
 TEST(BulkSampling, SameBlocksWithTheVerticesSpreadOverALargerSpace) {
-  constexpr int64_t kN = 400, kSpace = int64_t{1} << 23;  // over the sampler's array limit
-  auto spread = [](int64_t v) { return v * 7919 % kSpace; };  // one to one: 7919 is odd
+  constexpr int64_t kN = 400;  // in a space over the sampler's array limit
   const Lists nbrs = RandomLists(kN, 12, 7);
-  std::vector<int32_t> roots(kN);
-  std::vector<int64_t> keys(kN);
-  for (int64_t v = 0; v < kN; ++v) roots[v] = static_cast<int32_t>(spread(v)), keys[v] = v;
-  auto hdg = hdg::HdgBuilder(hdg::SchemaTree::Flat("neighbor", true), kSpace)
-                 .Build(roots, [&](int32_t root, hdg::NeighborWriter& out) {
-                   const int64_t v = std::find(roots.begin(), roots.end(), root) - roots.begin();
-                   for (auto [u, w] : nbrs[v]) out.Add(static_cast<int32_t>(spread(u)), w);
-                 });
-  ASSERT_TRUE(hdg.ok()) << hdg.status();
-  auto large = NeighbourhoodMatrix::Create(std::make_shared<const hdg::Hdg>(std::move(*hdg)), kSpace,
-                                           Tensor::FromVector(keys));
-  ASSERT_TRUE(large.ok()) << large.status();
+  const NeighbourhoodMatrix large = SpreadMatrix(nbrs);
   const NeighbourhoodMatrix small = MatrixOf(nbrs, /*weighted=*/true);
   std::vector<int64_t> all(kN);
   for (int64_t v = 0; v < kN; ++v) all[v] = v;
@@ -277,17 +202,17 @@ TEST(BulkSampling, SameBlocksWithTheVerticesSpreadOverALargerSpace) {
       std::vector<Tensor> spread_bulk;
       for (const Tensor& b : bulk) {
         std::vector<int64_t> ids = b.ToVector<int64_t>();
-        for (int64_t& v : ids) v = spread(v);
+        for (int64_t& v : ids) v = Spread(v);
         spread_bulk.push_back(Tensor::FromVector(ids));
       }
       auto in_small = SampleBulk({&small, &small}, o, 0, 0, bulk);
-      auto in_large = SampleBulk({&*large, &*large}, o, 0, 0, spread_bulk);
+      auto in_large = SampleBulk({&large, &large}, o, 0, 0, spread_bulk);
       ASSERT_TRUE(in_small.ok() && in_large.ok());
       for (MiniBatch& b : *in_small) {  // renumbered as in the larger space
         b.seeds = spread_bulk[b.index];
         for (Block& block : b.blocks) {
           std::vector<int64_t> table = block.table.ToVector<int64_t>();
-          for (int64_t& v : table) v = spread(v);
+          for (int64_t& v : table) v = Spread(v);
           block.table = Tensor::FromVector(table);
         }
       }

@@ -280,6 +280,15 @@ std::string UseCudaDevice(int index) {
   return "";
 }
 
+int CurrentCudaDevice() {
+  int index = -1;
+  if (CudaAvailable() && cudaGetDevice(&index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    index = -1;
+  }
+  return index;
+}
+
 int CudaDeviceCount() {
   int count = 0;
   if (CudaAvailable()) (void)cudaGetDeviceCount(&count);

@@ -1,0 +1,51 @@
+// Node-wise sampling on a CUDA device: SampleBulk's batches, the same blocks entry for entry, with
+// every layer's rows drawn by device kernels (one thread per frontier vertex, the draws of
+// sampling/pick.h) over device copies of the layers' neighbourhood matrices; the blocks are built
+// on the host from the rows copied back (SampleBlocks). The frontier of all K batches of a bulk
+// goes to the device at once, so a bulk costs a fixed number of launches and copies per layer.
+//
+//   FG_ASSIGN_OR_RETURN(auto sampler, DeviceSampler::Create(matrices, options));
+//   FG_ASSIGN_OR_RETURN(auto bulk, sampler->SampleBulk(epoch, first, seeds));
+//
+// Thread-compatible; SampleBulk may run on any thread (it works on the device that was current
+// when the sampler was created, on the calling thread's stream).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampling/pick.h"
+#include "sampling/sampler.h"
+
+namespace fg::sampling {
+
+// The arrays of `a` (host memory), as the device sampler copies them.
+MatrixView ViewOf(const NeighbourhoodMatrix& a);
+
+class DeviceSampler {
+ public:
+  // Copies the matrices of `layers` (each distinct one once; they must outlive the sampler, which
+  // reads their schemas) to the calling thread's device. Errors: no usable CUDA device (or a build
+  // without the CUDA backend), a sampler other than node-wise, fanouts that do not fit the layers.
+  static absl::StatusOr<std::unique_ptr<DeviceSampler>> Create(
+      const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options);
+  ~DeviceSampler();
+
+  // SampleBulk(layers, options, epoch, first_index, seeds), drawn on the device.
+  absl::StatusOr<std::vector<MiniBatch>> SampleBulk(int epoch, int64_t first_index,
+                                                    const std::vector<Tensor>& seeds) const;
+  // Device memory held by the matrices' copies.
+  int64_t device_bytes() const;
+
+ private:
+  struct Matrix;
+  DeviceSampler() = default;
+  std::vector<const NeighbourhoodMatrix*> layers_;
+  SamplerOptions options_;
+  int device_ = 0;
+  std::vector<std::unique_ptr<Matrix>> matrices_;  // distinct copies
+  std::vector<const Matrix*> layer_matrix_;        // per layer
+};
+
+}  // namespace fg::sampling
