@@ -5,7 +5,8 @@ on the same workload, threads and settings (fanouts 25,10, batches of 1024, hidd
 Per workload and system: sampled edges per epoch, sampling throughput (edges per second; FlexGraph
 in bulks of 1 and of 32, with the fraction of the memory ceiling minibatch_bench measures) and the
 training epoch time, with the ratios to DGL (or --reference pyg) measured in the same run. With
---device cuda every system trains on the GPU (sampling stays on the host). With --rounds N every
+--device cuda every system trains on the GPU; FlexGraph draws its samples there too (the baselines
+sample on the host). With --rounds N every
 system runs N times, in turn, and the table gives medians with the range of the per-round ratios
 (on a shared host the load moves between runs). Writes bench/results/minibatch/minibatch.{md,json}
 after every row.
@@ -96,7 +97,9 @@ def flexgraph_row(a, d, name):
     sampling_json = os.path.join(tmp, f"{name}-sampling.json")
     run([a.minibatch_bench, "--dataset", d, "--model", "sage",
          "--batch_size", str(a.batch_size), "--fanouts", a.fanouts, "--bulk_sizes", "1,32",
-         "--epochs", str(a.epochs), "--threads", str(a.threads), "--summary_json", sampling_json],
+         "--epochs", str(a.epochs), "--threads", str(a.threads), "--summary_json", sampling_json,
+         # where training samples: on a GPU, the rows are drawn there (--sample_on device)
+         "--sample_on", "device" if a.device.startswith("cuda") else "host"],
         env=thread_env(a.threads))
     with open(sampling_json) as f:
         s = json.load(f)

@@ -221,9 +221,9 @@ Var LinearBiasRelu(const Var& x, const Var& weight, const Var& bias, const Var& 
   const bool plus = x2.defined() && w2.defined();
   Tensor y;
   if (plus) {  // the sum of the products is the only pre-activation, and it lives for this call only
-    Tensor z = ops::Matmul(x.value(), weight.value());
-    ops::MatmulInto(x2.value(), w2.value(), false, false, 1.0f, 1.0f, &z);
-    y = ops::BiasRelu(z, bias.value());
+    y = ops::Matmul(x.value(), weight.value());
+    ops::MatmulInto(x2.value(), w2.value(), false, false, 1.0f, 1.0f, &y);
+    ops::BiasReluInPlace(&y, bias.value());
   } else {
     y = ops::MatmulBiasRelu(x.value(), weight.value(), bias.value());
   }

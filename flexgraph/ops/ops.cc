@@ -41,6 +41,19 @@ void MatmulInto(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, fl
               c->f32(), 1);
 }
 
+namespace {
+// *y = ReLU(x + bias); element-wise, so y may be x.
+void BiasReluInto(const Tensor& x, const Tensor& bias, Tensor* y) {
+  CheckFloat(x, "BiasRelu", "x");
+  CheckFloat(bias, "BiasRelu", "bias");
+  FG_CHECK(x.rank() >= 1 && bias.numel() == x.dim(-1))
+      << "BiasRelu: bias " << bias.ShapeString() << " for " << x.ShapeString();
+  CheckSameDevice(bias, x, "BiasRelu", "bias");
+  const int64_t cols = bias.numel();
+  FG_DISPATCH(x.device(), BiasRelu, x.f32(), bias.f32(), cols > 0 ? x.numel() / cols : 0, cols, y->f32());
+}
+}  // namespace
+
 Tensor MatmulBiasRelu(const Tensor& a, const Tensor& w, const Tensor& bias) {
   CheckFloat(a, "MatmulBiasRelu", "a");
   CheckFloat(w, "MatmulBiasRelu", "w");
@@ -106,16 +119,12 @@ Tensor Add(const Tensor& a, const Tensor& b, float alpha) {
 }
 
 Tensor BiasRelu(const Tensor& x, const Tensor& bias) {
-  CheckFloat(x, "BiasRelu", "x");
-  CheckFloat(bias, "BiasRelu", "bias");
-  FG_CHECK(x.rank() >= 1 && bias.numel() == x.dim(-1))
-      << "BiasRelu: bias " << bias.ShapeString() << " for " << x.ShapeString();
-  CheckSameDevice(bias, x, "BiasRelu", "bias");
   Tensor y = Tensor::Empty(x.shape(), DType::kFloat32, x.device());
-  const int64_t cols = bias.numel();
-  FG_DISPATCH(x.device(), BiasRelu, x.f32(), bias.f32(), cols > 0 ? x.numel() / cols : 0, cols, y.f32());
+  BiasReluInto(x, bias, &y);
   return y;
 }
+
+void BiasReluInPlace(Tensor* x, const Tensor& bias) { BiasReluInto(*x, bias, x); }
 
 Tensor BiasReluBackward(const Tensor& y, const Tensor& gy, Tensor* gbias) {
   CheckSameNumel(y, gy, "BiasReluBackward");

@@ -36,6 +36,8 @@ Tensor ApplyBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor&
 Tensor Add(const Tensor& a, const Tensor& b, float alpha = 1.0f);
 // ReLU(x + bias), bias one row broadcast over x's rows, in one pass.
 Tensor BiasRelu(const Tensor& x, const Tensor& bias);
+// The same, written over *x.
+void BiasReluInPlace(Tensor* x, const Tensor& bias);
 // From y = BiasRelu(x, bias) and gy = dL/dy: dL/dx, and dL/dbias into *gbias, in one pass.
 Tensor BiasReluBackward(const Tensor& y, const Tensor& gy, Tensor* gbias);
 // The same, dL/dx written over *gy.

@@ -58,11 +58,11 @@ namespace {
 // RMAT-22 when its working set outgrew a 4 GiB cache; on a virtual machine, whose host backs fresh
 // pages lazily, 0.4 to 1.7 GB/s). Larger blocks are never cut: a full-graph evaluation's
 // blocks wait whole through the mini-batch steps between evaluations. The cache adds at most an
-// eighth to the process's peak: a fresh block first sends back the least recently freed cached
-// blocks until the blocks held (in use and cached) fit under the most ever in use at once plus an
-// eighth (a worker's many differently sized exchange buffers left 0.5 GiB of unusable cached
-// blocks on top of its peak; with no slack at all, a mini-batch step that outgrew a cached block
-// evicted the blocks the rest of the step needed). At most max_ bytes are kept, half of the
+// eighth of the process's peak, or its largest block where that is more: a fresh block first
+// sends back the least recently freed cached blocks until the blocks held (in use and cached) fit
+// under that budget (Budget(); a worker's many differently sized exchange buffers left 0.5 GiB of
+// unusable cached blocks on top of its peak; with no slack at all, a mini-batch step that outgrew
+// a cached block evicted the blocks the rest of the step needed). At most max_ bytes are kept, half of the
 // machine's memory and at least 4 GiB. Thread-safe.
 class CpuBlockCache {
   struct Block {
@@ -177,6 +177,7 @@ class CpuBlockCache {
     s.bytes_in_use = in_use_;
     s.bytes_cached = cached_;
     s.peak_bytes_in_use = peak_in_use_;
+    s.largest_block = largest_in_use_;
     s.fresh_blocks = fresh_;
     s.fresh_bytes = fresh_bytes_;
     s.cache_hits = hits_;
@@ -200,11 +201,15 @@ class CpuBlockCache {
   }
   // The most the blocks held (in use and cached) may reach before a fresh block: the peak in use,
   // plus an eighth of it for blocks that the next step of a varying workload (mini-batches) takes
-  // back. Requires mu_.
-  size_t Budget() const { return peak_in_use_ + peak_in_use_ / 8; }
+  // back, or the largest block ever in use where that is more: two alternating phases (mini-batch
+  // steps, and a full-graph evaluation of blocks many times theirs) hold more at once than either
+  // alone, and within an eighth they evicted each other's blocks every epoch (a gigabyte faulted
+  // in again per evaluation of RMAT-20). Requires mu_.
+  size_t Budget() const { return peak_in_use_ + std::max(peak_in_use_ / 8, largest_in_use_); }
   void TakeInUse(size_t size) {
     in_use_ += size;
     peak_in_use_ = std::max(peak_in_use_, in_use_);
+    largest_in_use_ = std::max(largest_in_use_, size);
   }
   // Returns the least recently freed cached block to the system. Requires mu_ and a cached block.
   void EvictOldest() {
@@ -249,7 +254,7 @@ class CpuBlockCache {
   std::list<Block> lru_;  // least recently freed first
   SizeIndex by_size_;
   size_t cached_ = 0;
-  size_t in_use_ = 0, peak_in_use_ = 0;
+  size_t in_use_ = 0, peak_in_use_ = 0, largest_in_use_ = 0;
   int64_t fresh_ = 0, hits_ = 0;
   size_t fresh_bytes_ = 0;
   size_t max_ = size_t{4} << 30;

@@ -55,13 +55,14 @@ struct CpuAllocatorStats {
   size_t bytes_in_use = 0;       // held by live storages
   size_t bytes_cached = 0;       // free blocks kept for reuse
   size_t peak_bytes_in_use = 0;
+  size_t largest_block = 0;      // the largest block ever in use
   int64_t fresh_blocks = 0;      // blocks taken from the system
   size_t fresh_bytes = 0;        // bytes taken from the system (fresh blocks and growths)
   int64_t cache_hits = 0;        // allocations served from the cache
 };
 CpuAllocatorStats GetCpuAllocatorStats();
 // Makes room for `bytes` of buffers outside tensors (an exchange's messages) under the cache's
-// budget (the most host tensors ever in use, plus an eighth): cached blocks are returned to the
+// budget (the most host tensors ever in use, plus an eighth of it or their largest block): cached blocks are returned to the
 // system until the blocks held plus `bytes` fit, so that the buffers reuse memory the cache would
 // have kept instead of adding to the peak.
 void MakeRoomForHostBuffers(size_t bytes);

@@ -61,11 +61,14 @@ TEST_P(DeviceOpsTest, GemmAllTransposes) {
   ExpectClose(c, c_dev);
 }
 
-// The fused bias + ReLU, its backward, and the GEMM with that epilogue.
+// The fused bias + ReLU (also in place), its backward, and the GEMM with that epilogue.
 TEST_P(DeviceOpsTest, FusedBiasRelu) {
   Tensor x = RandomTensor({70, 19}, 11), b = RandomTensor({19}, 12), gy = RandomTensor({70, 19}, 13);
   const Tensor y = ops::BiasRelu(x, b);
   ExpectClose(y, ops::BiasRelu(On(x), On(b)));
+  Tensor over = On(x).Clone();  // written over its input
+  ops::BiasReluInPlace(&over, On(b));
+  ExpectClose(y, over);
   Tensor gb, gb_dev;
   ExpectClose(ops::BiasReluBackward(y, gy, &gb), ops::BiasReluBackward(On(y), On(gy), &gb_dev));
   ExpectClose(gb, gb_dev);
