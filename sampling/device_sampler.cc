@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "sampling/pick.h"
+#include "absl/cleanup/cleanup.h"
 #ifdef FLEXGRAPH_HAVE_CUDA
+#include "flexgraph/ops/cuda/cuda_util.h"
 #include "sampling/cuda/rows.h"
 #endif
 
@@ -21,6 +24,21 @@ Tensor ToDevice(const T* data, int64_t n, DType dtype) {
   DeviceCopy(t.raw(), true, data, false, sizeof(T) * n);
   return t;
 }
+
+#ifdef FLEXGRAPH_HAVE_CUDA
+// The stream of all sampling on the calling thread's device, for the process's life. Sampling runs
+// on a thread of its own per bulk (runtime/minibatch.h): under one stream its temporary blocks are
+// cached and reused whichever thread samples, where each thread's own stream would leave them
+// behind when it ends.
+cudaStream_t SamplingStream() {
+  static std::mutex mu;
+  static std::map<int, cudaStream_t> streams;
+  std::lock_guard<std::mutex> lock(mu);
+  cudaStream_t& s = streams[CurrentCudaDevice()];
+  if (s == nullptr) FG_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+#endif
 
 // A tensor's elements as T (null: undefined or empty).
 template <typename T>
@@ -111,6 +129,10 @@ int64_t DeviceSampler::device_bytes() const {
 absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int64_t first_index,
                                                                  const std::vector<Tensor>& seeds) const {
   if (std::string error = UseCudaDevice(device_); !error.empty()) return absl::FailedPreconditionError(error);
+#ifdef FLEXGRAPH_HAVE_CUDA
+  ops::cuda::SetCurrentStream(SamplingStream());
+  absl::Cleanup own_stream = [] { ops::cuda::SetCurrentStream(nullptr); };
+#endif
   const int num_layers = static_cast<int>(layers_.size());
   auto step = [&](int l, const std::vector<std::vector<int64_t>>& frontier, std::vector<SampledRows>* out,
                   const RowsReady&) -> absl::Status {

@@ -7,8 +7,9 @@
 //   FG_ASSIGN_OR_RETURN(auto sampler, DeviceSampler::Create(matrices, options));
 //   FG_ASSIGN_OR_RETURN(auto bulk, sampler->SampleBulk(epoch, first, seeds));
 //
-// Thread-compatible; SampleBulk may run on any thread (it works on the device that was current
-// when the sampler was created, on the calling thread's stream).
+// Thread-compatible; SampleBulk may run on any thread: it works on the device that was current
+// when the sampler was created, on one stream per device for all sampling (its blocks stay cached
+// for the next bulk, whichever thread draws it).
 #pragma once
 
 #include <memory>
