@@ -149,7 +149,8 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
       std::fill(group.begin() + base[k], group.begin() + base[k + 1], static_cast<int32_t>(k));
       prefix[k] = NodeWiseStreamPrefix(epoch, first_index + k, l);
     }
-    // Each row's kept entries, then the missing vertex (-1: none), in one buffer; then their
+    // Each row's kept entries, then the position of a vertex without a row (-1: none), in one
+    // buffer; then their
     // offsets (exclusive sum), summed here since the host needs them anyway.
     std::vector<int64_t> offsets(R + 2, 0);
     std::vector<int32_t> cols;
@@ -167,9 +168,9 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
     cuda::LaunchRows(m.view, Elements<int64_t>(d_vertices), R, fanout, Elements<int64_t>(d_row), d_kept.i64(),
                      missing);
     DeviceCopy(offsets.data() + 1, false, d_kept.raw(), true, sizeof(int64_t) * (R + 1));
-    if (const int64_t v = offsets[R + 1]; v >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("vertex ", v, " has no neighbourhood in layer ", l,
-                                                     " (not one of its roots)"));
+    if (const int64_t r = offsets[R + 1]; r >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("vertex ", vertices[r], " has no neighbourhood in layer ",
+                                                     l, " (not one of its roots)"));
     }
     for (int64_t r = 0; r < R; ++r) offsets[r + 1] += offsets[r];
     const Tensor d_offsets = ToDevice(offsets.data(), R + 1, DType::kInt64);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 #include "flexgraph/tensor/device_alloc.h"
 #include "tests/sampling/sampling_graphs.h"
 
@@ -142,13 +144,16 @@ TEST(DeviceSampler, ErrorsNameTheVertexAsTheHostDoes) {
   const SamplerOptions o{.fanouts = {3, 2}, .seed = 1};
   auto device = DeviceSampler::Create({&a, &a}, o);
   ASSERT_TRUE(device.ok()) << device.status();
-  const std::vector<Tensor> seeds = {Tensor::FromVector(std::vector<int64_t>{0, 77})};
-  auto on_device = (*device)->SampleBulk(0, 0, seeds);
-  auto on_host = SampleBulk({&a, &a}, o, 0, 0, seeds);
-  ASSERT_FALSE(on_device.ok());
-  ASSERT_FALSE(on_host.ok());
-  EXPECT_EQ(on_device.status(), on_host.status());
-  EXPECT_NE(on_device.status().message().find("vertex 77"), std::string::npos) << on_device.status();
+  for (int64_t bad : {int64_t{77}, int64_t{-3}}) {  // past the vertices, and negative
+    const std::vector<Tensor> seeds = {Tensor::FromVector(std::vector<int64_t>{0, bad, 5})};
+    auto on_device = (*device)->SampleBulk(0, 0, seeds);
+    auto on_host = SampleBulk({&a, &a}, o, 0, 0, seeds);
+    ASSERT_FALSE(on_device.ok());
+    ASSERT_FALSE(on_host.ok());
+    EXPECT_EQ(on_device.status(), on_host.status());
+    EXPECT_NE(on_device.status().message().find(absl::StrCat("vertex ", bad, " ")), std::string::npos)
+        << on_device.status();
+  }
 }
 
 }  // namespace
