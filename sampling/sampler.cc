@@ -58,25 +58,31 @@ void ChooseDistinct(Words& words, int64_t d, int64_t k, std::vector<int64_t>* ou
 void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch, int layer,
                      int64_t batch, const std::vector<int64_t>& rows, VertexSlots* slots,
                      SampledRows* out) {
-  const Csr& csr = a.csr();
+  const int64_t* row_ptr = a.csr().row_ptr();
+  const int32_t* col = a.csr().col();
   const float* w = a.weights();
   std::vector<double> mass;
   int64_t entries = 0;
-  for (int64_t row : rows) entries += csr.degree(row);
-  // The batch's columns in order of first appearance, each with its squared-weight mass.
+  for (int64_t row : rows) entries += row_ptr[row + 1] - row_ptr[row];
+  // The batch's columns in order of first appearance, each with its squared-weight mass, and every
+  // entry's column there (so that the second pass reads no slot).
   std::vector<int32_t> cols;
+  thread_local std::vector<int32_t> entry_col;
+  entry_col.resize(entries);
   slots->ForBatch(
       entries,
       [&](auto slot) {
+        int64_t at = 0;
         for (int64_t row : rows) {
-          for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
-            const int32_t u = csr.col()[e];
+          for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
+            const int32_t u = col[e];
             int32_t& c = slot[u];
             if (c < 0) {
               c = static_cast<int32_t>(cols.size());
               cols.push_back(u);
               mass.push_back(0.0);
             }
+            entry_col[at] = c;
             const double x = w != nullptr ? w[e] : 1.0;
             mass[c] += x * x;
           }
@@ -99,16 +105,16 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         out->offsets.assign(rows.size() + 1, 0);
         out->cols.clear();
         out->weights.clear();
+        at = 0;
         for (size_t j = 0; j < rows.size(); ++j) {
           const int64_t row = rows[j];
           double full = 0.0, kept = 0.0;
           const size_t first = out->cols.size();
-          for (int64_t e = csr.row_ptr()[row]; e < csr.row_ptr()[row + 1]; ++e) {
-            const int32_t u = csr.col()[e];
-            const int32_t c = slot[u];
+          for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
+            const int32_t c = entry_col[at];
             if (w != nullptr) full += w[e];
             if (draws[c] == 0) continue;
-            out->cols.push_back(u);
+            out->cols.push_back(col[e]);
             if (w != nullptr) {
               const double p = mass[c] / total;
               const double x = w[e] * draws[c] / (static_cast<double>(o.layer_size) * p);
