@@ -3,8 +3,9 @@
 # but none of the Debian libraries FlexGraph links: the `flexgraph` binary and the GPU test
 # executables, stripped, with every non-system shared library they load beside them (rpath
 # $ORIGIN/../lib, then the CUDA toolkit's lib64), packed as flexgraph.tar.xz, plus copies of the
-# shared datasets the GPU checks read. CUDA's own libraries (cudart, cuBLAS, cuSPARSE, NCCL) and
-# glibc come from the target machine.
+# shared datasets the GPU checks read, and the PyG sampler wheels of bench/baselines/gpu_pyg_wheels.sh
+# where they were built (FLEXGRAPH_GPU_WHEELS, default build/gpu_wheels). CUDA's own libraries
+# (cudart, cuBLAS, cuSPARSE, NCCL) and glibc come from the target machine.
 #
 #   scripts/bundle.sh [BUILD_DIR] [OUT_DIR]     # defaults: build/release gpu_bundle
 #   then, on the GPU machine: scripts/gpu_check.sh OUT_DIR   (see that script)
@@ -57,6 +58,12 @@ tar -C "$stage" -cJf "$out/flexgraph.tar.xz" flexgraph
 for d in cora imdb lastfm; do
   [ -d "$data/$d" ] && cp -r "$data/$d" "$out/data/"
 done
+# PyG's sampler for the GPU machine's torch (bench/baselines/gpu_pyg_wheels.sh), where built.
+wheels=${FLEXGRAPH_GPU_WHEELS:-$build/../gpu_wheels}
+if compgen -G "$wheels/*.whl" > /dev/null; then
+  mkdir -p "$out/wheels"
+  cp "$wheels"/*.whl "$out/wheels/"
+fi
 git -C . rev-parse HEAD > "$out/COMMIT" 2> /dev/null || true
 # The bundle travels as an ignored folder (the device tool's `carry`), never as a commit.
 if gitdir=$(git rev-parse --git-dir 2> /dev/null); then
@@ -65,4 +72,5 @@ if gitdir=$(git rev-parse --git-dir 2> /dev/null); then
 fi
 unpacked=$(du -sm "$stage/flexgraph" | cut -f1)
 echo "bundle: $out/flexgraph.tar.xz ($(du -h "$out/flexgraph.tar.xz" | cut -f1), ${unpacked} MiB unpacked," \
-     "$(ls "$stage/flexgraph/lib" | wc -l) libraries) and $(ls "$out/data" | wc -l) datasets; total $(du -sh "$out" | cut -f1)"
+     "$(ls "$stage/flexgraph/lib" | wc -l) libraries), $(ls "$out/data" | wc -l) datasets and" \
+     "$(ls "$out/wheels" 2> /dev/null | wc -l) wheels; total $(du -sh "$out" | cut -f1)"

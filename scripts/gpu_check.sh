@@ -2,8 +2,9 @@
 # The GPU validation in one call, on a machine with an NVIDIA GPU and the CUDA runtime but none of
 # FlexGraph's Debian libraries, from a bundle made here by scripts/bundle.sh (carried in the
 # ignored folder BUNDLE, default gpu_bundle): unpacks it, records the GPU and the libraries the
-# binaries resolve, runs the CUDA op tests and the CPU op tests, compute-sanitizer (memcheck) on the
-# CUDA op tests, every model on `--device cuda` next to the same run on the CPU (one process, and two
+# binaries resolve, runs the CUDA op tests, the CPU op tests and the sampling tests (device sampling
+# against the host's), compute-sanitizer (memcheck) on the CUDA op tests and device sampling, every
+# model on `--device cuda` next to the same run on the CPU (one process, and two
 # worker processes sharing the GPU), and the benchmark
 # against PyG and torch.sparse on the same GPU (bench/gpu/run.py, with the system python3's torch
 # and torch_geometric), then kernel time by name (bench/gpu/kernel_profile.py; GPU_PROFILE below).
@@ -146,7 +147,13 @@ esac
 # when GPU_MINIBATCH gives its arguments, e.g. GPU_MINIBATCH="--workloads cora,rmat"; its table
 # joins summary.md.
 if [ -n "${GPU_MINIBATCH:-}" ]; then
-  step "mini-batch bench vs PyG" "$out/train.log" python3 bench/minibatch/run.py --device cuda --frameworks pyg \
+  # NeighborLoader needs pyg-lib or torch-sparse: the bundle's wheels (CPU ops), for this step only.
+  pylib="$root/pylib"
+  mkdir -p "$pylib"
+  for w in "$bundle"/wheels/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" "$pylib"; done
+  step "PyG's sampler imports" "$out/env.log" env PYTHONPATH="$pylib" python3 -c \
+    "import torch, torch_sparse, torch_geometric; print(torch.__version__, torch_sparse.__version__, torch_geometric.__version__)"
+  step "mini-batch bench vs PyG" "$out/train.log" env PYTHONPATH="$pylib" python3 bench/minibatch/run.py --device cuda --frameworks pyg \
     --reference pyg --flexgraph "$bin/flexgraph" --minibatch_bench "$bin/minibatch_bench" \
     --data_root "$data" --work_dir "$root/minibatch" --out_dir "$root/minibatch" --threads "$OMP_NUM_THREADS" ${GPU_MINIBATCH}
 fi
