@@ -150,7 +150,12 @@ if [ -n "${GPU_MINIBATCH:-}" ]; then
   # NeighborLoader needs pyg-lib or torch-sparse: the bundle's wheels (CPU ops), for this step only.
   pylib="$root/pylib"
   mkdir -p "$pylib"
-  for w in "$bundle"/wheels/*.whl; do [ -f "$w" ] && python3 -m zipfile -e "$w" "$pylib"; done
+  for w in "$bundle"/wheels/*.whl; do
+    case "$(basename "$w")" in
+      scipy-*) python3 -c "import scipy" 2> /dev/null && continue ;;  # the machine's own, where it has one
+    esac
+    [ -f "$w" ] && python3 -m zipfile -e "$w" "$pylib"
+  done
   step "PyG's sampler imports" "$out/env.log" env PYTHONPATH="$pylib" python3 -c \
     "import torch, torch_sparse, torch_geometric; print(torch.__version__, torch_sparse.__version__, torch_geometric.__version__)"
   step "mini-batch bench vs PyG" "$out/train.log" env PYTHONPATH="$pylib" python3 bench/minibatch/run.py --device cuda --frameworks pyg \
