@@ -130,8 +130,9 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
                                                                  const std::vector<Tensor>& seeds) const {
   if (std::string error = UseCudaDevice(device_); !error.empty()) return absl::FailedPreconditionError(error);
 #ifdef FLEXGRAPH_HAVE_CUDA
+  const cudaStream_t previous = ops::cuda::CurrentStream();
   ops::cuda::SetCurrentStream(SamplingStream());
-  absl::Cleanup own_stream = [] { ops::cuda::SetCurrentStream(nullptr); };
+  absl::Cleanup restore = [previous] { ops::cuda::SetCurrentStream(previous); };
 #endif
   const int num_layers = static_cast<int>(layers_.size());
   auto step = [&](int l, const std::vector<std::vector<int64_t>>& frontier, std::vector<SampledRows>* out,
