@@ -174,14 +174,15 @@ absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
     return absl::InvalidArgumentError(absl::StrCat("root_keys: ", root_keys.numel(), " keys for ",
                                                    roots.numel(), " roots"));
   }
-  const Csr& csr = hdg->level(1).csr();
+  const int64_t* row_ptr = hdg->level(1).csr().row_ptr();
+  const int32_t* col = hdg->level(1).csr().col();
   std::vector<int32_t> own(roots.numel(), -1);
   std::atomic<bool> any{false};
   ParallelFor(0, roots.numel(), [&](int64_t r) {
-    const int32_t v = roots.i32()[r];
-    for (int64_t e = csr.row_ptr()[r]; e < csr.row_ptr()[r + 1]; ++e) {
-      if (csr.col()[e] == v) {
-        own[r] = static_cast<int32_t>(e - csr.row_ptr()[r]);
+    const int32_t v = root[r];
+    for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e) {
+      if (col[e] == v) {
+        own[r] = static_cast<int32_t>(e - row_ptr[r]);
         any.store(true, std::memory_order_relaxed);
         break;
       }
