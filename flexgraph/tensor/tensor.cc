@@ -62,8 +62,8 @@ namespace {
 // sends back the least recently freed cached blocks until the blocks held (in use and cached) fit
 // under that budget (Budget(); a worker's many differently sized exchange buffers left 0.5 GiB of
 // unusable cached blocks on top of its peak; with no slack at all, a mini-batch step that outgrew
-// a cached block evicted the blocks the rest of the step needed). At most max_ bytes are kept, half of the
-// machine's memory and at least 4 GiB. Thread-safe.
+// a cached block evicted the blocks the rest of the step needed). At most max_ bytes are kept,
+// half of the machine's memory and at least 4 GiB. Thread-safe.
 class CpuBlockCache {
   struct Block {
     size_t size;

@@ -62,9 +62,9 @@ struct CpuAllocatorStats {
 };
 CpuAllocatorStats GetCpuAllocatorStats();
 // Makes room for `bytes` of buffers outside tensors (an exchange's messages) under the cache's
-// budget (the most host tensors ever in use, plus an eighth of it or their largest block): cached blocks are returned to the
-// system until the blocks held plus `bytes` fit, so that the buffers reuse memory the cache would
-// have kept instead of adding to the peak.
+// budget (the most host tensors ever in use, plus an eighth of it or their largest block): cached
+// blocks are returned to the system until the blocks held plus `bytes` fit, so that the buffers
+// reuse memory the cache would have kept instead of adding to the peak.
 void MakeRoomForHostBuffers(size_t bytes);
 
 // Raw memory on one device. Allocation goes through the device's allocator; a host allocation

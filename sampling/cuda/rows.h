@@ -15,9 +15,9 @@ namespace fg::sampling::cuda {
 void LaunchRows(const MatrixView& a, const int64_t* vertices, int64_t n, int fanout, int64_t* row,
                 int64_t* kept, int64_t* missing);
 
-// The kept entries of every stacked row r (sampling/pick.h), offsets the exclusive sum of kept: cols and, where `a` is weighted,
-// weights at offsets[r] .. offsets[r + 1]. Row r belongs to group group[r], whose stream prefix
-// is prefix[group[r]].
+// The kept entries of every stacked row r (sampling/pick.h; offsets: the exclusive sum of kept):
+// cols and, where `a` is weighted, weights at offsets[r] .. offsets[r + 1]. Row r belongs to group
+// group[r], whose stream prefix is prefix[group[r]].
 void LaunchSampleRows(const MatrixView& a, uint64_t seed, const uint64_t* prefix, const int32_t* group,
                       const int64_t* vertices, const int64_t* row, const int64_t* offsets, int64_t n,
                       int32_t* cols, float* weights);

@@ -68,8 +68,8 @@ TEST(DeviceSampler, TheKernelsStepsGiveTheHostSamplersRows) {
           std::vector<int32_t> cols(keep);
           std::vector<float> w(keep);
           DrawRow(view, 21, NodeWiseStreamPrefix(4, batch[k], 1), vertices[k][j], row, keep, cols.data(), w.data());
-          ASSERT_EQ(cols, std::vector<int32_t>(expected[k].cols.begin() + first, expected[k].cols.begin() + first + keep))
-              << "batch " << batch[k] << " row " << j;
+          const auto kept_cols = expected[k].cols.begin() + first;
+          ASSERT_EQ(cols, std::vector<int32_t>(kept_cols, kept_cols + keep)) << "batch " << batch[k] << " row " << j;
           if (view.weights != nullptr) {
             ASSERT_EQ(w, std::vector<float>(expected[k].weights.begin() + first,
                                             expected[k].weights.begin() + first + keep))
