@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "sampling/pick.h"
-#include "absl/cleanup/cleanup.h"
 #ifdef FLEXGRAPH_HAVE_CUDA
 #include "flexgraph/ops/cuda/cuda_util.h"
 #include "sampling/cuda/rows.h"
@@ -67,7 +68,9 @@ struct DeviceSampler::Matrix {
   MatrixView view;  // of the device copies
   int64_t bytes() const {
     int64_t b = 0;
-    for (const Tensor* t : {&row_ptr, &col, &weights, &own_entry, &keys, &row_of}) b += t->defined() ? t->nbytes() : 0;
+    for (const Tensor* t : {&row_ptr, &col, &weights, &own_entry, &keys, &row_of}) {
+      b += t->defined() ? t->nbytes() : 0;
+    }
     return b;
   }
 };
@@ -91,9 +94,10 @@ absl::StatusOr<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(
   s->layers_ = layers;
   s->options_ = options;
   s->device_ = CurrentCudaDevice();
-  std::map<const int64_t*, const Matrix*> copied;  // by the CSR's offsets
+  // Layers that select the same neighbourhoods share a copy: by the CSR's offsets and the keys.
+  std::map<std::pair<const int64_t*, const int64_t*>, const Matrix*> copied;
   for (const NeighbourhoodMatrix* a : layers) {
-    const Matrix*& m = copied[a->csr().row_ptr()];
+    const Matrix*& m = copied[{a->csr().row_ptr(), a->keys()}];
     if (m == nullptr) {
       auto d = std::make_unique<Matrix>();
       const MatrixView host = ViewOf(*a);
@@ -151,8 +155,7 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
       prefix[k] = NodeWiseStreamPrefix(epoch, first_index + k, l);
     }
     // Each row's kept entries, then the position of a vertex without a row (-1: none), in one
-    // buffer; then their
-    // offsets (exclusive sum), summed here since the host needs them anyway.
+    // buffer; then their offsets (exclusive sum), summed here since the host needs them anyway.
     std::vector<int64_t> offsets(R + 2, 0);
     std::vector<int32_t> cols;
     std::vector<float> weights;
