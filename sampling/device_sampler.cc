@@ -154,7 +154,7 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
       std::fill(group.begin() + base[k], group.begin() + base[k + 1], static_cast<int32_t>(k));
       prefix[k] = NodeWiseStreamPrefix(epoch, first_index + k, l);
     }
-    // Each row's kept entries, then the position of a vertex without a row (-1: none), in one
+    // Each row's kept entries, then the first position whose vertex has no row (-1: none), in one
     // buffer; then their offsets (exclusive sum), summed here since the host needs them anyway.
     std::vector<int64_t> offsets(R + 2, 0);
     std::vector<int32_t> cols;

@@ -234,20 +234,21 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     for (int64_t k = 0; k < K; ++k) rows[k].resize(frontier[k].size());
     std::vector<int64_t> base(K + 1, 0);
     for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + static_cast<int64_t>(frontier[k].size());
-    std::atomic<int64_t> missing{-1};
-    ParallelFor(0, base[K], [&](int64_t r) {
+    // The first stacked position whose vertex has no row (R: none), named whatever the threads.
+    const int64_t R = base[K];
+    std::atomic<int64_t> missing{R};
+    ParallelFor(0, R, [&](int64_t r) {
       const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
       const int64_t v = frontier[k][r - base[k]];
       const int64_t row = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
       rows[k][r - base[k]] = row;
-      if (row < 0) {
-        int64_t none = -1;
-        missing.compare_exchange_strong(none, v);
+      for (int64_t m = missing.load(); row < 0 && r < m && !missing.compare_exchange_weak(m, r);) {
       }
     });
-    if (missing.load() >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("vertex ", missing.load(), " has no neighbourhood in layer ", l,
-                                                     " (not one of its roots)"));
+    if (const int64_t r = missing.load(); r < R) {
+      const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
+      return absl::InvalidArgumentError(absl::StrCat("vertex ", frontier[k][r - base[k]],
+                                                     " has no neighbourhood in layer ", l, " (not one of its roots)"));
     }
     if (options.kind == SamplerKind::kNodeWise) {
       SampleRows(a, options, options.fanouts[num_layers - 1 - l], epoch, l, batch, frontier, rows, out,

@@ -10,8 +10,8 @@
 namespace fg::sampling::cuda {
 
 // For the n stacked frontier vertices: row[r], their rows of `a`, and kept[r], the entries each
-// keeps: min(fanout, degree), all of them for fanout 0. *missing (initially -1) becomes the
-// position r of one vertex without a row, if any.
+// keeps: min(fanout, degree), all of them for fanout 0. *missing (initially -1, i.e. all bits
+// set) becomes the first position r whose vertex has no row, if any.
 void LaunchRows(const MatrixView& a, const int64_t* vertices, int64_t n, int fanout, int64_t* row,
                 int64_t* kept, int64_t* missing);
 

@@ -19,7 +19,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t at = RowOf(a, v);
     row[r] = at;
     if (at < 0) {
-      atomicCAS(reinterpret_cast<unsigned long long*>(missing), ~0ull, static_cast<unsigned long long>(r));
+      atomicMin(reinterpret_cast<unsigned long long*>(missing), static_cast<unsigned long long>(r));
     }
     kept[r] = at < 0 ? 0 : KeptEntries(a, at, fanout);
   }

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/rng.h"
 #include "hdg/builder.h"
@@ -387,6 +388,35 @@ TEST(BulkSampling, ErrorsNameTheVertexOrTheOption) {
   auto no_size = SampleBulk({&a}, {.kind = SamplerKind::kLayerWise, .fanouts = {}}, 0, 0, Repeat({0}, 1));
   ASSERT_FALSE(no_size.ok());
   EXPECT_NE(no_size.status().message().find("layer_size"), std::string::npos);
+}
+
+// Seeds without a row (past the vertices, negative, or -1) are refused, by both samplers, naming
+// the first of them in the bulk's stacked order whatever the thread count.
+TEST(BulkSampling, TheFirstVertexWithoutARowIsNamed) {
+  const NeighbourhoodMatrix a = MatrixOf(RandomLists(300, 4, 2), true);
+  const int threads = NumThreads();
+  for (const SamplerOptions& o :
+       {SamplerOptions{.fanouts = {2}, .seed = 1},
+        SamplerOptions{.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = 8, .seed = 1}}) {
+    for (int64_t bad : {int64_t{300}, int64_t{-3}, int64_t{-1}}) {
+      // Batch 0 is whole; batch 1 holds `bad` after 200 good seeds, then two other bad ones.
+      std::vector<int64_t> second(200);
+      std::iota(second.begin(), second.end(), 0);
+      second.insert(second.end(), {bad, 5, 301, -7});
+      const std::vector<Tensor> seeds = {Tensor::FromVector(std::vector<int64_t>{0, 1, 2}),
+                                         Tensor::FromVector(second)};
+      for (int t : {1, 4}) {
+        SetNumThreads(t);
+        auto got = SampleBulk({&a}, o, 0, 0, seeds);
+        ASSERT_FALSE(got.ok()) << "seed " << bad;
+        EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+        EXPECT_NE(got.status().message().find(absl::StrCat("vertex ", bad, " has no neighbourhood")),
+                  std::string::npos)
+            << got.status();
+      }
+    }
+  }
+  SetNumThreads(threads);
 }
 
 }  // namespace
