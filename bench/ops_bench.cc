@@ -200,6 +200,20 @@ void BM_Reorder(benchmark::State& state, GraphKind source, bool rcm) {
   }
 }
 
+// The transpose of a graph (with its entry permutation), as loading a dataset and building HDGs'
+// backward structures do: bytes of column ids read and of ids and permutation written.
+void BM_Transpose(benchmark::State& state, GraphKind kind) {
+  const int threads = static_cast<int>(state.range(0));
+  const Csr& a = GetGraph(kind);
+  SetNumThreads(threads);
+  for (auto _ : state) {
+    Tensor perm;
+    Csr t = a.Transpose(&perm);
+    benchmark::DoNotOptimize(t.col());
+  }
+  SetRateCounters(state, (12.0 * a.nnz() + 16.0 * a.num_rows) / 1e9, "GB/s", StreamGBs(threads));
+}
+
 // --- STREAM triad -----------------------------------------------------------------------------
 
 // a = b + s * c over three 128 MiB arrays: the machine's bandwidth now, next to the fixed ceilings
@@ -287,6 +301,12 @@ void RegisterAll() {
                                            BM_SpmmOp, kind);
     for (int64_t t : thread_counts) b->Args({64, t});
     b->ArgNames({"width", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
+  }
+  for (GraphKind kind : {GraphKind::kUniform, GraphKind::kRmat}) {
+    auto* b = benchmark::RegisterBenchmark((std::string("Transpose/") + GraphName(kind)).c_str(),
+                                           BM_Transpose, kind);
+    for (int64_t t : thread_counts) b->Arg(t);
+    b->ArgNames({"threads"})->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
   }
   benchmark::RegisterBenchmark("Reorder/rmat_rcm", BM_Reorder, GraphKind::kRmat, true)
       ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,7 +1,9 @@
 #include "flexgraph/tensor/csr.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
@@ -35,26 +37,55 @@ Index* MutableIndices(Tensor& t) {
 }
 
 // Counting-sort transpose; TIndex is the transposed column (original row) id type, PIndex the
-// entry permutation's.
+// entry permutation's. The rows are cut into B blocks of about equal entries, each counted and
+// scattered by one thread with cursors that start after the earlier blocks' entries of every
+// column: each column lists its entries by row, then stored order, for any B. B is at most the
+// thread count and nnz / num_cols (the blocks' counts take no more memory than the entries).
 template <typename Index, typename TIndex, typename PIndex>
 void TransposeInto(const Csr& a, const Index* c, Csr* t, Tensor* perm) {
-  int64_t* to = t->offsets.i64();
+  constexpr int64_t kEntriesPerBlock = int64_t{1} << 16;
+  const int64_t nnz = a.nnz(), cols = a.num_cols;
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>({NumThreads(), nnz / std::max<int64_t>(cols, 1), nnz / kEntriesPerBlock}));
   const int64_t* o = a.row_ptr();
-  for (int64_t e = 0; e < a.nnz(); ++e) ++to[c[e] + 1];
-  for (int64_t i = 0; i < a.num_cols; ++i) to[i + 1] += to[i];
-  std::vector<int64_t> cursor(to, to + a.num_cols);
+  // Block b's rows [row_at[b], row_at[b + 1]): the first row ending past b * nnz / blocks.
+  std::vector<int64_t> row_at(blocks + 1, a.num_rows);
+  row_at[0] = 0;
+  for (int64_t b = 1; b < blocks; ++b) {
+    row_at[b] = std::upper_bound(o, o + a.num_rows + 1, nnz * b / blocks) - o - 1;
+  }
+  // cursor[b * cols + j]: block b's count of column j, then where its next entry of j goes.
+  std::vector<int64_t> cursor(static_cast<size_t>(blocks * cols), 0);
+  ParallelBlocks(blocks, static_cast<int>(blocks), [&](int b, int64_t, int64_t) {
+    int64_t* count = cursor.data() + b * cols;
+    for (int64_t e = o[row_at[b]]; e < o[row_at[b + 1]]; ++e) ++count[c[e]];
+  });
+  int64_t* to = t->offsets.i64();
+  to[0] = 0;
+  for (int64_t j = 0; j < cols; ++j) {
+    int64_t at = to[j];
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t n = cursor[b * cols + j];
+      cursor[b * cols + j] = at;
+      at += n;
+    }
+    to[j + 1] = at;
+  }
   TIndex* ti = MutableIndices<TIndex>(t->indices);
   PIndex* p = MutableIndices<PIndex>(*perm);
   const float* v = a.val();
   float* tv = v != nullptr ? t->values.f32() : nullptr;
-  for (int64_t r = 0; r < a.num_rows; ++r) {
-    for (int64_t e = o[r]; e < o[r + 1]; ++e) {
-      const int64_t k = cursor[c[e]]++;
-      ti[k] = static_cast<TIndex>(r);
-      p[k] = static_cast<PIndex>(e);
-      if (tv != nullptr) tv[k] = v[e];
+  ParallelBlocks(blocks, static_cast<int>(blocks), [&](int b, int64_t, int64_t) {
+    int64_t* next = cursor.data() + b * cols;
+    for (int64_t r = row_at[b]; r < row_at[b + 1]; ++r) {
+      for (int64_t e = o[r]; e < o[r + 1]; ++e) {
+        const int64_t k = next[c[e]]++;
+        ti[k] = static_cast<TIndex>(r);
+        p[k] = static_cast<PIndex>(e);
+        if (tv != nullptr) tv[k] = v[e];
+      }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -130,7 +161,7 @@ Csr Csr::Transpose(Tensor* entry_permutation) const {
   Csr t;
   t.num_rows = num_cols;
   t.num_cols = num_rows;
-  t.offsets = Tensor::Zeros({num_cols + 1}, DType::kInt64);
+  t.offsets = Tensor::Empty({num_cols + 1}, DType::kInt64);
   const bool wide_cols = num_rows > kInt32Max, wide_perm = nnz() > kInt32Max;
   t.indices = Tensor::Empty({nnz()}, wide_cols ? DType::kInt64 : DType::kInt32);
   Tensor perm = Tensor::Empty({nnz()}, wide_perm ? DType::kInt64 : DType::kInt32);

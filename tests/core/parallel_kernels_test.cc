@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -323,6 +324,63 @@ TEST(ParallelKernels, MatmulIsBitwiseTheSameForAnyThreadCount) {
 
 // A background thread's loops run every iteration, on threads at the lowest priority; the
 // caller's own loops keep theirs.
+// The transpose (counting sort over row blocks) against a stable sort of the entries by column:
+// structure, values and entry permutation, for any thread count, with int32 and int64 column ids,
+// and for all entries in one row (the blocks' boundaries coincide).
+TEST(ParallelKernels, TransposeMatchesAStableSortForAnyThreadCount) {
+  const Csr spread = RandomCsr(40000, 3000, 16, /*skewed=*/true, 5);
+  ASSERT_GT(spread.nnz(), 4 * 65536) << "enough entries for several blocks";
+  std::vector<int64_t> wide(spread.col(), spread.col() + spread.nnz());
+  std::vector<float> values(spread.nnz());
+  for (int64_t e = 0; e < spread.nnz(); ++e) values[e] = 0.25f * static_cast<float>(e % 1001);
+  const std::vector<int64_t> offsets(spread.row_ptr(), spread.row_ptr() + spread.num_rows + 1);
+  std::vector<int32_t> one_row_cols(300000);
+  for (size_t e = 0; e < one_row_cols.size(); ++e) one_row_cols[e] = static_cast<int32_t>(e % 7);
+  std::vector<int64_t> one_row_offsets(2001, 0);
+  for (size_t r = 1000; r < one_row_offsets.size(); ++r) one_row_offsets[r] = 300000;
+  const std::vector<Csr> cases = {
+      Csr::FromVectors(spread.num_rows, spread.num_cols, offsets,
+                       std::vector<int32_t>(spread.col(), spread.col() + spread.nnz()), values),
+      Csr::FromInt64Vectors(spread.num_rows, spread.num_cols, offsets, wide, {}),
+      Csr::FromVectors(2000, 7, one_row_offsets, one_row_cols, {}),
+  };
+  const int threads = NumThreads();
+  for (const Csr& a : cases) {
+    // Reference: entries stably sorted by column.
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> entries;  // (column, row, entry)
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      for (int64_t e = a.row_ptr()[r]; e < a.row_ptr()[r + 1]; ++e) {
+        entries.emplace_back(a.has_int64_indices() ? a.col64()[e] : a.col()[e], r, e);
+      }
+    }
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const auto& x, const auto& y) { return std::get<0>(x) < std::get<0>(y); });
+    for (int t : {1, 2, 3, 4}) {
+      SetNumThreads(t);
+      Tensor perm;
+      const Csr tr = a.Transpose(&perm);
+      ASSERT_EQ(tr.num_rows, a.num_cols);
+      ASSERT_EQ(tr.num_cols, a.num_rows);
+      ASSERT_EQ(tr.nnz(), a.nnz());
+      std::vector<int64_t> count(a.num_cols + 1, 0);
+      for (const auto& [c, r, e] : entries) ++count[c + 1];
+      for (int64_t j = 0; j < a.num_cols; ++j) {
+        count[j + 1] += count[j];
+        ASSERT_EQ(tr.row_ptr()[j + 1], count[j + 1]) << "threads " << t << ", row " << j;
+      }
+      for (int64_t k = 0; k < tr.nnz(); ++k) {
+        const auto& [c, r, e] = entries[k];
+        ASSERT_EQ(tr.col()[k], r) << "threads " << t << ", entry " << k;
+        ASSERT_EQ(perm.i32()[k], e) << "threads " << t << ", entry " << k;
+        if (a.values.defined()) {
+          ASSERT_EQ(tr.val()[k], a.val()[e]);
+        }
+      }
+    }
+  }
+  SetNumThreads(threads);
+}
+
 TEST(Parallel, BackgroundLoopsRunAtTheLowestPriority) {
   auto nice = [] { return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); };
   const int before = nice();
