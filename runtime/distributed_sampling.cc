@@ -246,6 +246,8 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
                                               wanted[q].size(), " rows of width ", f));
     }
   }
+  std::vector<IdPositions> position;
+  for (int q = 0; q < P; ++q) position.emplace_back(wanted[q].data(), static_cast<int64_t>(wanted[q].size()));
   for (sampling::MiniBatch& b : *batches) {
     const Tensor& table = b.blocks[0].table;
     const int64_t n = table.numel();
@@ -259,7 +261,7 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
         src = mine.features.f32() + (v - mine.begin) * f;
         b.keys.i64()[r] = mine.keys.i64()[v - mine.begin];
       } else {
-        const size_t i = std::lower_bound(wanted[q].begin(), wanted[q].end(), v) - wanted[q].begin();
+        const int64_t i = position[q].Of(v);
         src = rows[q].data() + i * f;
         b.keys.i64()[r] = keys[q][i];
       }

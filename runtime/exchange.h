@@ -42,6 +42,27 @@ class Ownership {
   std::vector<int32_t> block_owner_;
 };
 
+// The positions of the ids of an ascending list of distinct non-negative ids. A list of few runs
+// of consecutive ids (a part's own vertices: one run per node type) is searched by run, any other
+// hashed (open addressing, at least twice the cells of the ids). Immutable; thread-safe.
+class IdPositions {
+ public:
+  IdPositions(const int64_t* ids, int64_t n);
+  // The position of `id` in the list, -1 where it is not listed.
+  int64_t Of(int64_t id) const;
+
+ private:
+  static constexpr size_t kMaxRuns = 64;
+  struct Cell {
+    int64_t id, pos;
+  };
+  uint64_t Hash(int64_t id) const { return (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> shift_; }
+  std::vector<int64_t> run_start_, run_first_;  // runs: first id, its position; then the list's end
+  std::vector<Cell> cells_;                     // the hash table (empty: searched by run)
+  int shift_ = 60;
+  uint64_t mask_ = 0;
+};
+
 enum class ExchangeMode { kAuto, kRowFetch, kPartial };
 // Parses "auto", "rows" or "partial".
 bool ParseExchangeMode(const std::string& s, ExchangeMode* out);

@@ -104,6 +104,44 @@ int Ownership::Of(int64_t v) const {
   return block_owner_[it - block_start_.begin() - 1];
 }
 
+IdPositions::IdPositions(const int64_t* ids, int64_t n) {
+  for (int64_t k = 0; k < n && run_start_.size() <= kMaxRuns; ++k) {
+    if (k == 0 || ids[k] != ids[k - 1] + 1) {
+      run_start_.push_back(ids[k]);
+      run_first_.push_back(k);
+    }
+  }
+  run_first_.push_back(n);
+  if (run_start_.size() <= kMaxRuns) return;
+  run_start_.clear();
+  run_first_.clear();
+  int bits = 4;
+  while ((int64_t{1} << bits) < 2 * n) ++bits;
+  shift_ = 64 - bits;
+  mask_ = (uint64_t{1} << bits) - 1;
+  cells_.assign(size_t{1} << bits, Cell{-1, -1});
+  for (int64_t k = 0; k < n; ++k) {
+    uint64_t h = Hash(ids[k]);
+    while (cells_[h].id >= 0) h = (h + 1) & mask_;
+    cells_[h] = Cell{ids[k], k};
+  }
+}
+
+int64_t IdPositions::Of(int64_t id) const {
+  if (id < 0) return -1;
+  if (cells_.empty()) {
+    const auto it = std::upper_bound(run_start_.begin(), run_start_.end(), id);
+    if (it == run_start_.begin()) return -1;
+    const size_t r = it - run_start_.begin() - 1;
+    const int64_t at = run_first_[r] + (id - run_start_[r]);
+    return at < run_first_[r + 1] ? at : -1;
+  }
+  for (uint64_t h = Hash(id);; h = (h + 1) & mask_) {
+    if (cells_[h].id == id) return cells_[h].pos;
+    if (cells_[h].id < 0) return -1;
+  }
+}
+
 absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::Hdg& hdg,
                                                  const nau::Aggregator& level1,
                                                  const Ownership& owners,
@@ -114,10 +152,8 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
   const Csr& c = l1.csr();
   const int64_t* tid = table_ids.i64();
   const int64_t n_owned = table_ids.numel();
-  auto local_of = [&](int64_t g) -> int64_t {
-    const int64_t* it = std::lower_bound(tid, tid + n_owned, g);
-    return (it != tid + n_owned && *it == g) ? it - tid : -1;
-  };
+  const IdPositions owned(tid, n_owned);
+  auto local_of = [&](int64_t g) { return owned.Of(g); };
   LayerExchange ex;
   ex.layer = layer;
   ex.num_owned = n_owned;
@@ -159,8 +195,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     }
     std::sort(children.begin(), children.end());
     children.erase(std::unique(children.begin(), children.end()), children.end());
-    std::sort(targets.begin(), targets.end());
-    targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+    targets.erase(std::unique(targets.begin(), targets.end()), targets.end());  // rows ascend
     ex.recv_naive += static_cast<int64_t>(remote[p].size());
     ex.recv_rows_only += static_cast<int64_t>(children.size());
     ex.recv_partial_only += static_cast<int64_t>(flat ? targets.size() : children.size());
@@ -172,8 +207,9 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     if (pe.partial) {
       // [1, n_targets, n_entries, (target, child, weight bits)...]; targets in sorted order.
       req = {1, static_cast<int64_t>(targets.size()), static_cast<int64_t>(remote[p].size())};
+      int64_t t = 0;
       for (const Remote& x : remote[p]) {
-        const int64_t t = std::lower_bound(targets.begin(), targets.end(), x.row) - targets.begin();
+        while (targets[t] != x.row) ++t;
         uint32_t bits;
         std::memcpy(&bits, &w[x.entry], 4);
         req.insert(req.end(), {t, x.child, static_cast<int64_t>(bits)});
@@ -257,10 +293,11 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
     peer_base[p] = at;
     at += static_cast<int>(peer_slot_child[p].size());
   }
-  auto ghost_slot = [&](int p, int64_t g) {
-    const auto& v = peer_slot_child[p];
-    return peer_base[p] + (std::lower_bound(v.begin(), v.end(), g) - v.begin());
-  };
+  std::vector<IdPositions> peer_slots;
+  for (int p = 0; p < P; ++p) {
+    peer_slots.emplace_back(peer_slot_child[p].data(), static_cast<int64_t>(peer_slot_child[p].size()));
+  }
+  auto ghost_slot = [&](int p, int64_t g) { return peer_base[p] + peer_slots[p].Of(g); };
 
   if (flat) {
     std::vector<int64_t> off_o = {0}, off_g = {0};

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/communicator.h"
+#include "runtime/exchange.h"
 #include "runtime/trainer.h"
 #include "tests/runtime/in_process_workers.h"
 
@@ -52,6 +53,36 @@ void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
     // exchange only when evaluating, and all-reduce the parameters' gradients every step).
     EXPECT_GT(results[0].bytes_features + results[0].bytes_partials, 0);
     EXPECT_GT(o.train().batch_size() > 0 ? results[0].bytes_allreduce : results[0].bytes_gradients, 0);
+  }
+}
+
+// Positions in sorted id lists, as the exchange plans look up owned vertices and ghosts: lists of
+// a few runs (searched by run) and of many (hashed), ids between, before and after the runs, and
+// negative ones.
+TEST(IdPositions, FindsEveryListedIdAndNoOther) {
+  std::vector<std::vector<int64_t>> lists = {{}, {0}, {5, 6, 7, 20, 21, 1000}};
+  std::vector<int64_t> scattered;  // 3000 runs of one or two ids
+  for (int64_t k = 0; k < 3000; ++k) {
+    scattered.push_back(3 * k + 1);
+    if (k % 2 == 0) scattered.push_back(3 * k + 2);
+  }
+  lists.push_back(scattered);
+  std::vector<int64_t> ranges;  // 64 runs, then 65
+  for (int64_t r = 0; r < 64; ++r) {
+    for (int64_t k = 0; k < 10; ++k) ranges.push_back(100 * r + k);
+  }
+  lists.push_back(ranges);
+  ranges.push_back(100000);
+  lists.push_back(ranges);
+  for (const std::vector<int64_t>& ids : lists) {
+    const IdPositions positions(ids.data(), static_cast<int64_t>(ids.size()));
+    const int64_t last = ids.empty() ? 10 : ids.back() + 10;
+    size_t next = 0;
+    for (int64_t v = -3; v <= last; ++v) {
+      const bool listed = next < ids.size() && ids[next] == v;
+      ASSERT_EQ(positions.Of(v), listed ? static_cast<int64_t>(next) : -1) << "id " << v << " of " << ids.size();
+      if (listed) ++next;
+    }
   }
 }
 
