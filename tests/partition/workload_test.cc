@@ -31,7 +31,7 @@ void ExpectSameFiles(const std::string& want, const std::string& got) {
   std::vector<std::string> names;
   for (const auto& f : std::filesystem::directory_iterator(want)) names.push_back(f.path().filename().string());
   size_t count = 0;
-  for (const auto& f : std::filesystem::directory_iterator(got)) ++count;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(got)) ++count;
   ASSERT_FALSE(names.empty());
   EXPECT_EQ(count, names.size()) << got << " has other files than " << want;
   for (const std::string& name : names) {

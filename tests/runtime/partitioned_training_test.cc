@@ -68,7 +68,9 @@ std::vector<absl::StatusOr<TrainResult>> RunWorkers(
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r) {
     threads.emplace_back([&, r] {
-      auto t = Trainer::Create(o, DistributedSetup{group[r].get()});
+      DistributedSetup setup;
+      setup.comm = group[r].get();
+      auto t = Trainer::Create(o, setup);
       if (!t.ok()) {
         group[r]->Abort(t.status());
         results[r] = t.status();

@@ -292,7 +292,9 @@ void CheckLayerGradients(nau::Layer& layer, const hdg::Hdg& hdg, Tensor x,
   nau::HybridExecutor ex;
   ex.SetOverride(strategy);
   const auto plan = ex.Plan(hdg, layer);
-  if (strategy) ASSERT_EQ(plan[0].strategy, *strategy);
+  if (strategy) {
+    ASSERT_EQ(plan[0].strategy, *strategy);
+  }
   nau::LayerContext ctx;
   ag::Var in = ag::Var::Parameter(x);
   ag::Var out = ex.Run(hdg, plan, layer, in, ctx);
@@ -404,10 +406,15 @@ TEST(PinSageLayer, UpdateIsNormalisedOnHiddenLayersOnly) {
       for (int64_t j = 0; j < out.row_width(); ++j) sq += row[j] * row[j];
       unit += std::fabs(sq - 1.0) < 1e-4;
       // Unit length, or zero where ReLU cut the whole row.
-      if (i == 0 && sq > 0) EXPECT_NEAR(std::sqrt(sq), 1.0, 1e-4) << "hidden row " << r;
+      if (i == 0 && sq > 0) {
+        EXPECT_NEAR(std::sqrt(sq), 1.0, 1e-4) << "hidden row " << r;
+      }
     }
-    if (i == 0) EXPECT_GT(unit, 0);
-    if (i == 1) EXPECT_EQ(unit, 0);
+    if (i == 0) {
+      EXPECT_GT(unit, 0);
+    } else {
+      EXPECT_EQ(unit, 0);
+    }
     EXPECT_EQ(out.row_width(), i == 0 ? 4 : 2);  // the last layer outputs class logits
   }
 }
@@ -464,7 +471,9 @@ TEST(PinSageTraining, ExportedHdgIsTheNeighbourSelection) {
     EXPECT_EQ(roots.i64()[r], r);
     const int64_t deg = off.i64()[r + 1] - off.i64()[r];
     EXPECT_LE(deg, 10);
-    if (adj.degree(r) > 0) EXPECT_GT(deg, 0) << r;
+    if (adj.degree(r) > 0) {
+      EXPECT_GT(deg, 0) << r;
+    }
     std::vector<int> hops(n, -1);
     std::vector<int64_t> frontier = {r};
     hops[r] = 0;
