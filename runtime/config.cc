@@ -33,7 +33,7 @@ constexpr char kBaseDefaults[] = R"pb(
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8 eval_every: 1
-    device_memory_gib: 0 sample_on: ""
+    device_memory_gib: 0 sample_on: "" feature_cache_mb: -1
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
@@ -196,6 +196,10 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   }
   if (t.bulk() < 1 || t.bulk() > kMaxBulk) {
     return bad("bulk", absl::StrCat("must lie in [1, ", kMaxBulk, "], got ", t.bulk()));
+  }
+  if (t.feature_cache_mb() < -1) {
+    return bad("feature_cache_mb", absl::StrCat("must be -1 (automatic), 0 (none) or positive, got ",
+                                                t.feature_cache_mb()));
   }
   if (t.sample_on() != "" && t.sample_on() != "host" && t.sample_on() != "device") {
     return bad("sample_on", absl::StrCat("expected host or device, got '", t.sample_on(), "'"));

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "runtime/collectives.h"
@@ -186,13 +187,15 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
   return absl::OkStatus();
 }
 
-// The input rows' features and keys of every batch, from their owners.
+// The input rows' features and keys of every batch: this worker's, the cache's, and the others'
+// from their owners.
 absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const OwnedRows& mine,
-                         int epoch, int64_t bulk, std::vector<sampling::MiniBatch>* batches) {
+                         int epoch, int64_t bulk, RemoteRowCache* cache,
+                         std::vector<sampling::MiniBatch>* batches) {
   const int P = comm.size(), me = comm.rank();
   const int64_t f = mine.features.dim(1), owned = mine.keys.numel();
   const std::string what = "sampled input rows";
-  // Per owner, the other workers' rows every batch reads, sorted and distinct.
+  // Per owner, the other workers' rows the batches read, sorted and distinct; then those to fetch.
   std::vector<std::vector<int64_t>> wanted(P);
   for (const sampling::MiniBatch& b : *batches) {
     const Tensor& table = b.blocks[0].table;
@@ -202,12 +205,26 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
       if (q != me) wanted[q].push_back(v);
     }
   }
+  if (cache != nullptr) cache->BeginBulk(epoch);
   std::vector<std::string> requests(P);
+  int64_t from_cache = 0;
   for (int q = 0; q < P; ++q) {
     std::sort(wanted[q].begin(), wanted[q].end());
     wanted[q].erase(std::unique(wanted[q].begin(), wanted[q].end()), wanted[q].end());
-    if (q != me) AppendVector(&requests[q], wanted[q]);
+    if (q == me || cache == nullptr) continue;
+    cache->Count(wanted[q]);
+    int64_t key;
+    const size_t before = wanted[q].size();
+    std::erase_if(wanted[q], [&](int64_t v) { return cache->Find(v, &key) != nullptr; });
+    from_cache += static_cast<int64_t>(before - wanted[q].size());
   }
+  int64_t fetched = 0;
+  for (int q = 0; q < P; ++q) {
+    if (q == me) continue;
+    AppendVector(&requests[q], wanted[q]);
+    fetched += static_cast<int64_t>(wanted[q].size());
+  }
+  if (cache != nullptr) cache->Record(fetched, from_cache);
   FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
                       Exchange(comm, std::move(requests),
                                Tag(epoch, 0, TrafficKind::kControl, kStepInputRequest, bulk), what));
@@ -245,6 +262,9 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
                                               " rows of ", rows[q].size(), " values for ",
                                               wanted[q].size(), " rows of width ", f));
     }
+    for (size_t i = 0; cache != nullptr && i < wanted[q].size(); ++i) {
+      cache->Keep(wanted[q][i], keys[q][i], rows[q].data() + i * f);
+    }
   }
   std::vector<IdPositions> position;
   for (int q = 0; q < P; ++q) position.emplace_back(wanted[q].data(), static_cast<int64_t>(wanted[q].size()));
@@ -260,10 +280,12 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
       if (q == me) {
         src = mine.features.f32() + (v - mine.begin) * f;
         b.keys.i64()[r] = mine.keys.i64()[v - mine.begin];
-      } else {
-        const int64_t i = position[q].Of(v);
+      } else if (const int64_t i = position[q].Of(v); i >= 0) {
         src = rows[q].data() + i * f;
         b.keys.i64()[r] = keys[q][i];
+      } else {  // not fetched: kept
+        src = cache->Find(v, b.keys.i64() + r);
+        FG_CHECK(src != nullptr) << "vertex " << v << " neither fetched nor kept";
       }
       std::memcpy(b.inputs.f32() + r * f, src, f * sizeof(float));
     });
@@ -273,11 +295,75 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
 
 }  // namespace
 
+// The chosen ids' positions, and their rows and keys once kept.
+struct RemoteRowCache::Chosen {
+  explicit Chosen(const std::vector<int64_t>& ids, int64_t width)
+      : position(ids.data(), static_cast<int64_t>(ids.size())),
+        rows(ids.size() * width),
+        keys(ids.size()),
+        kept(ids.size(), 0) {}
+  IdPositions position;
+  std::vector<float> rows;
+  std::vector<int64_t> keys;
+  std::vector<uint8_t> kept;
+};
+
+RemoteRowCache::RemoteRowCache(int64_t budget_bytes, int64_t width)
+    : width_(width),
+      capacity_(std::max<int64_t>(0, budget_bytes) / static_cast<int64_t>(width * sizeof(float) + sizeof(int64_t))) {}
+
+RemoteRowCache::~RemoteRowCache() = default;
+
+void RemoteRowCache::BeginBulk(int epoch) {
+  if (epoch != epoch_) {
+    fetched_ = cached_ = 0;
+    epoch_ = epoch;
+  }
+  if (capacity_ == 0) return;
+  if (counting_epoch_ < 0) {
+    counting_epoch_ = epoch;
+    counts_ = std::make_unique<std::unordered_map<int64_t, int64_t>>();
+  } else if (epoch != counting_epoch_ && chosen_ == nullptr) {
+    std::vector<std::pair<int64_t, int64_t>> order(counts_->begin(), counts_->end());  // (id, count)
+    counts_.reset();
+    const size_t n = std::min<size_t>(order.size(), static_cast<size_t>(capacity_));
+    std::partial_sort(order.begin(), order.begin() + n, order.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    std::vector<int64_t> ids(n);
+    for (size_t k = 0; k < n; ++k) ids[k] = order[k].first;
+    std::sort(ids.begin(), ids.end());
+    chosen_ = std::make_unique<Chosen>(ids, width_);
+  }
+}
+
+void RemoteRowCache::Count(const std::vector<int64_t>& ids) {
+  if (counts_ == nullptr) return;
+  for (int64_t v : ids) ++(*counts_)[v];
+}
+
+const float* RemoteRowCache::Find(int64_t id, int64_t* key) const {
+  if (chosen_ == nullptr) return nullptr;
+  const int64_t at = chosen_->position.Of(id);
+  if (at < 0 || !chosen_->kept[at]) return nullptr;
+  *key = chosen_->keys[at];
+  return chosen_->rows.data() + at * width_;
+}
+
+void RemoteRowCache::Keep(int64_t id, int64_t key, const float* row) {
+  if (chosen_ == nullptr) return;
+  const int64_t at = chosen_->position.Of(id);
+  if (at < 0 || chosen_->kept[at]) return;
+  std::copy(row, row + width_, chosen_->rows.data() + at * width_);
+  chosen_->keys[at] = key;
+  chosen_->kept[at] = 1;
+}
+
 absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     Communicator& comm, const Ownership& owners, const OwnedRows& mine,
     const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
-    const std::vector<Tensor>& seeds) {
+    const std::vector<Tensor>& seeds, RemoteRowCache* cache) {
   const int num_layers = static_cast<int>(layers.size());
   if (options.kind != sampling::SamplerKind::kNodeWise ||
       static_cast<int>(options.fanouts.size()) != num_layers) {
@@ -291,7 +377,7 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
   };
   FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> batches,
                       sampling::SampleBlocks(layers, first_index, seeds, step));
-  FG_RETURN_IF_ERROR(FetchInputs(comm, owners, mine, epoch, bulk, &batches));
+  FG_RETURN_IF_ERROR(FetchInputs(comm, owners, mine, epoch, bulk, cache, &batches));
   return batches;
 }
 

@@ -106,6 +106,13 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
         "vertices, which are sampled on the host (--sample_on host)");
   }
   m->sample_on_device_ = device_can && tc.sample_on() != "host";
+  if (parts.owned != nullptr) {
+    const int64_t f = parts.owned->features.dim(1);
+    const int64_t own = parts.owned->features.nbytes() + parts.owned->keys.nbytes();
+    const int64_t budget = tc.feature_cache_mb() >= 0 ? int64_t{tc.feature_cache_mb()} << 20
+                                                      : std::min<int64_t>(int64_t{256} << 20, own);
+    m->remote_rows_ = std::make_unique<RemoteRowCache>(budget, f);
+  }
   m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
   if (parts.exec->distributed() && m->options_.kind == sampling::SamplerKind::kLayerWise) {
     return absl::UnimplementedError(
@@ -305,7 +312,7 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     if (parts_.owned != nullptr) {
       FG_ASSIGN_OR_RETURN(bulk.batches, SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(),
                                                           *parts_.owned, layers, options_, epoch, first / bulk_,
-                                                          first, seeds));
+                                                          first, seeds, remote_rows_.get()));
     } else if (device_sampler_ != nullptr) {
       FG_ASSIGN_OR_RETURN(bulk.batches, device_sampler_->SampleBulk(epoch, first, seeds));
     } else {

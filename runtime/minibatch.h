@@ -60,6 +60,9 @@ class MiniBatchTraining {
   // Of the last epoch: HDG entries sampled, and the seconds training waited for samples.
   int64_t sampled_edges() const { return sampled_edges_; }
   double sampling_wait_seconds() const { return sampling_wait_; }
+  // Over a partitioned dataset (else null): other workers' input rows kept, and the epoch's rows
+  // fetched and read from it.
+  const RemoteRowCache* remote_rows() const { return remote_rows_.get(); }
   // "neighbor sampler, fanouts 25,10, batches of 1024 in bulks of 8: 3 batches per epoch".
   std::string Describe() const;
 
@@ -116,6 +119,7 @@ class MiniBatchTraining {
   bool sample_on_device_ = false;
   std::unique_ptr<sampling::DeviceSampler> device_sampler_;
   std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> device_layers_;
+  std::unique_ptr<RemoteRowCache> remote_rows_;
   int64_t sampled_edges_ = 0;
   double sampling_wait_ = 0;
 };

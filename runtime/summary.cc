@@ -69,6 +69,11 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
     mb["batches_per_epoch"] = NumberValue(static_cast<double>(r.batches_per_epoch));
     mb["sampled_edges_per_epoch"] = NumberValue(static_cast<double>(r.sampled_edges_per_epoch));
     mb["sampling_wait_seconds"] = NumberValue(r.sampling_wait_seconds);
+    if (r.remote_rows_fetched >= 0) {
+      mb["remote_rows_fetched"] = NumberValue(static_cast<double>(r.remote_rows_fetched));
+      mb["remote_rows_cached"] = NumberValue(static_cast<double>(r.remote_rows_cached));
+      mb["remote_rows_capacity"] = NumberValue(static_cast<double>(r.remote_rows_capacity));
+    }
   }
   for (const auto& [key, value] : r.extra) f[key] = NumberValue(value);
   auto list = [](const std::vector<double>& v, google::protobuf::Value* out) {
@@ -120,6 +125,11 @@ void PrintSummary(const TrainResult& r, std::FILE* out) {
     std::fprintf(out, "mini-batch: %lld batches and %lld sampled HDG entries per epoch, %.3fs waited for samples\n",
                  static_cast<long long>(r.batches_per_epoch),
                  static_cast<long long>(r.sampled_edges_per_epoch), r.sampling_wait_seconds);
+    if (r.remote_rows_fetched >= 0) {
+      std::fprintf(out, "other workers' input rows: %lld fetched, %lld from the cache (of %lld rows) in the last epoch\n",
+                   static_cast<long long>(r.remote_rows_fetched), static_cast<long long>(r.remote_rows_cached),
+                   static_cast<long long>(r.remote_rows_capacity));
+    }
   }
 }
 

@@ -44,6 +44,9 @@ struct TrainResult {
   // and the seconds training waited for samples over the run.
   int64_t batches_per_epoch = 0, sampled_edges_per_epoch = 0;
   double sampling_wait_seconds = 0;
+  // Over a partitioned dataset (-1 otherwise): other workers' input rows fetched and read from the
+  // cache of them, in the last epoch, and the most rows that cache keeps.
+  int64_t remote_rows_fetched = -1, remote_rows_cached = -1, remote_rows_capacity = -1;
   std::map<std::string, double> extra;  // task-specific metrics (e.g. test_auc)
   // Distributed runs: this worker's traffic and time split (zero in single-process runs).
   int world_size = 1;

@@ -223,6 +223,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       r.batches_per_epoch = minibatch_->batches_per_epoch();
       r.sampled_edges_per_epoch = minibatch_->sampled_edges();
       r.sampling_wait_seconds += minibatch_->sampling_wait_seconds();
+      if (const RemoteRowCache* c = minibatch_->remote_rows(); c != nullptr) {
+        r.remote_rows_fetched = c->rows_fetched();
+        r.remote_rows_cached = c->rows_cached();
+        r.remote_rows_capacity = c->capacity();
+      }
     }
     r.epoch_seconds.push_back(seconds);
     ++ran;

@@ -70,6 +70,9 @@ const ConfigFlag kConfigFlags[] = {
     {"bulk", "train.bulk", "batches sampled together, the next bulk while the current one trains"},
     {"sample_on", "train.sample_on",
      "where mini-batches are sampled: host, or device (neighbor sampler, --device cuda; the default there)"},
+    {"feature_cache_mb", "train.feature_cache_mb",
+     "mini-batches over parts: MiB of other workers' input rows kept, the most sampled (-1: up to 256, no more than "
+     "this worker's own; 0: none)"},
     {"explain", "output.explain", "print each layer's HDG and the executor's plan", true},
     {"summary_json", "output.summary_json", "write the run summary as JSON to this file"},
     {"quiet", "output.quiet", "no progress output", true},
@@ -191,7 +194,7 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f,
   FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, runtime::ResolveConfig(config));
   // Sampler flags without mini-batches would be ignored: the run would train on the whole graph.
   if (resolved.train().batch_size() == 0) {
-    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk", "sample_on"}) {
+    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk", "sample_on", "feature_cache_mb"}) {
       if (f.IsSet(flag)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--", flag, " applies to mini-batch training: give --batch_size too (0, the default, trains on "

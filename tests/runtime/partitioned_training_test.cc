@@ -20,6 +20,7 @@
 #include "nau/model.h"
 #include "flexgraph/graph/io/file.h"
 #include "partition/partitioned_dataset.h"
+#include "runtime/distributed_sampling.h"
 #include "runtime/trainer.h"
 
 namespace fg::runtime {
@@ -155,6 +156,93 @@ TEST(PartitionedTraining, MiniBatchesAcrossPartsMatchTheSingleProcessRun) {
     EXPECT_THAT(refused[0].status().message(), HasSubstr("sampler: ladies"));
     std::filesystem::remove_all(dir);
   }
+}
+
+// Other workers' input rows kept between bulks: with no cache, a small one and the default, the
+// runs are the single-process one; from the third epoch on, kept rows are read instead of
+// fetched (the counting epoch, then the choosing one), and the rows read stay the same.
+TEST(PartitionedTraining, KeptRemoteRowsLeaveTheBatchesAsTheyAre) {
+  auto batches = [](flexgraph::RunConfig o, int cache_mb) {
+    o.mutable_train()->set_epochs(3);
+    o.mutable_train()->set_batch_size(32);
+    o.mutable_train()->set_fanouts("4,3");
+    o.mutable_train()->set_bulk(2);
+    o.mutable_train()->set_feature_cache_mb(cache_mb);
+    return o;
+  };
+  const std::string dir = WriteParts(Options("sage", kCora), 2, partition::Method::kMetis);
+  auto single = Trainer::Create(batches(Options("sage", kCora), 0));
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto base = (*single)->Run();
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_EQ(base->remote_rows_fetched, -1) << "one process fetches nothing";
+  std::vector<int64_t> total(2, -1);
+  for (int cache_mb : {0, 1, -1}) {
+    auto results = RunWorkers(batches(Options("sage", dir), cache_mb), 2);
+    ExpectSameRun(results, *base, absl::StrCat("cache ", cache_mb, " MiB"));
+    int64_t capacities = 0;
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(results[r].ok());
+      const TrainResult& got = *results[r];
+      if (total[r] < 0) total[r] = got.remote_rows_fetched + got.remote_rows_cached;
+      EXPECT_EQ(got.remote_rows_fetched + got.remote_rows_cached, total[r]) << "worker " << r;
+      if (cache_mb == 0) {
+        EXPECT_EQ(got.remote_rows_capacity, 0);
+        EXPECT_EQ(got.remote_rows_cached, 0);
+        EXPECT_GT(got.remote_rows_fetched, 0) << "worker " << r;
+      } else {
+        // 1 MiB holds 182 of Cora's rows of 1433 floats; the default, as many as the worker owns.
+        if (cache_mb == 1) {
+          EXPECT_EQ(got.remote_rows_capacity, 182) << "worker " << r;
+        }
+        EXPECT_GT(got.remote_rows_cached, 0) << "worker " << r;
+        EXPECT_LE(got.remote_rows_cached, got.remote_rows_capacity);
+      }
+      capacities += got.remote_rows_capacity;
+    }
+    if (cache_mb < 0) {
+      EXPECT_EQ(capacities, 2708) << "Cora's vertices";
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The cache's choice: the most counted vertices of the counting epoch (ties: the lower id), as
+// many as fit; a chosen row is read once kept, and the statistics follow the epochs.
+TEST(RemoteRowCache, KeepsTheMostCountedRowsThatFit) {
+  const int64_t width = 3, row_bytes = width * sizeof(float) + sizeof(int64_t);
+  RemoteRowCache cache(3 * row_bytes + row_bytes / 2, width);
+  ASSERT_EQ(cache.capacity(), 3);
+  cache.BeginBulk(0);
+  cache.Count({1, 5, 7, 9});
+  cache.Count({5, 7, 11});
+  cache.Count({5, 9, 11, 12});
+  int64_t key = 0;
+  const float row[width] = {1.5f, 2.5f, 3.5f};
+  cache.Keep(5, 50, row);  // nothing chosen yet
+  EXPECT_EQ(cache.Find(5, &key), nullptr);
+  cache.Record(4, 0);
+  EXPECT_EQ(cache.rows_fetched(), 4);
+  cache.BeginBulk(1);  // chooses 5 (3 counts), then 7, 9, 11 (2 each): 7 and 9
+  EXPECT_EQ(cache.rows_fetched(), 0) << "a new epoch's statistics";
+  for (int64_t v : {5, 7, 9, 11, 1}) {
+    cache.Keep(v, 10 * v, row);
+    EXPECT_EQ(cache.Find(v, &key) != nullptr, v == 5 || v == 7 || v == 9) << "vertex " << v;
+  }
+  const float* kept = cache.Find(9, &key);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(key, 90);
+  EXPECT_EQ(std::vector<float>(kept, kept + width), std::vector<float>(row, row + width));
+  cache.Keep(9, 99, row);  // kept once
+  cache.Find(9, &key);
+  EXPECT_EQ(key, 90);
+  EXPECT_EQ(cache.Find(-1, &key), nullptr);
+  RemoteRowCache none(0, width);
+  none.BeginBulk(0);
+  none.Count({1});
+  none.BeginBulk(1);
+  none.Keep(1, 1, row);
+  EXPECT_EQ(none.Find(1, &key), nullptr);
 }
 
 // Global id -> source-dataset global id, from every part of `dir`.
