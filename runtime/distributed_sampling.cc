@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "runtime/collectives.h"
@@ -195,34 +194,35 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
   const int P = comm.size(), me = comm.rank();
   const int64_t f = mine.features.dim(1), owned = mine.keys.numel();
   const std::string what = "sampled input rows";
-  // Per owner, the other workers' rows the batches read, sorted and distinct; then those to fetch.
-  std::vector<std::vector<int64_t>> wanted(P);
+  // Per owner, the other workers' rows the batches read (sorted, distinct), each row's source
+  // (the cache, or the reply to the request of those not kept) and key.
+  std::vector<std::vector<int64_t>> read(P), wanted(P), key(P);
+  std::vector<std::vector<const float*>> source(P);
   for (const sampling::MiniBatch& b : *batches) {
     const Tensor& table = b.blocks[0].table;
     for (int64_t r = 0; r < table.numel(); ++r) {
       const int64_t v = table.i64()[r];
       const int q = owners.Of(v);
-      if (q != me) wanted[q].push_back(v);
+      if (q != me) read[q].push_back(v);
     }
   }
   if (cache != nullptr) cache->BeginBulk(epoch);
   std::vector<std::string> requests(P);
-  int64_t from_cache = 0;
-  for (int q = 0; q < P; ++q) {
-    std::sort(wanted[q].begin(), wanted[q].end());
-    wanted[q].erase(std::unique(wanted[q].begin(), wanted[q].end()), wanted[q].end());
-    if (q == me || cache == nullptr) continue;
-    cache->Count(wanted[q]);
-    int64_t key;
-    const size_t before = wanted[q].size();
-    std::erase_if(wanted[q], [&](int64_t v) { return cache->Find(v, &key) != nullptr; });
-    from_cache += static_cast<int64_t>(before - wanted[q].size());
-  }
-  int64_t fetched = 0;
+  int64_t fetched = 0, from_cache = 0;
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
+    std::sort(read[q].begin(), read[q].end());
+    read[q].erase(std::unique(read[q].begin(), read[q].end()), read[q].end());
+    if (cache != nullptr) cache->Count(read[q]);
+    source[q].assign(read[q].size(), nullptr);
+    key[q].resize(read[q].size());
+    for (size_t i = 0; i < read[q].size(); ++i) {
+      if (cache != nullptr) source[q][i] = cache->Find(read[q][i], &key[q][i]);
+      if (source[q][i] == nullptr) wanted[q].push_back(read[q][i]);
+    }
     AppendVector(&requests[q], wanted[q]);
     fetched += static_cast<int64_t>(wanted[q].size());
+    from_cache += static_cast<int64_t>(read[q].size() - wanted[q].size());
   }
   if (cache != nullptr) cache->Record(fetched, from_cache);
   FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
@@ -262,12 +262,17 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
                                               " rows of ", rows[q].size(), " values for ",
                                               wanted[q].size(), " rows of width ", f));
     }
-    for (size_t i = 0; cache != nullptr && i < wanted[q].size(); ++i) {
-      cache->Keep(wanted[q][i], keys[q][i], rows[q].data() + i * f);
+    // The fetched rows fill the sources the cache left empty, in order.
+    for (size_t i = 0, j = 0; i < read[q].size(); ++i) {
+      if (source[q][i] != nullptr) continue;
+      source[q][i] = rows[q].data() + j * f;
+      key[q][i] = keys[q][j];
+      if (cache != nullptr) cache->Keep(wanted[q][j], keys[q][j], source[q][i]);
+      ++j;
     }
   }
   std::vector<IdPositions> position;
-  for (int q = 0; q < P; ++q) position.emplace_back(wanted[q].data(), static_cast<int64_t>(wanted[q].size()));
+  for (int q = 0; q < P; ++q) position.emplace_back(read[q].data(), static_cast<int64_t>(read[q].size()));
   for (sampling::MiniBatch& b : *batches) {
     const Tensor& table = b.blocks[0].table;
     const int64_t n = table.numel();
@@ -280,12 +285,10 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
       if (q == me) {
         src = mine.features.f32() + (v - mine.begin) * f;
         b.keys.i64()[r] = mine.keys.i64()[v - mine.begin];
-      } else if (const int64_t i = position[q].Of(v); i >= 0) {
-        src = rows[q].data() + i * f;
-        b.keys.i64()[r] = keys[q][i];
-      } else {  // not fetched: kept
-        src = cache->Find(v, b.keys.i64() + r);
-        FG_CHECK(src != nullptr) << "vertex " << v << " neither fetched nor kept";
+      } else {
+        const int64_t i = position[q].Of(v);
+        src = source[q][i];
+        b.keys.i64()[r] = key[q][i];
       }
       std::memcpy(b.inputs.f32() + r * f, src, f * sizeof(float));
     });
