@@ -23,7 +23,7 @@ LogLevel GetLogLevel() { return g_level; }
 
 namespace internal {
 LogMessage::LogMessage(LogLevel level, const char* file, int line, bool fatal)
-    : level_(level), fatal_(fatal) {
+    : fatal_(fatal) {
   static const char* kNames[] = {"D", "I", "W", "E"};
   const char* base = std::strrchr(file, '/');
   stream_ << kNames[static_cast<int>(level)] << " " << (base ? base + 1 : file) << ":" << line

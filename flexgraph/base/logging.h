@@ -21,7 +21,6 @@ class LogMessage {
   std::ostream& stream() { return stream_; }
 
  private:
-  LogLevel level_;
   bool fatal_;
   std::ostringstream stream_;
 };
