@@ -342,7 +342,14 @@ void RemoteRowCache::BeginBulk(int epoch) {
 
 void RemoteRowCache::Count(const std::vector<int64_t>& ids) {
   if (counts_ == nullptr) return;
-  for (int64_t v : ids) ++(*counts_)[v];
+  const size_t most = static_cast<size_t>(8 * capacity_);
+  for (int64_t v : ids) {
+    if (auto it = counts_->find(v); it != counts_->end()) {
+      ++it->second;
+    } else if (counts_->size() < most) {
+      counts_->emplace(v, 1);
+    }
+  }
 }
 
 const float* RemoteRowCache::Find(int64_t id, int64_t* key) const {

@@ -27,9 +27,10 @@ struct OwnedRows {
 
 // Other workers' input rows kept between bulks, chosen by pre-sampling (as GNNLab's cache): while
 // counting (the first epoch this process samples), each bulk's distinct remote input vertices are
-// counted; at the first bulk of a later epoch, the most counted ones (ties: the lower id) that fit
-// `budget_bytes` are chosen, and each chosen row is kept once fetched. Later bulks fetch only the
-// rows not kept. Features are constant: the batches are the same with or without a cache.
+// counted, the first 8 x capacity() distinct ones seen (counting's memory follows the budget, not
+// the graph); at the first bulk of a later epoch, the most counted ones (ties: the lower id) that
+// fit `budget_bytes` are chosen, and each chosen row is kept once fetched. Later bulks fetch only
+// the rows not kept. Features are constant: the batches are the same with or without a cache.
 // Thread-compatible (the sampling thread).
 class RemoteRowCache {
  public:

@@ -237,6 +237,17 @@ TEST(RemoteRowCache, KeepsTheMostCountedRowsThatFit) {
   cache.Find(9, &key);
   EXPECT_EQ(key, 90);
   EXPECT_EQ(cache.Find(-1, &key), nullptr);
+  // Counting admits the first 8 x capacity distinct vertices: 15, the ninth, is never counted.
+  RemoteRowCache one(row_bytes, width);
+  one.BeginBulk(0);
+  one.Count({0, 1, 2, 3, 4, 5, 6, 7, 15});
+  one.Count({15});
+  one.Count({3, 15});
+  one.BeginBulk(1);
+  one.Keep(15, 150, row);
+  one.Keep(3, 30, row);
+  EXPECT_EQ(one.Find(15, &key), nullptr);
+  EXPECT_NE(one.Find(3, &key), nullptr);
   RemoteRowCache none(0, width);
   none.BeginBulk(0);
   none.Count({1});
