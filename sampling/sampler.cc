@@ -242,7 +242,10 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
       const int64_t v = frontier[k][r - base[k]];
       const int64_t row = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
       rows[k][r - base[k]] = row;
-      for (int64_t m = missing.load(); row < 0 && r < m && !missing.compare_exchange_weak(m, r);) {
+      if (row < 0) {  // keep the smallest position
+        int64_t m = missing.load();
+        while (r < m && !missing.compare_exchange_weak(m, r)) {
+        }
       }
     });
     if (const int64_t r = missing.load(); r < R) {

@@ -14,9 +14,10 @@ int main(int argc, char** argv) {
   // How an OpenMP thread waits after its share of a parallel region. `train`, one process using
   // the machine's cores, spins about 1 ms first (30000 pauses): a training step's regions follow
   // each other within microseconds, a sleeping thread woken for each cost a tenth of a mini-batch
-  // epoch, and with 3000 pauses small steps (Cora's) ran at half speed in some runs. Other commands (a distributed run's processes, which may share cores, where
-  // spinning steals the cycles of the others) sleep at once. libgomp reads its wait policy when it
-  // loads, so set it and start again.
+  // epoch, and with 3000 pauses small steps (Cora's) ran at half speed in some runs. Other
+  // commands (a distributed run's processes, which may share cores, where spinning steals the
+  // cycles of the others) sleep at once. libgomp reads its wait policy when it loads, so set it
+  // and start again.
   if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
     const bool owns_cores = argc > 1 && std::string(argv[1]) == "train";
     setenv("OMP_WAIT_POLICY", owns_cores ? "ACTIVE" : "PASSIVE", 1);
