@@ -204,9 +204,8 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (t.sample_on() != "" && t.sample_on() != "host" && t.sample_on() != "device") {
     return bad("sample_on", absl::StrCat("expected host or device, got '", t.sample_on(), "'"));
   }
-  if (t.sample_on() == "device" && (DeviceOf(t.device()) != Device::kCuda || t.sampler() != "neighbor")) {
-    return bad("sample_on", absl::StrCat("device samples with the neighbor sampler for training on a CUDA "
-                                         "device (--device cuda), got --sampler ", t.sampler(), " --device ",
+  if (t.sample_on() == "device" && DeviceOf(t.device()) != Device::kCuda) {
+    return bad("sample_on", absl::StrCat("device samples for training on a CUDA device (--device cuda), got --device ",
                                          t.device()));
   }
   if (t.batch_size() > 0) FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers()).status());

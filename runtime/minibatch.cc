@@ -97,9 +97,8 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     }
   }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
-  // On the device where it can: the neighbor sampler, training there, over the whole graph.
-  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr &&
-                          m->options_.kind == sampling::SamplerKind::kNodeWise;
+  // On the device where it can: training there, over the whole graph.
+  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr;
   if (tc.sample_on() == "device" && !device_can) {
     return absl::UnimplementedError(
         "sample_on: device samples a whole graph; a partitioned dataset's batches reach other workers' "

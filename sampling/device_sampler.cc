@@ -8,9 +8,11 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "flexgraph/tensor/device_alloc.h"
+#include "sampling/layer_pick.h"
 #include "sampling/pick.h"
 #ifdef FLEXGRAPH_HAVE_CUDA
 #include "flexgraph/ops/cuda/cuda_util.h"
+#include "sampling/cuda/layer.h"
 #include "sampling/cuda/rows.h"
 #endif
 
@@ -79,11 +81,11 @@ DeviceSampler::~DeviceSampler() = default;
 
 absl::StatusOr<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(
     const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options) {
-  if (options.kind != SamplerKind::kNodeWise) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling on the device: the ", SamplerKindName(options.kind),
-                                                   " sampler runs on the host only (neighbor runs on both)"));
+  if (options.kind == SamplerKind::kLayerWise && options.layer_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer_size: must be positive for the ladies sampler, got ", options.layer_size));
   }
-  if (options.fanouts.size() != layers.size()) {
+  if (options.kind == SamplerKind::kNodeWise && options.fanouts.size() != layers.size()) {
     return absl::InvalidArgumentError(absl::StrCat("fanouts: ", options.fanouts.size(),
                                                    " given for a model of ", layers.size(), " layers"));
   }
@@ -166,7 +168,9 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
     const Tensor d_prefix = ToDevice(reinterpret_cast<const int64_t*>(prefix.data()), K, DType::kInt64);
     const Tensor d_row = Tensor::Empty({R}, DType::kInt64, Device::kCuda);
     const Tensor d_kept = Tensor::Empty({R + 1}, DType::kInt64, Device::kCuda);
-    const int fanout = options_.fanouts[num_layers - 1 - l];
+    const bool layer_wise = options_.kind == SamplerKind::kLayerWise;
+    // Node-wise: the entries each row keeps; layer-wise: its degree (fanout 0 keeps them all).
+    const int fanout = layer_wise ? 0 : options_.fanouts[num_layers - 1 - l];
     int64_t* missing = d_kept.i64() + R;
     DeviceMemset(missing, 0xFF, sizeof(int64_t));
     cuda::LaunchRows(m.view, Elements<int64_t>(d_vertices), R, fanout, Elements<int64_t>(d_row), d_kept.i64(),
@@ -176,19 +180,34 @@ absl::StatusOr<std::vector<MiniBatch>> DeviceSampler::SampleBulk(int epoch, int6
       return absl::InvalidArgumentError(absl::StrCat("vertex ", vertices[r], " has no neighbourhood in layer ",
                                                      l, " (not one of its roots)"));
     }
+    offsets.resize(R + 1);
     for (int64_t r = 0; r < R; ++r) offsets[r + 1] += offsets[r];
-    const Tensor d_offsets = ToDevice(offsets.data(), R + 1, DType::kInt64);
-    const int64_t N = offsets[R];
-    const bool weighted = m.weights.defined();
-    const Tensor d_cols = Tensor::Empty({N}, DType::kInt32, Device::kCuda);
-    const Tensor d_weights = Tensor::Empty({weighted ? N : 0}, DType::kFloat32, Device::kCuda);
-    cuda::LaunchSampleRows(m.view, options_.seed, reinterpret_cast<const uint64_t*>(Elements<int64_t>(d_prefix)),
-                           Elements<int32_t>(d_group), Elements<int64_t>(d_vertices), Elements<int64_t>(d_row),
-                           d_offsets.i64(), R, Elements<int32_t>(d_cols), Elements<float>(d_weights));
-    cols.resize(N);
-    weights.resize(weighted ? N : 0);
-    DeviceCopy(cols.data(), false, Elements<int32_t>(d_cols), true, sizeof(int32_t) * N);
-    DeviceCopy(weights.data(), false, Elements<float>(d_weights), true, sizeof(float) * weights.size());
+    if (layer_wise) {
+      // The draws count entries in 32-bit positions.
+      if (offsets[R] >= (int64_t{1} << 31)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "layer ", l, ": the bulk's rows hold ", offsets[R],
+            " entries, more than the device's layer-wise sampler takes (2^31 - 1); sample smaller bulks (--bulk)"));
+      }
+      std::vector<uint64_t> streams(K);
+      for (int64_t k = 0; k < K; ++k) streams[k] = LayerWiseStream(epoch, first_index + k, l);
+      std::vector<int64_t> entry_offsets = std::move(offsets);
+      cuda::SampleLayerWise(m.view, options_.seed, options_.layer_size, Elements<int64_t>(d_row),
+                            Elements<int32_t>(d_group), entry_offsets, streams, &offsets, &cols, &weights);
+    } else {
+      const Tensor d_offsets = ToDevice(offsets.data(), R + 1, DType::kInt64);
+      const int64_t N = offsets[R];
+      const bool weighted = m.weights.defined();
+      const Tensor d_cols = Tensor::Empty({N}, DType::kInt32, Device::kCuda);
+      const Tensor d_weights = Tensor::Empty({weighted ? N : 0}, DType::kFloat32, Device::kCuda);
+      cuda::LaunchSampleRows(m.view, options_.seed, reinterpret_cast<const uint64_t*>(Elements<int64_t>(d_prefix)),
+                             Elements<int32_t>(d_group), Elements<int64_t>(d_vertices), Elements<int64_t>(d_row),
+                             d_offsets.i64(), R, Elements<int32_t>(d_cols), Elements<float>(d_weights));
+      cols.resize(N);
+      weights.resize(weighted ? N : 0);
+      DeviceCopy(cols.data(), false, Elements<int32_t>(d_cols), true, sizeof(int32_t) * N);
+      DeviceCopy(weights.data(), false, Elements<float>(d_weights), true, sizeof(float) * weights.size());
+    }
 #else
     (void)num_layers;
     return absl::FailedPreconditionError(CudaUnavailableReason());

@@ -1,8 +1,10 @@
-// Node-wise sampling on a CUDA device: SampleBulk's batches, the same blocks entry for entry, with
-// every layer's rows drawn by device kernels (one thread per frontier vertex, the draws of
-// sampling/pick.h) over device copies of the layers' neighbourhood matrices; the blocks are built
-// on the host from the rows copied back (SampleBlocks). The frontier of all K batches of a bulk
-// goes to the device at once, so a bulk costs a fixed number of launches and copies per layer.
+// Sampling on a CUDA device: SampleBulk's batches, the same blocks entry for entry, with every
+// layer's rows drawn by device kernels over device copies of the layers' neighbourhood matrices:
+// node-wise, one thread per frontier vertex with the draws of sampling/pick.h; layer-wise (LADIES),
+// the bulk's entries sorted into each batch's columns, then sampling/layer_pick.h's sums, draws and
+// weights. The blocks are built on the host from the rows copied back (SampleBlocks). The frontier
+// of all K batches of a bulk goes to the device at once, so a bulk costs a fixed number of launches
+// and copies per layer.
 //
 //   FG_ASSIGN_OR_RETURN(auto sampler, DeviceSampler::Create(matrices, options));
 //   FG_ASSIGN_OR_RETURN(auto bulk, sampler->SampleBulk(epoch, first, seeds));
@@ -28,7 +30,7 @@ class DeviceSampler {
  public:
   // Copies the matrices of `layers` (each distinct one once; they must outlive the sampler, which
   // reads their schemas) to the calling thread's device. Errors: no usable CUDA device (or a build
-  // without the CUDA backend), a sampler other than node-wise, fanouts that do not fit the layers.
+  // without the CUDA backend), fanouts that do not fit the layers, a layer size below 1.
   static absl::StatusOr<std::unique_ptr<DeviceSampler>> Create(
       const std::vector<const NeighbourhoodMatrix*>& layers, const SamplerOptions& options);
   ~DeviceSampler();

@@ -12,12 +12,13 @@
 #include "flexgraph/base/status.h"
 #include "hdg/builder.h"
 #include "sampling/blocks.h"
+#include "sampling/layer_pick.h"
 #include "sampling/pick.h"
 
 namespace fg::sampling {
 namespace {
 
-constexpr uint64_t kBatchOrderTag = 0xBA7C4, kLayerWiseTag = 0x1AD1E5;
+constexpr uint64_t kBatchOrderTag = 0xBA7C4;
 
 // Draws read from words drawn beforehand (PhiloxBlocks): a RandomStream's, in its order.
 struct DrawnWords {
@@ -83,22 +84,24 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
               mass.push_back(0.0);
             }
             entry_col[at] = c;
-            const double x = w != nullptr ? w[e] : 1.0;
-            mass[c] += x * x;
+            mass[c] = AddRounded(mass[c], MassOf(w, e));
           }
         }
-        std::vector<double> cumulative(cols.size());
-        std::partial_sum(mass.begin(), mass.end(), cumulative.begin());
-        const double total = cumulative.empty() ? 0.0 : cumulative.back();
-        std::vector<int32_t> draws(cols.size(), 0);
-        RandomStream rng(o.seed,
-                         MixKey(kLayerWiseTag ^ static_cast<uint64_t>(epoch),
-                                static_cast<uint64_t>(batch), static_cast<uint64_t>(layer)));
+        const int64_t n = static_cast<int64_t>(cols.size());
+        std::vector<double> cumulative(n);
+        double offset = 0.0;
+        for (int64_t b0 = 0; b0 < n; b0 += kMassBlock) {  // layer_pick.h's blocked sums
+          const int64_t b1 = std::min(n, b0 + kMassBlock);
+          double within = 0.0;
+          for (int64_t c = b0; c < b1; ++c) cumulative[c] = within = AddRounded(within, mass[c]);
+          for (int64_t c = b0; c < b1; ++c) cumulative[c] = AddRounded(offset, cumulative[c]);
+          offset = AddRounded(offset, within);
+        }
+        const double total = n > 0 ? cumulative.back() : 0.0;
+        std::vector<int32_t> draws(n, 0);
+        const uint64_t stream = LayerWiseStream(epoch, batch, layer);
         for (int64_t s = 0; total > 0 && s < o.layer_size; ++s) {
-          const double x = (static_cast<double>(rng.NextU64() >> 11) * 0x1.0p-53) * total;
-          const size_t c =
-              std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin();
-          ++draws[std::min(c, cols.size() - 1)];
+          ++draws[DrawnColumn(cumulative.data(), n, DrawPoint(o.seed, stream, s, total))];
         }
         // Every row keeps its entries into the drawn columns, weighted by w * draws / (S p_u) and
         // rescaled to the row's full sum.
@@ -112,14 +115,13 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
           const size_t first = out->cols.size();
           for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
             const int32_t c = entry_col[at];
-            if (w != nullptr) full += w[e];
+            if (w != nullptr) full = AddRounded(full, w[e]);
             if (draws[c] == 0) continue;
             out->cols.push_back(col[e]);
             if (w != nullptr) {
-              const double p = mass[c] / total;
-              const double x = w[e] * draws[c] / (static_cast<double>(o.layer_size) * p);
+              const double x = KeptEntryWeight(w[e], draws[c], o.layer_size, mass[c], total);
               out->weights.push_back(static_cast<float>(x));
-              kept += x;
+              kept = AddRounded(kept, x);
             }
           }
           if (w != nullptr && kept > 0) {

@@ -22,7 +22,7 @@
 //                                                                             batches.begin() + 8}));
 //   // bulk[k].blocks[l]: layer l's input rows (global ids) and HDG.
 //
-// On a GPU, sampling/device_sampler.h draws the node-wise rows there (the same draws: pick.h).
+// On a GPU, sampling/device_sampler.h draws the rows there (the same draws: pick.h, layer_pick.h).
 //
 // A distributed run over a partitioned dataset (runtime/distributed_sampling.h) samples with the
 // same steps: SampleBlocks takes the layer step from its caller, which sends the frontier vertices

@@ -164,12 +164,19 @@ if [ -n "${GPU_MINIBATCH:-}" ]; then
 fi
 # Bulk sampling at each thread count GPU_SAMPLING lists (e.g. "2 8 16"), with the rows drawn on the
 # machine's CPU and on the GPU (the blocks are built on the CPU either way): minibatch_bench on
-# RMAT-20, bulks of 1, 8 and 32; its table joins summary.md.
+# RMAT-20, bulks of 1, 8 and 32, node-wise; LADIES at the last thread count only (its rows hold
+# millions of entries per batch: seconds per epoch on the CPU). Its table joins summary.md.
 for t in ${GPU_SAMPLING:-}; do
-  for where in host device; do
-    step "sampling on the $where, $t threads" "$out/train.log" "$bin/minibatch_bench" \
-      --dataset rmat:scale=20,edge_factor=16,features=16,classes=8,seed=1 --bulk_sizes 1,8,32 \
-      --epochs 3 --threads "$t" --sample_on "$where" --summary_json "$runs/sampling-$where-$t.json"
+  for sampler in neighbor ladies; do
+    [ "$sampler" = ladies ] && [ "$t" != "${GPU_SAMPLING##* }" ] && continue
+    epochs=3
+    [ "$sampler" = ladies ] && epochs=1
+    for where in host device; do
+      step "$sampler sampling on the $where, $t threads" "$out/train.log" "$bin/minibatch_bench" \
+        --dataset rmat:scale=20,edge_factor=16,features=16,classes=8,seed=1 --bulk_sizes 1,8,32 \
+        --epochs "$epochs" --threads "$t" --sampler "$sampler" --sample_on "$where" \
+        --summary_json "$runs/sampling-$sampler-$where-$t.json"
+    done
   done
 done
 # The largest RMAT scale each system trains (bench/gpu/largest.py), when GPU_LARGEST gives its
@@ -202,11 +209,12 @@ PY
 if [ -n "${GPU_SAMPLING:-}" ]; then
   python3 - "$runs" >> "$summary" << 'PY' || status=1
 import glob, json, os, sys
-print("\n| rows drawn on | threads | bulk 1 s | bulk 8 s | bulk 32 s | bulk 32 ÷ bulk 1 |\n|---|---|---|---|---|---|")
-paths = glob.glob(os.path.join(sys.argv[1], "sampling-*.json"))
-for path in sorted(paths, key=lambda p: (p.split("-")[-2], int(p.split("-")[-1][:-5]))):
+print("\n| sampler | rows drawn on | threads | bulk 1 s | bulk 8 s | bulk 32 s | bulk 32 ÷ bulk 1 |\n"
+      "|---|---|---|---|---|---|---|")
+runs = [(os.path.basename(p)[:-5].split("-")[1:], p) for p in glob.glob(os.path.join(sys.argv[1], "sampling-*.json"))]
+for (sampler, where, t), path in sorted(runs, key=lambda r: (r[0][0], r[0][1], int(r[0][2]))):
     s = {int(b["bulk"]): b for b in json.load(open(path))["bulks"]}
-    print(f"| {path.split('-')[-2]} | {path.split('-')[-1][:-5]} | {s[1]['epoch_seconds']:.3f} | "
+    print(f"| {sampler} | {where} | {t} | {s[1]['epoch_seconds']:.3f} | "
           f"{s[8]['epoch_seconds']:.3f} | {s[32]['epoch_seconds']:.3f} | {s[32]['speedup_over_bulk_1']:.2f}× |")
 PY
 fi

@@ -69,7 +69,7 @@ const ConfigFlag kConfigFlags[] = {
     {"layer_size", "train.layer_size", "ladies sampler: vertices drawn per batch and layer"},
     {"bulk", "train.bulk", "batches sampled together, the next bulk while the current one trains"},
     {"sample_on", "train.sample_on",
-     "where mini-batches are sampled: host, or device (neighbor sampler, --device cuda; the default there)"},
+     "where mini-batches are sampled: host, or device (--device cuda; the default there)"},
     {"feature_cache_mb", "train.feature_cache_mb",
      "mini-batches over parts: MiB of other workers' input rows kept, the most sampled (-1: up to 256, no more than "
      "this worker's own; 0: none)"},

@@ -101,15 +101,18 @@ TEST_P(DeviceTraining, TwoWorkersOnOneGpuEqualTheCpuRun) {
 }
 
 // Mini-batches train on the GPU as on the CPU, sampled on the host or on the device: the same
-// batches, masks and losses (node classification with GraphSAGE and GCN; PinSage link prediction).
+// batches, masks and losses (node classification with GraphSAGE, node-wise and LADIES, and GCN;
+// PinSage link prediction).
 TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
   if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   struct Run {
     const char* model;
     const char* dataset;
     int batch_size;
+    const char* sampler = "neighbor";
   };
-  for (const Run& c : {Run{"sage", "cora", 64}, Run{"gcn", "cora", 64}, Run{"pinsage", "lastfm", 16384}}) {
+  for (const Run& c : {Run{"sage", "cora", 64}, Run{"gcn", "cora", 64}, Run{"pinsage", "lastfm", 16384},
+                       Run{"sage", "cora", 64, "ladies"}}) {
     auto train = [&](const std::string& device, const std::string& sample_on) {
       flexgraph::RunConfig config;
       config.mutable_model()->set_name(c.model);
@@ -117,7 +120,12 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
       config.mutable_output()->set_quiet(true);
       config.mutable_train()->set_epochs(3);
       config.mutable_train()->set_batch_size(c.batch_size);
-      config.mutable_train()->set_fanouts("10,5");
+      if (std::string(c.sampler) == "ladies") {
+        config.mutable_train()->set_sampler("ladies");
+        config.mutable_train()->set_layer_size(256);
+      } else {
+        config.mutable_train()->set_fanouts("10,5");
+      }
       config.mutable_train()->set_device(device);
       config.mutable_train()->set_sample_on(sample_on);
       auto resolved = ResolveConfig(config);

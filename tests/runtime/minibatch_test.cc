@@ -117,7 +117,7 @@ TEST(MiniBatch, WhatItCannotRunIsRefusedNamingTheField) {
   c.mutable_train()->set_sample_on("gpu");
   EXPECT_NE(message(c).find("sample_on: expected host or device, got 'gpu'"), std::string::npos) << message(c);
   c.mutable_train()->set_sample_on("device");  // training on the CPU
-  EXPECT_NE(message(c).find("sample_on: device samples with the neighbor sampler for training on a CUDA device"),
+  EXPECT_NE(message(c).find("sample_on: device samples for training on a CUDA device (--device cuda), got --device cpu"),
             std::string::npos)
       << message(c);
   c.mutable_train()->set_sample_on("");

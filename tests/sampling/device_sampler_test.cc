@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 
 #include "flexgraph/tensor/device_alloc.h"
+#include "sampling/layer_pick.h"
 #include "tests/sampling/sampling_graphs.h"
 
 namespace fg::sampling {
@@ -81,12 +83,167 @@ TEST(DeviceSampler, TheKernelsStepsGiveTheHostSamplersRows) {
   }
 }
 
+// The device's layer-wise steps (cuda/layer_kernels.cu), run here one after another: the bulk's
+// entries sorted stably by (batch, column), each run of equal keys a column with its first entry
+// and its mass, the columns ordered by first entry, cumulative masses summed in blocks then over
+// them, the draws counted, every row's kept entries written. They give SampleBulk's batches, weights
+// bit for bit: the device's order of work reaches the host's columns, draws and sums.
+absl::Status DeviceOrderLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch,
+                                  int64_t first_index, int layer, const std::vector<std::vector<int64_t>>& frontier,
+                                  std::vector<SampledRows>* out) {
+  const MatrixView v = ViewOf(a);
+  const int64_t K = static_cast<int64_t>(frontier.size());
+  std::vector<int64_t> row, eoff = {0}, row_batch;
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t vertex : frontier[k]) {
+      const int64_t r = RowOf(v, vertex);
+      if (r < 0) return absl::InvalidArgumentError(absl::StrCat("vertex ", vertex));
+      row.push_back(r);
+      row_batch.push_back(k);
+      eoff.push_back(eoff.back() + v.row_ptr[r + 1] - v.row_ptr[r]);
+    }
+  }
+  const int64_t R = static_cast<int64_t>(row.size()), E = eoff.back();
+  std::vector<uint64_t> key(E);
+  std::vector<int64_t> entry(E), idx(E);
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) {
+      entry[i] = v.row_ptr[row[r]] + (i - eoff[r]);
+      key[i] = (static_cast<uint64_t>(row_batch[r]) << 32) | static_cast<uint32_t>(v.col[entry[i]]);
+    }
+  }
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t x, int64_t y) { return key[x] < key[y]; });
+  struct Column {
+    int64_t first;
+    double mass;
+  };
+  std::vector<Column> columns;
+  std::vector<int64_t> column_of(E), per_batch(K, 0);
+  for (int64_t j = 0; j < E; ++j) {
+    if (j == 0 || key[idx[j]] != key[idx[j - 1]]) {
+      columns.push_back({idx[j], 0.0});
+      ++per_batch[key[idx[j]] >> 32];
+    }
+    columns.back().mass = AddRounded(columns.back().mass, MassOf(v.weights, entry[idx[j]]));
+    column_of[idx[j]] = static_cast<int64_t>(columns.size()) - 1;
+  }
+  const int64_t NS = static_cast<int64_t>(columns.size());
+  std::vector<int64_t> order(NS), position(NS), base(K + 1, 0);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return columns[x].first < columns[y].first; });
+  std::vector<double> mass(NS), cumulative(NS), total(K, 0.0);
+  for (int64_t q = 0; q < NS; ++q) position[order[q]] = q, mass[q] = columns[order[q]].mass;
+  for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + per_batch[k];
+  std::vector<int32_t> draws(NS, 0);
+  for (int64_t k = 0; k < K; ++k) {
+    std::vector<double> block_total;
+    for (int64_t q0 = base[k]; q0 < base[k + 1]; q0 += kMassBlock) {
+      double within = 0.0;
+      for (int64_t q = q0; q < std::min(base[k + 1], q0 + kMassBlock); ++q) {
+        cumulative[q] = within = AddRounded(within, mass[q]);
+      }
+      block_total.push_back(within);
+    }
+    double offset = 0.0;
+    for (size_t b = 0; b < block_total.size(); ++b) {
+      const int64_t q0 = base[k] + static_cast<int64_t>(b) * kMassBlock;
+      for (int64_t q = q0; q < std::min(base[k + 1], q0 + kMassBlock); ++q) {
+        cumulative[q] = AddRounded(offset, cumulative[q]);
+      }
+      offset = AddRounded(offset, block_total[b]);
+    }
+    total[k] = offset;
+    const uint64_t stream = LayerWiseStream(epoch, first_index + k, layer);
+    for (int64_t s = 0; total[k] > 0 && s < o.layer_size; ++s) {
+      const double x = DrawPoint(o.seed, stream, s, total[k]);
+      ++draws[base[k] + DrawnColumn(cumulative.data() + base[k], base[k + 1] - base[k], x)];
+    }
+  }
+  int64_t r = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    SampledRows& s = (*out)[k];
+    s.offsets = {0};
+    for (size_t j = 0; j < frontier[k].size(); ++j, ++r) {
+      double full = 0.0, kept = 0.0;
+      const size_t first = s.cols.size();
+      for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) {
+        const int64_t q = position[column_of[i]];
+        if (v.weights != nullptr) full = AddRounded(full, v.weights[entry[i]]);
+        if (draws[q] == 0) continue;
+        s.cols.push_back(v.col[entry[i]]);
+        if (v.weights != nullptr) {
+          const double x = KeptEntryWeight(v.weights[entry[i]], draws[q], o.layer_size, mass[q], total[k]);
+          s.weights.push_back(static_cast<float>(x));
+          kept = AddRounded(kept, x);
+        }
+      }
+      if (v.weights != nullptr && kept > 0) {
+        for (size_t t = first; t < s.weights.size(); ++t) s.weights[t] *= static_cast<float>(full / kept);
+      }
+      s.offsets.push_back(static_cast<int64_t>(s.cols.size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+TEST(DeviceSampler, TheLayerWiseStepsInTheDevicesOrderGiveTheHostSamplersBatches) {
+  const Lists nbrs = HubLists(5000);
+  const NeighbourhoodMatrix weighted = MatrixOf(nbrs, true), plain = MatrixOf(nbrs, false),
+                            spread = SpreadMatrix(nbrs);
+  std::vector<int64_t> all(5000);
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 64, 5, 1);
+  for (const NeighbourhoodMatrix* a : {&weighted, &plain, &spread}) {
+    // Layer sizes below and above the columns of a batch; blocks of kMassBlock columns and more.
+    for (int64_t layer_size : {int64_t{3}, int64_t{300}, int64_t{5000}}) {
+      SCOPED_TRACE(::testing::Message() << "layer size " << layer_size << (a == &plain ? ", unweighted" : "")
+                                        << (a == &spread ? ", spread" : ""));
+      const SamplerOptions o{.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = layer_size, .seed = 23};
+      for (size_t k : {size_t{1}, size_t{5}}) {
+        std::vector<Tensor> bulk(batches.begin() + 2, batches.begin() + 2 + k);
+        if (a == &spread) {
+          for (Tensor& b : bulk) {
+            std::vector<int64_t> ids = b.ToVector<int64_t>();
+            for (int64_t& x : ids) x = Spread(x);
+            b = Tensor::FromVector(ids);
+          }
+        }
+        auto in_order = SampleBlocks({a, a}, 2, bulk,
+                                     [&](int l, const std::vector<std::vector<int64_t>>& frontier,
+                                         std::vector<SampledRows>* out, const RowsReady&) {
+                                       return DeviceOrderLayerWise(*a, o, 3, 2, l, frontier, out);
+                                     });
+        auto on_host = SampleBulk({a, a}, o, 3, 2, bulk);
+        ASSERT_TRUE(in_order.ok()) << in_order.status();
+        ASSERT_TRUE(on_host.ok()) << on_host.status();
+        ExpectSameBatches(*in_order, *on_host);
+        EXPECT_GT((*on_host)[0].sampled_edges, 0);
+      }
+    }
+  }
+}
+
+// DrawPoint reads a batch's stream as RandomStream::NextU64 does, draw after draw.
+TEST(DeviceSampler, LayerWiseDrawsReadTheBatchsStreamInOrder) {
+  const uint64_t stream = LayerWiseStream(2, 9, 1);
+  RandomStream rng(31, stream);
+  for (int64_t s = 0; s < 9; ++s) {
+    const double expected = (static_cast<double>(rng.NextU64() >> 11) * 0x1.0p-53) * 7.5;
+    EXPECT_EQ(DrawPoint(31, stream, s, 7.5), expected) << "draw " << s;
+  }
+  const double cumulative[] = {1.0, 1.0, 2.5, 4.0};
+  EXPECT_EQ(DrawnColumn(cumulative, 4, 0.0), 0);
+  EXPECT_EQ(DrawnColumn(cumulative, 4, 1.0), 2);  // past the empty column
+  EXPECT_EQ(DrawnColumn(cumulative, 4, 3.9), 3);
+  EXPECT_EQ(DrawnColumn(cumulative, 4, 4.0), 3);  // rounded up to the total: the last
+}
+
 TEST(DeviceSampler, CreateNamesWhatItCannotDo) {
   const NeighbourhoodMatrix a = MatrixOf(RandomLists(20, 4, 1), true);
-  auto ladies = DeviceSampler::Create({&a}, {.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = 4});
+  auto ladies = DeviceSampler::Create({&a}, {.kind = SamplerKind::kLayerWise, .fanouts = {}, .layer_size = 0});
   ASSERT_FALSE(ladies.ok());
-  EXPECT_NE(ladies.status().message().find("ladies sampler runs on the host only"), std::string::npos)
-      << ladies.status();
+  EXPECT_NE(ladies.status().message().find("layer_size: must be positive"), std::string::npos) << ladies.status();
   auto fanouts = DeviceSampler::Create({&a, &a}, {.fanouts = {3}});
   ASSERT_FALSE(fanouts.ok());
   EXPECT_NE(fanouts.status().message().find("fanouts: 1 given for a model of 2 layers"), std::string::npos)
@@ -109,13 +266,19 @@ TEST(DeviceSampler, SameBatchesAsTheHost) {
   const std::vector<Tensor> batches = EpochBatches(Tensor::FromVector(all), 64, 5, 1);
   struct Case {
     const NeighbourhoodMatrix* a;
-    std::vector<int> fanouts;
+    std::vector<int> fanouts;  // empty: layer-wise
     bool spread;
+    int64_t layer_size = 0;
   };
   for (const Case& c : {Case{&weighted, {25, 10}, false}, Case{&plain, {70, 0}, false},
-                        Case{&large, {5, 3}, true}}) {
-    const SamplerOptions o{.fanouts = c.fanouts, .seed = 17};
-    SCOPED_TRACE(::testing::Message() << "fanouts " << c.fanouts[0] << "," << c.fanouts[1]
+                        Case{&large, {5, 3}, true}, Case{&weighted, {}, false, 300},
+                        Case{&plain, {}, false, 5000}, Case{&large, {}, true, 40}}) {
+    const SamplerOptions o = c.fanouts.empty()
+                                 ? SamplerOptions{.kind = SamplerKind::kLayerWise, .fanouts = {},
+                                                  .layer_size = c.layer_size, .seed = 17}
+                                 : SamplerOptions{.fanouts = c.fanouts, .seed = 17};
+    SCOPED_TRACE(::testing::Message() << (c.fanouts.empty() ? "layer size " : "fanouts ")
+                                      << (c.fanouts.empty() ? c.layer_size : c.fanouts[0])
                                       << (c.spread ? ", spread" : ""));
     auto device = DeviceSampler::Create({c.a, c.a}, o);
     ASSERT_TRUE(device.ok()) << device.status();
