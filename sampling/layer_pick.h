@@ -10,6 +10,7 @@
 // falls on the first column whose cumulative mass exceeds it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "flexgraph/base/hd.h"
@@ -26,7 +27,9 @@ FG_HD uint64_t LayerWiseStream(int epoch, int64_t batch, int layer) {
                 static_cast<uint64_t>(layer));
 }
 
-// Products and sums rounded one at a time (no fused multiply-add on either side).
+// Products and sums rounded one at a time: nvcc fuses a product into a following sum unless told
+// not to, and so does the host compiler where the CPU has FMA (GCC contracts across inlined calls).
+// The one product that a sum takes (a column's mass) is fused on both sides: AddMass.
 FG_HD double MulRounded(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dmul_rn(a, b);
@@ -42,10 +45,14 @@ FG_HD double AddRounded(double a, double b) {
 #endif
 }
 
-// An entry's share of its column's mass: its weight squared (1 unweighted).
-FG_HD double MassOf(const float* weights, int64_t e) {
+// A column's mass with entry e's share added: its weight squared (1 unweighted), fused.
+FG_HD double AddMass(double mass, const float* weights, int64_t e) {
   const double x = weights != nullptr ? static_cast<double>(weights[e]) : 1.0;
-  return MulRounded(x, x);
+#if defined(__CUDA_ARCH__)
+  return __fma_rn(x, x, mass);
+#else
+  return std::fma(x, x, mass);
+#endif
 }
 
 // The point of draw s in [0, total): the s-th 64-bit word of the batch's stream (words 2s and

@@ -84,7 +84,7 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
               mass.push_back(0.0);
             }
             entry_col[at] = c;
-            mass[c] = AddRounded(mass[c], MassOf(w, e));
+            mass[c] = AddMass(mass[c], w, e);
           }
         }
         const int64_t n = static_cast<int64_t>(cols.size());

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads)
   FG_GRID_STRIDE(c, NS) {
     const int32_t j0 = start[c], j1 = start[c + 1];
     double m = 0.0;
-    for (int32_t j = j0; j < j1; ++j) m = AddRounded(m, MassOf(w, entry[idx[j]]));
+    for (int32_t j = j0; j < j1; ++j) m = AddMass(m, w, entry[idx[j]]);
     first[c] = idx[j0];
     mass[c] = m;
     iota[c] = static_cast<int32_t>(c);

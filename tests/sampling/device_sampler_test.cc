@@ -125,7 +125,7 @@ absl::Status DeviceOrderLayerWise(const NeighbourhoodMatrix& a, const SamplerOpt
       columns.push_back({idx[j], 0.0});
       ++per_batch[key[idx[j]] >> 32];
     }
-    columns.back().mass = AddRounded(columns.back().mass, MassOf(v.weights, entry[idx[j]]));
+    columns.back().mass = AddMass(columns.back().mass, v.weights, entry[idx[j]]);
     column_of[idx[j]] = static_cast<int64_t>(columns.size()) - 1;
   }
   const int64_t NS = static_cast<int64_t>(columns.size());
