@@ -30,6 +30,8 @@ struct DrawnWords {
 // (pick.h; k draws). Where d is at most kMaskBits the picks so far are kept as bits of a mask
 // (read back in order), else in a list scanned for each draw, then sorted: the same picks.
 constexpr int64_t kMaskBits = 4096;
+// Layer-wise sampling looks up the slot of the column this many entries ahead early (a prefetch).
+constexpr int64_t kSlotsAhead = 16;
 template <typename Words>
 void ChooseDistinct(Words& words, int64_t d, int64_t k, std::vector<int64_t>* out) {
   out->resize(k);
@@ -75,7 +77,9 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
       [&](auto slot) {
         int64_t at = 0;
         for (int64_t row : rows) {
-          for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
+          const int64_t end = row_ptr[row + 1];
+          for (int64_t e = row_ptr[row]; e < end; ++e, ++at) {
+            if (e + kSlotsAhead < end) slot.Prefetch(col[e + kSlotsAhead]);
             const int32_t u = col[e];
             int32_t& c = slot[u];
             if (c < 0) {
