@@ -1,9 +1,10 @@
 // Mini-batch sampling throughput: one epoch of batches (the training vertices of the dataset,
 // shuffled, cut into --batch_size) sampled in bulks of K = each of --bulk_sizes, on the
 // neighbourhood matrices the trainer selects for --model. Prints sampled HDG entries per second,
-// the speedup of each K over K = 1, and the fraction of the memory ceiling reached: a sampled
-// entry costs at least one random cache line (its column id) and one random slot of the batch's
-// vertex map, measured against a STREAM triad run here. --sample_on device draws the rows on a
+// the speedup of each K over K = 1, and the fraction of the memory ceiling reached, measured
+// against a STREAM triad run here: node-wise, a sampled entry costs at least one random cache line
+// (its column id) and one random slot of the batch's vertex map; layer-wise (LADIES), every entry
+// of a frontier row is read (its column id and weight, streamed), sampled or not. --sample_on device draws the rows on a
 // CUDA device (sampling/device_sampler.h; the blocks are built on the host either way). Writes the
 // figures as JSON with --summary_json.
 //
@@ -137,11 +138,11 @@ int main(int argc, char** argv) {
   double base = 0;
   for (int k : bulk_sizes) {
     std::vector<double> seconds;
-    int64_t entries = 0, frontier_rows = 0;
+    int64_t entries = 0, frontier_rows = 0, entries_read = 0;
     for (int e = 0; e < epochs + 1; ++e) {  // the first epoch warms up
       std::vector<Tensor> batches = sampling::EpochBatches(items, batch_size, options.seed, e);
       for (Tensor& b : batches) b = task.BatchRoots(b, e);
-      int64_t epoch_entries = 0, epoch_rows = 0;
+      int64_t epoch_entries = 0, epoch_rows = 0, epoch_read = 0;
       Stopwatch w;
       for (size_t first = 0; first < batches.size(); first += k) {
         std::vector<Tensor> seeds(batches.begin() + first,
@@ -151,21 +152,36 @@ int main(int argc, char** argv) {
         if (!bulk.ok()) return Fail(std::string(bulk.status().message()));
         for (const sampling::MiniBatch& b : *bulk) {
           epoch_entries += b.sampled_edges;
-          for (const sampling::Block& block : b.blocks) epoch_rows += block.hdg->num_roots();
+          for (size_t l = 0; l < b.blocks.size(); ++l) {
+            const int64_t roots = b.blocks[l].hdg->num_roots();
+            epoch_rows += roots;
+            if (options.kind != sampling::SamplerKind::kLayerWise) continue;
+            const int64_t* row_ptr = matrices[l]->csr().row_ptr();
+            for (int64_t j = 0; j < roots; ++j) {
+              const int64_t row = matrices[l]->RowOf(b.blocks[l].table.i64()[j]);
+              epoch_read += row_ptr[row + 1] - row_ptr[row];
+            }
+          }
         }
       }
       if (e > 0) {
         seconds.push_back(w.Seconds());
         entries = epoch_entries;
         frontier_rows = epoch_rows;
+        entries_read = epoch_read;
       }
     }
     const double t = Median(seconds);
     const double rate = entries / t;
     if (base == 0) base = rate;
-    // At least: a random 64-byte line per entry (its column id) and per frontier row (its offsets),
-    // a random 64-byte slot line per entry in the batch's vertex map, and the entry written (4 B).
-    const double floor_bytes = entries * (64.0 + 64.0 + 4.0) + frontier_rows * 64.0;
+    // Node-wise, at least: a random 64-byte line per entry (its column id) and per frontier row (its
+    // offsets), a random 64-byte slot line per entry in the batch's vertex map, and the entry written
+    // (4 B). Layer-wise: every entry of the frontier rows streamed (column id and weight), a random
+    // line per frontier row, and the kept entries written.
+    const double entry_bytes = matrices[0]->weights() != nullptr ? 8.0 : 4.0;
+    const double floor_bytes = options.kind == sampling::SamplerKind::kLayerWise
+                                   ? entries_read * entry_bytes + frontier_rows * 64.0 + entries * 4.0
+                                   : entries * (64.0 + 64.0 + 4.0) + frontier_rows * 64.0;
     const double fraction = floor_bytes / t / triad;
     std::printf("%-6d %-10.3f %-14lld %-16.3g %-10.2f %.1f%%\n", k, t, static_cast<long long>(entries),
                 rate, rate / base, 100.0 * fraction);
@@ -176,6 +192,9 @@ int main(int argc, char** argv) {
     row["entries_per_second"] = runtime::NumberValue(rate);
     row["speedup_over_bulk_1"] = runtime::NumberValue(rate / base);
     row["fraction_of_memory_ceiling"] = runtime::NumberValue(fraction);
+    if (options.kind == sampling::SamplerKind::kLayerWise) {
+      row["entries_read_per_epoch"] = runtime::NumberValue(static_cast<double>(entries_read));
+    }
   }
   if (!flags["summary_json"].empty()) {
     std::ofstream out(flags["summary_json"]);
