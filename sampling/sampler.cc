@@ -85,10 +85,18 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
             if (c < 0) {
               c = static_cast<int32_t>(cols.size());
               cols.push_back(u);
-              mass.push_back(0.0);
             }
             entry_col[at] = c;
-            mass[c] = AddMass(mass[c], w, e);
+          }
+        }
+        // The masses in a second pass, whose random reads are known ahead (prefetched); each
+        // column's sum still adds its entries in order.
+        mass.assign(cols.size(), 0.0);
+        at = 0;
+        for (int64_t row : rows) {
+          for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
+            if (at + kSlotsAhead < entries) __builtin_prefetch(&mass[entry_col[at + kSlotsAhead]]);
+            mass[entry_col[at]] = AddMass(mass[entry_col[at]], w, e);
           }
         }
         const int64_t n = static_cast<int64_t>(cols.size());
