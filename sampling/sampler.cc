@@ -112,8 +112,13 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         const double total = n > 0 ? cumulative.back() : 0.0;
         std::vector<int32_t> draws(n, 0);
         const uint64_t stream = LayerWiseStream(epoch, batch, layer);
+        // Which columns were drawn, as bits: the pass over every entry below reads them from
+        // cache, where the counts (4 B a column) would miss.
+        std::vector<uint64_t> drawn((n + 63) / 64, 0);
         for (int64_t s = 0; total > 0 && s < o.layer_size; ++s) {
-          ++draws[DrawnColumn(cumulative.data(), n, DrawPoint(o.seed, stream, s, total))];
+          const int64_t c = DrawnColumn(cumulative.data(), n, DrawPoint(o.seed, stream, s, total));
+          ++draws[c];
+          drawn[c >> 6] |= uint64_t{1} << (c & 63);
         }
         // Every row keeps its entries into the drawn columns, weighted by w * draws / (S p_u) and
         // rescaled to the row's full sum.
@@ -128,8 +133,8 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
           for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
             const int32_t c = entry_col[at];
             if (w != nullptr) full = AddRounded(full, w[e]);
-            if (draws[c] == 0) continue;
-            out->cols.push_back(col[e]);
+            if (((drawn[c >> 6] >> (c & 63)) & 1) == 0) continue;
+            out->cols.push_back(cols[c]);
             if (w != nullptr) {
               const double x = KeptEntryWeight(w[e], draws[c], o.layer_size, mass[c], total);
               out->weights.push_back(static_cast<float>(x));
