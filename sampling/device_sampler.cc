@@ -59,6 +59,7 @@ MatrixView ViewOf(const NeighbourhoodMatrix& a) {
   v.own_entry = a.own_entries();
   v.keys = a.keys();
   v.row_of = a.row_of();
+  v.row_sums = a.row_sums();
   v.first_root = a.first_root();
   v.num_roots = a.num_roots();
   v.num_vertices = a.num_vertices();
@@ -66,11 +67,11 @@ MatrixView ViewOf(const NeighbourhoodMatrix& a) {
 }
 
 struct DeviceSampler::Matrix {
-  Tensor row_ptr, col, weights, own_entry, keys, row_of;
+  Tensor row_ptr, col, weights, own_entry, keys, row_of, row_sums;
   MatrixView view;  // of the device copies
   int64_t bytes() const {
     int64_t b = 0;
-    for (const Tensor* t : {&row_ptr, &col, &weights, &own_entry, &keys, &row_of}) {
+    for (const Tensor* t : {&row_ptr, &col, &weights, &own_entry, &keys, &row_of, &row_sums}) {
       b += t->defined() ? t->nbytes() : 0;
     }
     return b;
@@ -110,6 +111,11 @@ absl::StatusOr<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(
       d->own_entry = ToDevice(host.own_entry, rows, DType::kInt32);
       d->keys = ToDevice(host.keys, rows, DType::kInt64);
       d->row_of = ToDevice(host.row_of, host.num_vertices, DType::kInt32);
+      // (Doubles as int64 elements: the same bytes.)
+      d->row_sums = options.kind == SamplerKind::kLayerWise
+                        ? ToDevice(reinterpret_cast<const int64_t*>(host.row_sums), host.row_sums != nullptr ? rows : 0,
+                                   DType::kInt64)
+                        : Tensor();
       d->view = host;
       d->view.row_ptr = Elements<int64_t>(d->row_ptr);
       d->view.col = Elements<int32_t>(d->col);
@@ -117,6 +123,7 @@ absl::StatusOr<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(
       d->view.own_entry = Elements<int32_t>(d->own_entry);
       d->view.keys = Elements<int64_t>(d->keys);
       d->view.row_of = Elements<int32_t>(d->row_of);
+      d->view.row_sums = Elements<double>(d->row_sums);
       m = d.get();
       s->matrices_.push_back(std::move(d));
     }

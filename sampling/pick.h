@@ -92,6 +92,7 @@ struct MatrixView {
   const int32_t* own_entry = nullptr;  // null: no row holds its root
   const int64_t* keys = nullptr;       // null: a row's key is its root's id
   const int32_t* row_of = nullptr;     // null: the roots are first_root .. first_root + num_roots - 1
+  const double* row_sums = nullptr;    // per row, its weights' sum (layer-wise sampling); null: none
   int64_t first_root = 0, num_roots = 0, num_vertices = 0;
 };
 

@@ -88,6 +88,9 @@ class NeighbourhoodMatrix {
   const float* weights() const {
     return hdg_->level(1).weights.defined() ? hdg_->level(1).weights.f32() : nullptr;
   }
+  // Per row, the sum of its weights in stored order, in double (layer_pick.h's AddRounded); null
+  // where the matrix is unweighted. Layer-wise sampling rescales a row's kept weights to it.
+  const double* row_sums() const { return row_sums_.empty() ? nullptr : row_sums_.data(); }
   const hdg::SchemaTree& schema() const { return hdg_->schema(); }
   int64_t num_vertices() const { return num_vertices_; }
 
@@ -101,6 +104,7 @@ class NeighbourhoodMatrix {
   int64_t first_root_ = 0, num_roots_ = 0;
   Tensor keys_;
   std::vector<int32_t> own_entry_;  // empty: no row holds its root
+  std::vector<double> row_sums_;    // empty: unweighted
 };
 
 // One layer of a mini-batch: its input rows and its HDG over them.

@@ -4,8 +4,9 @@
 // in entry order (one thread per column, as the host sums); the columns sorted by first entry are
 // every batch's columns in the host's order. Cumulative masses are summed per block of kMassBlock
 // columns, then per batch over the blocks, as layer_pick.h prescribes; draws count into their
-// columns with atomics (integers: any order gives the same counts); every row's kept entries and
-// weights are written by one thread, in the host's order.
+// columns with atomics (integers: any order gives the same counts); the kept entries are placed by
+// a scan over all entries, and one thread per row weighs its kept ones in the host's order (a
+// hub's row is long; what it keeps is short).
 #include <cub/cub.cuh>
 
 #include <algorithm>
@@ -167,44 +168,50 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Whether entry i is kept (its column drawn), as 0 or 1 for the scan of output positions.
 __global__ void __launch_bounds__(kThreads)
-    KeptKernel(const int64_t* __restrict__ eoff, int64_t R, const int32_t* __restrict__ entry_pos,
-               const int32_t* __restrict__ draws, int64_t* __restrict__ kept) {
-  FG_GRID_STRIDE(r, R) {
-    int64_t n = 0;
-    for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) n += draws[entry_pos[i]] > 0 ? 1 : 0;
-    kept[r] = n;
+    KeepFlagsKernel(const int32_t* __restrict__ entry_pos, int64_t E, const int32_t* __restrict__ draws,
+                    int64_t* __restrict__ keep) {
+  FG_GRID_STRIDE(i, E) { keep[i] = draws[entry_pos[i]] > 0 ? 1 : 0; }
+}
+
+// Row r's kept entries begin at the kept position of its first entry.
+__global__ void __launch_bounds__(kThreads)
+    KeptOffsetsKernel(const int64_t* __restrict__ eoff, int64_t R, const int64_t* __restrict__ at,
+                      int64_t* __restrict__ koff) {
+  FG_GRID_STRIDE(r, R + 1) { koff[r] = at[eoff[r]]; }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    WriteEntriesKernel(MatrixView a, const int64_t* __restrict__ entry, int64_t E, const int64_t* __restrict__ keep,
+                       const int64_t* __restrict__ at, int32_t* __restrict__ cols, int32_t* __restrict__ kept_entry) {
+  FG_GRID_STRIDE(i, E) {
+    if (keep[i] == 0) continue;
+    cols[at[i]] = a.col[entry[i]];
+    kept_entry[at[i]] = static_cast<int32_t>(i);
   }
 }
 
-// Row r's kept entries in stored order, weighted and rescaled to the row's full sum (the host's
-// SampleLayerWise, step for step).
+// Row r's kept weights (importance-weighted), rescaled to its full sum: the host's arithmetic, in
+// its order, over the row's kept entries only.
 __global__ void __launch_bounds__(kThreads)
-    WriteRowsKernel(MatrixView a, const int64_t* __restrict__ eoff, int64_t R, const int32_t* __restrict__ group,
-                    const int64_t* __restrict__ entry, const int32_t* __restrict__ entry_pos,
-                    const int32_t* __restrict__ draws, const double* __restrict__ mass,
-                    const double* __restrict__ total, int64_t S, const int64_t* __restrict__ koff,
-                    int32_t* __restrict__ cols, float* __restrict__ weights) {
+    RowWeightsKernel(MatrixView a, const int64_t* __restrict__ row, int64_t R, const int32_t* __restrict__ group,
+                     const int64_t* __restrict__ entry, const int32_t* __restrict__ entry_pos,
+                     const int32_t* __restrict__ draws, const double* __restrict__ mass,
+                     const double* __restrict__ total, int64_t S, const int64_t* __restrict__ koff,
+                     const int32_t* __restrict__ kept_entry, float* __restrict__ weights) {
   FG_GRID_STRIDE(r, R) {
-    const float* w = a.weights;
-    double full = 0.0, kept = 0.0;
-    int64_t o = koff[r];
-    for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) {
-      const int64_t e = entry[i];
+    double kept = 0.0;
+    for (int64_t t = koff[r]; t < koff[r + 1]; ++t) {
+      const int32_t i = kept_entry[t];
       const int32_t q = entry_pos[i];
-      if (w != nullptr) full = AddRounded(full, static_cast<double>(w[e]));
-      if (draws[q] == 0) continue;
-      cols[o] = a.col[e];
-      if (w != nullptr) {
-        const double x = KeptEntryWeight(w[e], draws[q], S, mass[q], total[group[r]]);
-        weights[o] = static_cast<float>(x);
-        kept = AddRounded(kept, x);
-      }
-      ++o;
+      const double x = KeptEntryWeight(a.weights[entry[i]], draws[q], S, mass[q], total[group[r]]);
+      weights[t] = static_cast<float>(x);
+      kept = AddRounded(kept, x);
     }
-    if (w != nullptr && kept > 0) {
-      const float scale = static_cast<float>(full / kept);
-      for (int64_t t = koff[r]; t < o; ++t) weights[t] = __fmul_rn(weights[t], scale);
+    if (kept > 0) {
+      const float scale = static_cast<float>(a.row_sums[row[r]] / kept);
+      for (int64_t t = koff[r]; t < koff[r + 1]; ++t) weights[t] = __fmul_rn(weights[t], scale);
     }
   }
 }
@@ -323,31 +330,39 @@ void SampleLayerWise(const MatrixView& a, uint64_t seed, int64_t layer_size, con
                                                            cumulative.get(), total.get(), draws.get());
     FG_CUDA_CHECK_LAUNCH();
   }
-  // The rows' kept entries: counts, their offsets, then the entries.
-  Scratch<int64_t> kept(R + 1), koff(R + 1);
-  DeviceMemset(kept.get(), 0, sizeof(int64_t) * (R + 1));
-  if (R > 0) {
-    KeptKernel<<<BlocksFor(R), kThreads, 0, stream>>>(eoff.get(), R, entry_pos.get(), draws.get(), kept.get());
+  // The kept entries: their positions (a scan over the entries' flags), each row's first, the
+  // entries, then each row's weights.
+  Scratch<int64_t> keep(E + 1), at(E + 1), koff(R + 1);
+  DeviceMemset(keep.get() + E, 0, sizeof(int64_t));
+  if (E > 0) {
+    KeepFlagsKernel<<<BlocksFor(E), kThreads, 0, stream>>>(entry_pos.get(), E, draws.get(), keep.get());
     FG_CUDA_CHECK_LAUNCH();
   }
   temp_bytes = 0;
-  FG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, kept.get(), koff.get(), static_cast<int>(R + 1),
+  FG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, keep.get(), at.get(), static_cast<int>(E + 1),
                                               stream));
   {
     Scratch<char> temp(static_cast<int64_t>(temp_bytes));
-    FG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, kept.get(), koff.get(),
-                                                static_cast<int>(R + 1), stream));
+    FG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, keep.get(), at.get(),
+                                                static_cast<int>(E + 1), stream));
   }
+  KeptOffsetsKernel<<<BlocksFor(R + 1), kThreads, 0, stream>>>(eoff.get(), R, at.get(), koff.get());
+  FG_CUDA_CHECK_LAUNCH();
   *kept_offsets = ToHost(koff.get(), R + 1);
   const int64_t N = (*kept_offsets)[R];
   const bool weighted = a.weights != nullptr;
-  Scratch<int32_t> d_cols(N);
+  Scratch<int32_t> d_cols(N), kept_entry(N);
   Scratch<float> d_weights(weighted ? N : 0);
-  if (R > 0) {
-    WriteRowsKernel<<<BlocksFor(R), kThreads, 0, stream>>>(a, eoff.get(), R, group, entry.get(), entry_pos.get(),
-                                                           draws.get(), mass.get(), total.get(), S, koff.get(),
-                                                           d_cols.get(), weighted ? d_weights.get() : nullptr);
+  if (N > 0) {
+    WriteEntriesKernel<<<BlocksFor(E), kThreads, 0, stream>>>(a, entry.get(), E, keep.get(), at.get(), d_cols.get(),
+                                                              kept_entry.get());
     FG_CUDA_CHECK_LAUNCH();
+    if (weighted) {
+      RowWeightsKernel<<<BlocksFor(R), kThreads, 0, stream>>>(a, row, R, group, entry.get(), entry_pos.get(),
+                                                              draws.get(), mass.get(), total.get(), S, koff.get(),
+                                                              kept_entry.get(), d_weights.get());
+      FG_CUDA_CHECK_LAUNCH();
+    }
   }
   *cols = ToHost(d_cols.get(), N);
   *weights = weighted ? ToHost(d_weights.get(), N) : std::vector<float>();

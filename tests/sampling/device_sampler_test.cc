@@ -165,11 +165,10 @@ absl::Status DeviceOrderLayerWise(const NeighbourhoodMatrix& a, const SamplerOpt
     SampledRows& s = (*out)[k];
     s.offsets = {0};
     for (size_t j = 0; j < frontier[k].size(); ++j, ++r) {
-      double full = 0.0, kept = 0.0;
+      double kept = 0.0;
       const size_t first = s.cols.size();
       for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) {
         const int64_t q = position[column_of[i]];
-        if (v.weights != nullptr) full = AddRounded(full, v.weights[entry[i]]);
         if (draws[q] == 0) continue;
         s.cols.push_back(v.col[entry[i]]);
         if (v.weights != nullptr) {
@@ -179,7 +178,7 @@ absl::Status DeviceOrderLayerWise(const NeighbourhoodMatrix& a, const SamplerOpt
         }
       }
       if (v.weights != nullptr && kept > 0) {
-        for (size_t t = first; t < s.weights.size(); ++t) s.weights[t] *= static_cast<float>(full / kept);
+        for (size_t t = first; t < s.weights.size(); ++t) s.weights[t] *= static_cast<float>(v.row_sums[row[r]] / kept);
       }
       s.offsets.push_back(static_cast<int64_t>(s.cols.size()));
     }
