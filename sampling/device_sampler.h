@@ -1,8 +1,8 @@
 // Sampling on a CUDA device: SampleBulk's batches, the same blocks entry for entry, with every
 // layer's rows drawn by device kernels over device copies of the layers' neighbourhood matrices:
 // node-wise, one thread per frontier vertex with the draws of sampling/pick.h; layer-wise (LADIES),
-// the bulk's entries sorted into each batch's columns, then sampling/layer_pick.h's sums, draws and
-// weights. The blocks are built on the host from the rows copied back (SampleBlocks). The frontier
+// sampling/cuda/layer_pipeline.h: the bulk's entries sorted into each batch's columns, then
+// sampling/layer_pick.h's sums, draws and weights. The blocks are built on the host from the rows copied back (SampleBlocks). The frontier
 // of all K batches of a bulk goes to the device at once, so a bulk costs a fixed number of launches
 // and copies per layer.
 //

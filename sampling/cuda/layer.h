@@ -1,7 +1,7 @@
 // Internal to sampling: layer-wise (LADIES) sampling of a bulk's batches on the device
-// (device_sampler.cc), with layer_pick.h's arithmetic, so that every batch keeps the host
-// sampler's entries with its weights. Works on the calling thread's stream. Free of Abseil so
-// that nvcc compiles it.
+// (device_sampler.cc): layer_pipeline.h's RunLayerWise on the CUDA backend, so that every batch
+// keeps the host sampler's entries with its weights. Works on the calling thread's stream. Free of
+// Abseil so that nvcc compiles it.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,7 @@
 
 namespace fg::sampling::cuda {
 
-// The stacked rows of K batches (batch-major: group[r] is row r's batch, ascending) in device
-// memory: row[r] (a row of `a`, every one valid), group[r]; on the host, entry_offsets (R + 1: the
-// exclusive sums of the rows' degrees) and streams[k] (batch k's LayerWiseStream). Each batch draws
-// `layer_size` columns among its rows' entries; on return, on the host: kept_offsets (R + 1), the
-// kept entries' column ids and, where `a` is weighted, their weights.
+// RunLayerWise (layer_pipeline.h) with `row` and `group` in device memory.
 void SampleLayerWise(const MatrixView& a, uint64_t seed, int64_t layer_size, const int64_t* row,
                      const int32_t* group, const std::vector<int64_t>& entry_offsets,
                      const std::vector<uint64_t>& streams, std::vector<int64_t>* kept_offsets,

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
 #include "flexgraph/tensor/device_alloc.h"
+#include "sampling/cuda/layer_pipeline.h"
 #include "sampling/layer_pick.h"
 #include "tests/sampling/sampling_graphs.h"
 
@@ -83,109 +85,92 @@ TEST(DeviceSampler, TheKernelsStepsGiveTheHostSamplersRows) {
   }
 }
 
-// The device's layer-wise steps (cuda/layer_kernels.cu), run here one after another: the bulk's
-// entries sorted stably by (batch, column), each run of equal keys a column with its first entry
-// and its mass, the columns ordered by first entry, cumulative masses summed in blocks then over
-// them, the draws counted, every row's kept entries written. They give SampleBulk's batches, weights
-// bit for bit: the device's order of work reaches the host's columns, draws and sums.
-absl::Status DeviceOrderLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch,
-                                  int64_t first_index, int layer, const std::vector<std::vector<int64_t>>& frontier,
-                                  std::vector<SampledRows>* out) {
+// layer_pipeline.h's backend on the host, one step at a time: std::vector memory, a stable sort and
+// sequential scans.
+struct SequentialBackend {
+  template <typename T>
+  struct Array {
+    std::vector<T> v;
+    T* get() { return v.data(); }
+  };
+  template <typename T>
+  Array<T> Make(int64_t n) {
+    return Array<T>{std::vector<T>(std::max<int64_t>(n, 1))};
+  }
+  template <typename F>
+  void ForEach(int64_t n, const F& f) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+  template <typename K, typename V>
+  void SortPairs(const K* keys_in, K* keys_out, const V* values_in, V* values_out, int64_t n, int end_bit) {
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return keys_in[x] < keys_in[y]; });
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_LT(static_cast<uint64_t>(keys_in[i]) >> (end_bit - 1) >> 1, 1u) << "key above 2^" << end_bit;
+      keys_out[i] = keys_in[order[i]];
+      values_out[i] = values_in[order[i]];
+    }
+  }
+  void InclusiveSum(const int64_t* in, int64_t* out, int64_t n) { std::partial_sum(in, in + n, out); }
+  void ExclusiveSum(const int64_t* in, int64_t* out, int64_t n) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < n; ++i) out[i] = std::exchange(sum, sum + in[i]);
+  }
+  template <typename T>
+  void Zero(T* p, int64_t n) {
+    std::fill(p, p + n, T{0});
+  }
+  template <typename T>
+  std::vector<T> ToHost(const T* p, int64_t n) {
+    return std::vector<T>(p, p + n);
+  }
+  template <typename T>
+  void ToDevice(T* p, const std::vector<T>& host) {
+    std::copy(host.begin(), host.end(), p);
+  }
+};
+
+// DeviceSampler's layer step with the pipeline on the host: the stacked rows, RunLayerWise, then
+// each batch's rows.
+absl::Status PipelineLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch, int64_t first_index,
+                               int layer, const std::vector<std::vector<int64_t>>& frontier,
+                               std::vector<SampledRows>* out) {
   const MatrixView v = ViewOf(a);
   const int64_t K = static_cast<int64_t>(frontier.size());
-  std::vector<int64_t> row, eoff = {0}, row_batch;
+  std::vector<int64_t> row, entry_offsets = {0}, base = {0};
+  std::vector<int32_t> group;
   for (int64_t k = 0; k < K; ++k) {
     for (int64_t vertex : frontier[k]) {
       const int64_t r = RowOf(v, vertex);
       if (r < 0) return absl::InvalidArgumentError(absl::StrCat("vertex ", vertex));
       row.push_back(r);
-      row_batch.push_back(k);
-      eoff.push_back(eoff.back() + v.row_ptr[r + 1] - v.row_ptr[r]);
+      group.push_back(static_cast<int32_t>(k));
+      entry_offsets.push_back(entry_offsets.back() + v.row_ptr[r + 1] - v.row_ptr[r]);
     }
+    base.push_back(static_cast<int64_t>(row.size()));
   }
-  const int64_t R = static_cast<int64_t>(row.size()), E = eoff.back();
-  std::vector<uint64_t> key(E);
-  std::vector<int64_t> entry(E), idx(E);
-  for (int64_t r = 0; r < R; ++r) {
-    for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) {
-      entry[i] = v.row_ptr[row[r]] + (i - eoff[r]);
-      key[i] = (static_cast<uint64_t>(row_batch[r]) << 32) | static_cast<uint32_t>(v.col[entry[i]]);
-    }
-  }
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int64_t x, int64_t y) { return key[x] < key[y]; });
-  struct Column {
-    int64_t first;
-    double mass;
-  };
-  std::vector<Column> columns;
-  std::vector<int64_t> column_of(E), per_batch(K, 0);
-  for (int64_t j = 0; j < E; ++j) {
-    if (j == 0 || key[idx[j]] != key[idx[j - 1]]) {
-      columns.push_back({idx[j], 0.0});
-      ++per_batch[key[idx[j]] >> 32];
-    }
-    columns.back().mass = AddMass(columns.back().mass, v.weights, entry[idx[j]]);
-    column_of[idx[j]] = static_cast<int64_t>(columns.size()) - 1;
-  }
-  const int64_t NS = static_cast<int64_t>(columns.size());
-  std::vector<int64_t> order(NS), position(NS), base(K + 1, 0);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return columns[x].first < columns[y].first; });
-  std::vector<double> mass(NS), cumulative(NS), total(K, 0.0);
-  for (int64_t q = 0; q < NS; ++q) position[order[q]] = q, mass[q] = columns[order[q]].mass;
-  for (int64_t k = 0; k < K; ++k) base[k + 1] = base[k] + per_batch[k];
-  std::vector<int32_t> draws(NS, 0);
-  for (int64_t k = 0; k < K; ++k) {
-    std::vector<double> block_total;
-    for (int64_t q0 = base[k]; q0 < base[k + 1]; q0 += kMassBlock) {
-      double within = 0.0;
-      for (int64_t q = q0; q < std::min(base[k + 1], q0 + kMassBlock); ++q) {
-        cumulative[q] = within = AddRounded(within, mass[q]);
-      }
-      block_total.push_back(within);
-    }
-    double offset = 0.0;
-    for (size_t b = 0; b < block_total.size(); ++b) {
-      const int64_t q0 = base[k] + static_cast<int64_t>(b) * kMassBlock;
-      for (int64_t q = q0; q < std::min(base[k + 1], q0 + kMassBlock); ++q) {
-        cumulative[q] = AddRounded(offset, cumulative[q]);
-      }
-      offset = AddRounded(offset, block_total[b]);
-    }
-    total[k] = offset;
-    const uint64_t stream = LayerWiseStream(epoch, first_index + k, layer);
-    for (int64_t s = 0; total[k] > 0 && s < o.layer_size; ++s) {
-      const double x = DrawPoint(o.seed, stream, s, total[k]);
-      ++draws[base[k] + DrawnColumn(cumulative.data() + base[k], base[k + 1] - base[k], x)];
-    }
-  }
-  int64_t r = 0;
+  std::vector<uint64_t> streams(K);
+  for (int64_t k = 0; k < K; ++k) streams[k] = LayerWiseStream(epoch, first_index + k, layer);
+  SequentialBackend backend;
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> cols;
+  std::vector<float> weights;
+  RunLayerWise(backend, v, o.seed, o.layer_size, row.data(), group.data(), entry_offsets, streams, &offsets, &cols,
+               &weights);
   for (int64_t k = 0; k < K; ++k) {
     SampledRows& s = (*out)[k];
-    s.offsets = {0};
-    for (size_t j = 0; j < frontier[k].size(); ++j, ++r) {
-      double kept = 0.0;
-      const size_t first = s.cols.size();
-      for (int64_t i = eoff[r]; i < eoff[r + 1]; ++i) {
-        const int64_t q = position[column_of[i]];
-        if (draws[q] == 0) continue;
-        s.cols.push_back(v.col[entry[i]]);
-        if (v.weights != nullptr) {
-          const double x = KeptEntryWeight(v.weights[entry[i]], draws[q], o.layer_size, mass[q], total[k]);
-          s.weights.push_back(static_cast<float>(x));
-          kept = AddRounded(kept, x);
-        }
-      }
-      if (v.weights != nullptr && kept > 0) {
-        for (size_t t = first; t < s.weights.size(); ++t) s.weights[t] *= static_cast<float>(v.row_sums[row[r]] / kept);
-      }
-      s.offsets.push_back(static_cast<int64_t>(s.cols.size()));
-    }
+    const int64_t first = offsets[base[k]], last = offsets[base[k + 1]];
+    for (int64_t j = base[k]; j <= base[k + 1]; ++j) s.offsets.push_back(offsets[j] - first);
+    s.cols.assign(cols.begin() + first, cols.begin() + last);
+    if (!weights.empty()) s.weights.assign(weights.begin() + first, weights.begin() + last);
   }
   return absl::OkStatus();
 }
 
+// The device's layer-wise pipeline (cuda/layer_pipeline.h: its steps and its driver, the kernels'
+// own code) run here one step at a time gives SampleBulk's batches, weights bit for bit: the
+// device's order of work reaches the host's columns, draws and sums.
 TEST(DeviceSampler, TheLayerWiseStepsInTheDevicesOrderGiveTheHostSamplersBatches) {
   const Lists nbrs = HubLists(5000);
   const NeighbourhoodMatrix weighted = MatrixOf(nbrs, true), plain = MatrixOf(nbrs, false),
@@ -211,7 +196,7 @@ TEST(DeviceSampler, TheLayerWiseStepsInTheDevicesOrderGiveTheHostSamplersBatches
         auto in_order = SampleBlocks({a, a}, 2, bulk,
                                      [&](int l, const std::vector<std::vector<int64_t>>& frontier,
                                          std::vector<SampledRows>* out, const RowsReady&) {
-                                       return DeviceOrderLayerWise(*a, o, 3, 2, l, frontier, out);
+                                       return PipelineLayerWise(*a, o, 3, 2, l, frontier, out);
                                      });
         auto on_host = SampleBulk({a, a}, o, 3, 2, bulk);
         ASSERT_TRUE(in_order.ok()) << in_order.status();
