@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -285,12 +286,22 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
                  ready);
       return absl::OkStatus();
     }
-    ParallelBlocks(K, num_blocks, [&](int block, int64_t begin, int64_t end) {
-      slots[block].Prepare(a.num_vertices());
-      for (int64_t k = begin; k < end; ++k) {
-        SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &slots[block],
-                        &(*out)[k]);
+    // One batch per task, taken as threads free up (batches' rows differ widely in length), each
+    // with a slot set no other running task holds.
+    std::mutex free_mu;
+    std::vector<int> free_slots(num_blocks);
+    std::iota(free_slots.begin(), free_slots.end(), 0);
+    ParallelForDynamic(0, K, 1, [&](int64_t k) {
+      int i;
+      {
+        std::lock_guard<std::mutex> lock(free_mu);
+        i = free_slots.back();
+        free_slots.pop_back();
       }
+      slots[i].Prepare(a.num_vertices());
+      SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &slots[i], &(*out)[k]);
+      std::lock_guard<std::mutex> lock(free_mu);
+      free_slots.push_back(i);
     });
     return absl::OkStatus();
   };
