@@ -252,8 +252,8 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
   }
   std::vector<int64_t> batch(K);
   std::iota(batch.begin(), batch.end(), first_index);
-  const int num_blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
-  PooledSlots slots(options.kind == SamplerKind::kLayerWise ? num_blocks : 0);
+  const int num_slot_sets = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
+  PooledSlots slots(options.kind == SamplerKind::kLayerWise ? num_slot_sets : 0);
   auto local = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
                    std::vector<SampledRows>* out, const RowsReady& ready) -> absl::Status {
     const NeighbourhoodMatrix& a = *layers[l];
@@ -289,7 +289,7 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
     // One batch per task, taken as threads free up (batches' rows differ widely in length), each
     // with a slot set no other running task holds.
     std::mutex free_mu;
-    std::vector<int> free_slots(num_blocks);
+    std::vector<int> free_slots(num_slot_sets);
     std::iota(free_slots.begin(), free_slots.end(), 0);
     ParallelForDynamic(0, K, 1, [&](int64_t k) {
       int i;
