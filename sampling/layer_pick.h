@@ -1,5 +1,5 @@
 // Internal to sampling: the arithmetic of layer-wise (LADIES) sampling, shared by the host sampler
-// (sampler.cc) and the device one (cuda/layer_kernels.cu), so that both draw the same columns and
+// (sampler.cc) and the device one (cuda/layer_pipeline.h), so that both draw the same columns and
 // give the same weights, bit for bit.
 //
 // A batch's columns, in order of first appearance among its rows' entries, carry masses (the sum of
