@@ -32,7 +32,7 @@ constexpr char kBaseDefaults[] = R"pb(
     epochs: 200 lr: 0.01 weight_decay: 5e-4 seed: 0 patience: 0 optimizer: "adam"
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
-    batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 8 eval_every: 1
+    batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 0 eval_every: 1
     device_memory_gib: 0 sample_on: "" feature_cache_mb: -1
   }
   partition { parts: 1 method: "metis" }
@@ -194,8 +194,8 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   if (t.layer_size() < 1 || t.layer_size() > kMaxLayerSize) {
     return bad("layer_size", absl::StrCat("must lie in [1, ", kMaxLayerSize, "], got ", t.layer_size()));
   }
-  if (t.bulk() < 1 || t.bulk() > kMaxBulk) {
-    return bad("bulk", absl::StrCat("must lie in [1, ", kMaxBulk, "], got ", t.bulk()));
+  if (t.bulk() < 0 || t.bulk() > kMaxBulk) {
+    return bad("bulk", absl::StrCat("must lie in [0, ", kMaxBulk, "] (0: automatic), got ", t.bulk()));
   }
   if (t.feature_cache_mb() < -1) {
     return bad("feature_cache_mb", absl::StrCat("must be -1 (automatic), 0 (none) or positive, got ",

@@ -25,6 +25,8 @@ namespace {
 constexpr int kStepEpochLoss = 1;
 // The most bytes of input rows, with their dropouts, read ahead per bulk.
 constexpr int64_t kPrefetchBytes = int64_t{256} << 20;
+// Batches a bulk samples where train.bulk is 0 (automatic).
+constexpr int kAutomaticBulk = 8;
 
 }  // namespace
 
@@ -56,7 +58,6 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   std::unique_ptr<MiniBatchTraining> m(new MiniBatchTraining());
   m->parts_ = parts;
   m->batch_size_ = tc.batch_size();
-  m->bulk_ = tc.bulk();
   int64_t n = parts.task->NumTrainingItems();
   if (parts.owned != nullptr) {
     // Items over all parts, numbered by source id as a single process numbers them: every worker
@@ -86,6 +87,11 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   const int layers = parts.model->num_layers();
   FG_ASSIGN_OR_RETURN(m->options_.fanouts, ParseFanouts(tc.fanouts(), layers));
   m->options_.layer_size = tc.layer_size();
+  // Automatic bulks: 8 batches; with LADIES (one thread a batch) at least one a thread. (Workers of
+  // a distributed run sample the same bulks, whatever their threads: LADIES does not run there.)
+  m->bulk_ = tc.bulk() > 0 ? tc.bulk()
+             : m->options_.kind == sampling::SamplerKind::kLayerWise ? std::max(kAutomaticBulk, NumThreads())
+                                                                     : kAutomaticBulk;
   m->options_.seed = tc.seed();
   for (int i = 0; i < layers; ++i) {
     const hdg::SchemaTree schema = parts.model->layer(i).Schema();

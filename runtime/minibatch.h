@@ -57,6 +57,8 @@ class MiniBatchTraining {
                                   const std::vector<Tensor>& root_keys = {});
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // Batches sampled together (train.bulk, or the automatic choice for 0).
+  int bulk() const { return bulk_; }
   // Of the last epoch: HDG entries sampled, and the seconds training waited for samples.
   int64_t sampled_edges() const { return sampled_edges_; }
   double sampling_wait_seconds() const { return sampling_wait_; }

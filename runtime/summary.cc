@@ -67,6 +67,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   if (r.batches_per_epoch > 0) {
     auto& mb = *f["minibatch"].mutable_struct_value()->mutable_fields();
     mb["batches_per_epoch"] = NumberValue(static_cast<double>(r.batches_per_epoch));
+    mb["bulk"] = NumberValue(r.bulk);
     mb["sampled_edges_per_epoch"] = NumberValue(static_cast<double>(r.sampled_edges_per_epoch));
     mb["sampling_wait_seconds"] = NumberValue(r.sampling_wait_seconds);
     if (r.remote_rows_fetched >= 0) {

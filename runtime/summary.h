@@ -43,6 +43,7 @@ struct TrainResult {
   // Mini-batch training (zero otherwise): batches and sampled HDG entries per epoch (the last),
   // and the seconds training waited for samples over the run.
   int64_t batches_per_epoch = 0, sampled_edges_per_epoch = 0;
+  int bulk = 0;  // batches sampled together
   double sampling_wait_seconds = 0;
   // Over a partitioned dataset (-1 otherwise): other workers' input rows fetched and read from the
   // cache of them, in the last epoch, and the most rows that cache keeps.

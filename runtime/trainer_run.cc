@@ -221,6 +221,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     r.losses.push_back(loss);
     if (minibatch_ != nullptr) {
       r.batches_per_epoch = minibatch_->batches_per_epoch();
+      r.bulk = minibatch_->bulk();
       r.sampled_edges_per_epoch = minibatch_->sampled_edges();
       r.sampling_wait_seconds += minibatch_->sampling_wait_seconds();
       if (const RemoteRowCache* c = minibatch_->remote_rows(); c != nullptr) {

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     else if (flag == "--sizes_mib") {
       o.sizes_mib.clear();
       for (absl::string_view s : absl::StrSplit(value, ',')) {
-        int64_t m;
+        int64_t m = 0;
         ok = ok && absl::SimpleAtoi(s, &m) && m >= 1;
         o.sizes_mib.push_back(m);
       }

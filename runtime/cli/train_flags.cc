@@ -67,7 +67,9 @@ const ConfigFlag kConfigFlags[] = {
     {"sampler", "train.sampler", "mini-batch sampler: neighbor (GraphSAGE node-wise) or ladies (layer-wise)"},
     {"fanouts", "train.fanouts", "neighbor sampler: neighbours per root, one per layer from the seeds down (\"25,10\")"},
     {"layer_size", "train.layer_size", "ladies sampler: vertices drawn per batch and layer"},
-    {"bulk", "train.bulk", "batches sampled together, the next bulk while the current one trains"},
+    {"bulk", "train.bulk",
+     "batches sampled together, the next bulk while the current one trains (0, the default: 8; with the ladies sampler at "
+     "least the thread count)"},
     {"sample_on", "train.sample_on",
      "where mini-batches are sampled: host, or device (--device cuda; the default there)"},
     {"feature_cache_mb", "train.feature_cache_mb",

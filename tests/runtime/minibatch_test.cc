@@ -4,6 +4,8 @@
 // dropouts drawn ahead or not); what mini-batch training cannot run is refused naming the field.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "runtime/trainer.h"
@@ -71,6 +73,27 @@ TEST(MiniBatch, LadiesTrainsGcnOnCora) {
   auto r = Train(c);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GE(r->test_accuracy, 0.78) << "GCN, LADIES with 256 vertices per layer";
+}
+
+// Bulks of train.bulk batches; 0 chooses 8, and with LADIES (one thread a batch) at least one batch
+// a thread.
+TEST(MiniBatch, AutomaticBulksFillTheThreadsWithLadies) {
+  const int threads = NumThreads();
+  for (const auto& [sampler, bulk, thread_count, expected] :
+       {std::tuple<const char*, int, int, int>{"neighbor", 0, 12, 8}, {"ladies", 0, 12, 12}, {"ladies", 0, 2, 8},
+        {"ladies", 3, 12, 3}, {"neighbor", 5, 1, 5}}) {
+    SCOPED_TRACE(::testing::Message() << sampler << " bulk " << bulk << " threads " << thread_count);
+    flexgraph::RunConfig c = Options("gcn");
+    c.mutable_train()->set_batch_size(32);
+    c.mutable_train()->set_sampler(sampler);
+    c.mutable_train()->set_bulk(bulk);
+    c.mutable_train()->set_threads(thread_count);
+    c.mutable_train()->set_epochs(1);
+    auto r = Train(c);
+    SetNumThreads(threads);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->bulk, expected);
+  }
 }
 
 // Also where the input rows, and with dense features layer 0's dropouts of them, are drawn ahead
