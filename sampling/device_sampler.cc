@@ -7,6 +7,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/parallel.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "sampling/layer_pick.h"
 #include "sampling/pick.h"
@@ -59,11 +60,23 @@ MatrixView ViewOf(const NeighbourhoodMatrix& a) {
   v.own_entry = a.own_entries();
   v.keys = a.keys();
   v.row_of = a.row_of();
-  v.row_sums = a.row_sums();
   v.first_root = a.first_root();
   v.num_roots = a.num_roots();
   v.num_vertices = a.num_vertices();
   return v;
+}
+
+std::vector<double> RowWeightSums(const NeighbourhoodMatrix& a) {
+  const float* w = a.weights();
+  if (w == nullptr) return {};
+  const int64_t* row_ptr = a.csr().row_ptr();
+  std::vector<double> sums(a.csr().num_rows);
+  ParallelFor(0, a.csr().num_rows, [&](int64_t r) {
+    double full = 0.0;
+    for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e) full = AddRounded(full, w[e]);
+    sums[r] = full;
+  });
+  return sums;
 }
 
 struct DeviceSampler::Matrix {
@@ -111,11 +124,12 @@ absl::StatusOr<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(
       d->own_entry = ToDevice(host.own_entry, rows, DType::kInt32);
       d->keys = ToDevice(host.keys, rows, DType::kInt64);
       d->row_of = ToDevice(host.row_of, host.num_vertices, DType::kInt32);
-      // (Doubles as int64 elements: the same bytes.)
-      d->row_sums = options.kind == SamplerKind::kLayerWise
-                        ? ToDevice(reinterpret_cast<const int64_t*>(host.row_sums), host.row_sums != nullptr ? rows : 0,
-                                   DType::kInt64)
-                        : Tensor();
+      if (options.kind == SamplerKind::kLayerWise) {
+        const std::vector<double> sums = RowWeightSums(*a);
+        // (Doubles as int64 elements: the same bytes.)
+        d->row_sums = ToDevice(reinterpret_cast<const int64_t*>(sums.empty() ? nullptr : sums.data()),
+                               static_cast<int64_t>(sums.size()), DType::kInt64);
+      }
       d->view = host;
       d->view.row_ptr = Elements<int64_t>(d->row_ptr);
       d->view.col = Elements<int32_t>(d->col);

@@ -2,9 +2,9 @@
 // layer's rows drawn by device kernels over device copies of the layers' neighbourhood matrices:
 // node-wise, one thread per frontier vertex with the draws of sampling/pick.h; layer-wise (LADIES),
 // sampling/cuda/layer_pipeline.h: the bulk's entries sorted into each batch's columns, then
-// sampling/layer_pick.h's sums, draws and weights. The blocks are built on the host from the rows copied back (SampleBlocks). The frontier
-// of all K batches of a bulk goes to the device at once, so a bulk costs a fixed number of launches
-// and copies per layer.
+// sampling/layer_pick.h's sums, draws and weights. The blocks are built on the host from the rows
+// copied back (SampleBlocks). The frontier of all K batches of a bulk goes to the device at once,
+// so a bulk costs a fixed number of launches and copies per layer.
 //
 //   FG_ASSIGN_OR_RETURN(auto sampler, DeviceSampler::Create(matrices, options));
 //   FG_ASSIGN_OR_RETURN(auto bulk, sampler->SampleBulk(epoch, first, seeds));
@@ -23,8 +23,12 @@
 
 namespace fg::sampling {
 
-// The arrays of `a` (host memory), as the device sampler copies them.
+// The arrays of `a` (host memory), as the device sampler copies them (row_sums: null).
 MatrixView ViewOf(const NeighbourhoodMatrix& a);
+// Per row of `a`, the sum of its weights in stored order, in double (layer_pick.h's AddRounded), as
+// the host's layer-wise sampler sums them; empty where `a` is unweighted. Layer-wise sampling on the
+// device reads them (MatrixView::row_sums) instead of walking a hub's whole row.
+std::vector<double> RowWeightSums(const NeighbourhoodMatrix& a);
 
 class DeviceSampler {
  public:

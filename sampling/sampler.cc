@@ -129,10 +129,11 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         at = 0;
         for (size_t j = 0; j < rows.size(); ++j) {
           const int64_t row = rows[j];
-          double kept = 0.0;
+          double full = 0.0, kept = 0.0;  // full: as RowWeightSums sums it
           const size_t first = out->cols.size();
           for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
             const int32_t c = entry_col[at];
+            if (w != nullptr) full = AddRounded(full, w[e]);
             if (((drawn[c >> 6] >> (c & 63)) & 1) == 0) continue;
             out->cols.push_back(cols[c]);
             if (w != nullptr) {
@@ -142,7 +143,7 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
             }
           }
           if (w != nullptr && kept > 0) {
-            const double scale = a.row_sums()[row] / kept;
+            const double scale = full / kept;
             for (size_t t = first; t < out->weights.size(); ++t)
               out->weights[t] *= static_cast<float>(scale);
           }
@@ -208,15 +209,6 @@ absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
     }
   });
   if (any.load()) m.own_entry_ = std::move(own);
-  if (const hdg::HdgLevel& level = hdg->level(1); level.weights.defined()) {
-    const float* w = level.weights.f32();
-    m.row_sums_.resize(roots.numel());
-    ParallelFor(0, roots.numel(), [&](int64_t r) {
-      double full = 0.0;
-      for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e) full = AddRounded(full, w[e]);
-      m.row_sums_[r] = full;
-    });
-  }
   m.keys_ = std::move(root_keys);
   m.hdg_ = std::move(hdg);
   return m;

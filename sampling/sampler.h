@@ -8,8 +8,9 @@
 // Sampling runs in bulk (CAGNET): K batches at once, per layer one product Q·A of the stacked
 // frontiers' selection matrix Q with the layer's neighbourhood matrix A (Q has one 1 per row, so
 // the product is A's rows, extracted in one parallel pass), then sampling, then per batch the next
-// frontier, built from the sampled rows while the rest are drawn. Randomness is counter-based, keyed by (seed, epoch, batch number, layer, vertex): a
-// batch is the same whatever K and the thread count.
+// frontier, built from the sampled rows while the rest are drawn. Randomness is counter-based,
+// keyed by (seed, epoch, batch number, layer, vertex): a batch is the same whatever K and the
+// thread count.
 //
 // Weights: where A is weighted (GCN's normalised adjacency, PinSage's visit counts), node-wise
 // sampling scales a root's kept weights by degree / fanout and layer-wise sampling by the
@@ -88,9 +89,6 @@ class NeighbourhoodMatrix {
   const float* weights() const {
     return hdg_->level(1).weights.defined() ? hdg_->level(1).weights.f32() : nullptr;
   }
-  // Per row, the sum of its weights in stored order, in double (layer_pick.h's AddRounded); null
-  // where the matrix is unweighted. Layer-wise sampling rescales a row's kept weights to it.
-  const double* row_sums() const { return row_sums_.empty() ? nullptr : row_sums_.data(); }
   const hdg::SchemaTree& schema() const { return hdg_->schema(); }
   int64_t num_vertices() const { return num_vertices_; }
 
@@ -104,7 +102,6 @@ class NeighbourhoodMatrix {
   int64_t first_root_ = 0, num_roots_ = 0;
   Tensor keys_;
   std::vector<int32_t> own_entry_;  // empty: no row holds its root
-  std::vector<double> row_sums_;    // empty: unweighted
 };
 
 // One layer of a mini-batch: its input rows and its HDG over them.

@@ -4,9 +4,9 @@
 // the speedup of each K over K = 1, and the fraction of the memory ceiling reached, measured
 // against a STREAM triad run here: node-wise, a sampled entry costs at least one random cache line
 // (its column id) and one random slot of the batch's vertex map; layer-wise (LADIES), every entry
-// of a frontier row is read (its column id and weight, streamed), sampled or not. --sample_on device draws the rows on a
-// CUDA device (sampling/device_sampler.h; the blocks are built on the host either way). Writes the
-// figures as JSON with --summary_json.
+// of a frontier row is read (its column id and weight, streamed), sampled or not. --sample_on
+// device draws the rows on a CUDA device (sampling/device_sampler.h; the blocks are built on the
+// host either way). Writes the figures as JSON with --summary_json.
 //
 //   minibatch_bench [--dataset rmat:scale=18,edge_factor=16,features=16,classes=8,seed=1]
 //                   [--model sage] [--batch_size 1024] [--fanouts 25,10] [--sampler neighbor]

@@ -136,7 +136,9 @@ struct SequentialBackend {
 absl::Status PipelineLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch, int64_t first_index,
                                int layer, const std::vector<std::vector<int64_t>>& frontier,
                                std::vector<SampledRows>* out) {
-  const MatrixView v = ViewOf(a);
+  MatrixView v = ViewOf(a);
+  const std::vector<double> row_sums = RowWeightSums(a);
+  v.row_sums = row_sums.empty() ? nullptr : row_sums.data();
   const int64_t K = static_cast<int64_t>(frontier.size());
   std::vector<int64_t> row, entry_offsets = {0}, base = {0};
   std::vector<int32_t> group;
