@@ -7,28 +7,12 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/status.h"
 #include "runtime/collectives.h"
+#include "runtime/sampling_messages.h"
 
 namespace fg::runtime {
 namespace {
 
-// Tags: the selection phase (distributed_selection.cc uses steps 0 to 5), the bulk in the round.
-constexpr int kPhaseSampling = 13;
-constexpr int kStepRowRequest = 8, kStepRowReply = 9, kStepInputRequest = 10, kStepInputReply = 11,
-              kStepGather = 12;
-
-uint64_t Tag(int epoch, int layer, TrafficKind kind, int step, int64_t bulk) {
-  return MakeTag(epoch, layer, kPhaseSampling, kind, step,
-                 static_cast<int>(bulk % (static_cast<int64_t>(kMaxTagRound) + 1)));
-}
-
-// AllToAllVOverMessages (point to point only, beside the training thread's collectives), its
-// errors (which name the worker) prefixed with `what`.
-absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vector<std::string> parts,
-                                                  uint64_t tag, const std::string& what) {
-  absl::StatusOr<std::vector<std::string>> got = AllToAllVOverMessages(comm, std::move(parts), tag);
-  if (!got.ok()) return Annotate(got.status(), what);
-  return got;
-}
+using namespace sampling_messages;  // NOLINT: its tags and steps
 
 // One layer: every frontier vertex's row drawn by its owner.
 absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
@@ -298,6 +282,22 @@ absl::Status FetchInputs(Communicator& comm, const Ownership& owners, const Owne
 
 }  // namespace
 
+namespace sampling_messages {
+
+uint64_t Tag(int epoch, int layer, TrafficKind kind, int step, int64_t bulk) {
+  return MakeTag(epoch, layer, kPhaseSampling, kind, step,
+                 static_cast<int>(bulk % (static_cast<int64_t>(kMaxTagRound) + 1)));
+}
+
+absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vector<std::string> parts,
+                                                  uint64_t tag, const std::string& what) {
+  absl::StatusOr<std::vector<std::string>> got = AllToAllVOverMessages(comm, std::move(parts), tag);
+  if (!got.ok()) return Annotate(got.status(), what);
+  return got;
+}
+
+}  // namespace sampling_messages
+
 // The chosen ids' positions, and their rows and keys once kept.
 struct RemoteRowCache::Chosen {
   explicit Chosen(const std::vector<int64_t>& ids, int64_t width)
@@ -375,18 +375,37 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
     const std::vector<Tensor>& seeds, RemoteRowCache* cache) {
   const int num_layers = static_cast<int>(layers.size());
-  if (options.kind != sampling::SamplerKind::kNodeWise ||
-      static_cast<int>(options.fanouts.size()) != num_layers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sampler: a partitioned dataset samples node-wise, one fanout per layer (", num_layers, ")"));
+  std::vector<sampling::MiniBatch> batches;
+  if (options.kind == sampling::SamplerKind::kLayerWise) {
+    // The seeds' keys (the source dataset's ids): a seed is one of this worker's training vertices.
+    std::vector<Tensor> keys;
+    for (const Tensor& s : seeds) {
+      std::vector<int64_t> k(s.numel());
+      for (int64_t j = 0; j < s.numel(); ++j) {
+        const int64_t local = s.i64()[j] - mine.begin;
+        if (local < 0 || local >= mine.keys.numel()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "sampler: ladies over a partitioned dataset draws batches of the workers' own vertices; seed ",
+              s.i64()[j], " is not this worker's"));
+        }
+        k[j] = mine.keys.i64()[local];
+      }
+      keys.push_back(Tensor::FromVector(k));
+    }
+    FG_ASSIGN_OR_RETURN(batches, SampleLayerWiseAcrossWorkers(comm, &owners, layers, options, epoch, bulk,
+                                                              first_index, seeds, keys));
+  } else {
+    if (static_cast<int>(options.fanouts.size()) != num_layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fanouts: ", options.fanouts.size(), " given for a model of ", num_layers, " layers"));
+    }
+    auto step = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
+                    std::vector<sampling::SampledRows>* out, const sampling::RowsReady&) {
+      return SampleLayer(comm, owners, *layers[l], options, options.fanouts[num_layers - 1 - l], epoch,
+                         l, bulk, first_index, frontier, out);
+    };
+    FG_ASSIGN_OR_RETURN(batches, sampling::SampleBlocks(layers, first_index, seeds, step));
   }
-  auto step = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
-                  std::vector<sampling::SampledRows>* out, const sampling::RowsReady&) {
-    return SampleLayer(comm, owners, *layers[l], options, options.fanouts[num_layers - 1 - l], epoch,
-                       l, bulk, first_index, frontier, out);
-  };
-  FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> batches,
-                      sampling::SampleBlocks(layers, first_index, seeds, step));
   FG_RETURN_IF_ERROR(FetchInputs(comm, owners, mine, epoch, bulk, cache, &batches));
   return batches;
 }

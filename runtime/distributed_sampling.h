@@ -67,7 +67,7 @@ class RemoteRowCache {
   int64_t fetched_ = 0, cached_ = 0;
 };
 
-// sampling::SampleBulk (node-wise) across the parts: batches first_index, first_index + 1, ...
+// sampling::SampleBulk across the parts (layer-wise: SampleLayerWiseAcrossWorkers): batches first_index, first_index + 1, ...
 // of `epoch`, whose seeds on this worker are `seeds` (global ids, any owner). `layers` hold this
 // worker's rows (its own vertices, keyed by source ids). The batches carry MiniBatch::inputs and
 // ::keys. `bulk` numbers the call within the epoch (message tags). Errors name the worker, layer
@@ -80,6 +80,19 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
     const std::vector<Tensor>& seeds, RemoteRowCache* cache = nullptr);
+
+// Layer-wise (LADIES) sampling across workers; it draws each layer over all of a batch's rows.
+// Batch first_index + k is drawn whole by its leader, worker (first_index + k) % P, over every
+// worker's seeds of it (this worker's: seeds[k], whose randomness keys seed_keys[k] give the order
+// a single process gives them); the leader sends every worker the rows it drew, and each keeps what
+// its own seeds reach: its batches are the single-process ones cut to its seeds. The leader reads
+// its frontier's rows from `layers` where `owners` is null (every worker holds the whole graph),
+// else from their owners (a partitioned dataset; `layers` hold this worker's rows). Collective, as
+// SampleAcrossParts; errors name the worker, layer or vertex.
+absl::StatusOr<std::vector<sampling::MiniBatch>> SampleLayerWiseAcrossWorkers(
+    Communicator& comm, const Ownership* owners, const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
+    const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
+    const std::vector<Tensor>& seeds, const std::vector<Tensor>& seed_keys);
 
 // Every worker's `mine` (int64), joined in rank order: what a worker learns of the others'
 // training items. Collective, on the calling thread.

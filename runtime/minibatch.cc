@@ -23,6 +23,8 @@ namespace {
 // Tag step of the epoch's loss sum across workers (the trainer's full-batch step uses the same
 // value; the two never run in one epoch).
 constexpr int kStepEpochLoss = 1;
+// Tag step of the threads' sum across workers (epoch 0, at the start).
+constexpr int kStepBulkThreads = 6;
 // The most bytes of input rows, with their dropouts, read ahead per bulk.
 constexpr int64_t kPrefetchBytes = int64_t{256} << 20;
 // Batches a bulk samples where train.bulk is 0 (automatic).
@@ -87,11 +89,16 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   const int layers = parts.model->num_layers();
   FG_ASSIGN_OR_RETURN(m->options_.fanouts, ParseFanouts(tc.fanouts(), layers));
   m->options_.layer_size = tc.layer_size();
-  // Automatic bulks: 8 batches; with LADIES (one thread a batch) at least one a thread. (Workers of
-  // a distributed run sample the same bulks, whatever their threads: LADIES does not run there.)
-  m->bulk_ = tc.bulk() > 0 ? tc.bulk()
-             : m->options_.kind == sampling::SamplerKind::kLayerWise ? std::max(kAutomaticBulk, NumThreads())
-                                                                     : kAutomaticBulk;
+  // Automatic bulks: 8 batches; with LADIES (one thread a batch) at least one a thread, over all
+  // workers where batches are led by the workers in turn (layer_wise_sampling.cc), so that every
+  // worker samples the same bulks.
+  m->bulk_ = tc.bulk() > 0 ? tc.bulk() : kAutomaticBulk;
+  const bool distributed = parts.exec->distributed();
+  if (tc.bulk() <= 0 && m->options_.kind == sampling::SamplerKind::kLayerWise) {
+    std::vector<double> threads = {static_cast<double>(NumThreads())};
+    if (distributed) FG_RETURN_IF_ERROR(parts.exec->setup().comm->AllReduce(&threads, 0, kStepBulkThreads));
+    m->bulk_ = std::max<int64_t>(kAutomaticBulk, static_cast<int64_t>(threads[0]));
+  }
   m->options_.seed = tc.seed();
   for (int i = 0; i < layers; ++i) {
     const hdg::SchemaTree schema = parts.model->layer(i).Schema();
@@ -103,12 +110,16 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     }
   }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
-  // On the device where it can: training there, over the whole graph.
-  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr;
+  // On the device where it can: training there, over the whole graph, and each batch on its worker.
+  const bool leaders = distributed && m->options_.kind == sampling::SamplerKind::kLayerWise;
+  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr && !leaders;
   if (tc.sample_on() == "device" && !device_can) {
     return absl::UnimplementedError(
-        "sample_on: device samples a whole graph; a partitioned dataset's batches reach other workers' "
-        "vertices, which are sampled on the host (--sample_on host)");
+        parts.owned != nullptr
+            ? "sample_on: device samples a whole graph; a partitioned dataset's batches reach other workers' "
+              "vertices, which are sampled on the host (--sample_on host)"
+            : "sample_on: device samples each worker's own batches; a distributed run's ladies batches are "
+              "drawn whole by one worker each, on the host (--sample_on host)");
   }
   m->sample_on_device_ = device_can && tc.sample_on() != "host";
   if (parts.owned != nullptr) {
@@ -119,13 +130,8 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     m->remote_rows_ = std::make_unique<RemoteRowCache>(budget, f);
   }
   m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
-  if (parts.exec->distributed() && m->options_.kind == sampling::SamplerKind::kLayerWise) {
-    return absl::UnimplementedError(
-        "sampler: ladies draws each layer's vertices over all of a batch's seeds, which a "
-        "distributed run splits across workers; use the neighbor sampler, or one worker");
-  }
   // Distributed, every step's gradient sum is tagged with the step number (communicator.h).
-  if (parts.exec->distributed() && tc.epochs() * m->batches_per_epoch_ > kMaxTagEpoch + 1) {
+  if (distributed && tc.epochs() * m->batches_per_epoch_ > kMaxTagEpoch + 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch_size: ", tc.epochs(), " epochs of ", m->batches_per_epoch_, " batches make more than ",
         kMaxTagEpoch + 1, " steps, the most a distributed run numbers; use larger batches"));
@@ -318,6 +324,11 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       FG_ASSIGN_OR_RETURN(bulk.batches, SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(),
                                                           *parts_.owned, layers, options_, epoch, first / bulk_,
                                                           first, seeds, remote_rows_.get()));
+    } else if (parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise) {
+      // The whole graph on every worker: its ids are a single process's, and so are the keys.
+      FG_ASSIGN_OR_RETURN(bulk.batches,
+                          SampleLayerWiseAcrossWorkers(*parts_.exec->setup().comm, nullptr, layers, options_, epoch,
+                                                       first / bulk_, first, seeds, seeds));
     } else if (device_sampler_ != nullptr) {
       FG_ASSIGN_OR_RETURN(bulk.batches, device_sampler_->SampleBulk(epoch, first, seeds));
     } else {

@@ -70,10 +70,12 @@ std::vector<double> RowWeightSums(const NeighbourhoodMatrix& a) {
   const float* w = a.weights();
   if (w == nullptr) return {};
   const int64_t* row_ptr = a.csr().row_ptr();
+  const int32_t* own = a.own_entries();
   std::vector<double> sums(a.csr().num_rows);
   ParallelFor(0, a.csr().num_rows, [&](int64_t r) {
+    const int64_t d = row_ptr[r + 1] - row_ptr[r];
     double full = 0.0;
-    for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e) full = AddRounded(full, w[e]);
+    for (int64_t t = 0; t < d; ++t) full = AddRounded(full, w[row_ptr[r] + StoredEntry(t, own != nullptr ? own[r] : -1)]);
     sums[r] = full;
   });
   return sums;

@@ -25,9 +25,10 @@ namespace fg::sampling {
 
 // The arrays of `a` (host memory), as the device sampler copies them (row_sums: null).
 MatrixView ViewOf(const NeighbourhoodMatrix& a);
-// Per row of `a`, the sum of its weights in stored order, in double (layer_pick.h's AddRounded), as
-// the host's layer-wise sampler sums them; empty where `a` is unweighted. Layer-wise sampling on the
-// device reads them (MatrixView::row_sums) instead of walking a hub's whole row.
+// Per row of `a`, the sum of its weights in sampling's entry order (its root's own entry first), in
+// double (layer_pick.h's AddRounded), as the host's layer-wise sampler sums them; empty where `a` is
+// unweighted. Layer-wise sampling on the device reads them (MatrixView::row_sums) instead of
+// walking a hub's whole row.
 std::vector<double> RowWeightSums(const NeighbourhoodMatrix& a);
 
 class DeviceSampler {

@@ -2,8 +2,9 @@
 // (sampler.cc) and the device one (cuda/layer_pipeline.h), so that both draw the same columns and
 // give the same weights, bit for bit.
 //
-// A batch's columns, in order of first appearance among its rows' entries, carry masses (the sum of
-// their entries' squared weights, in entry order). Their cumulative masses are summed in blocks of
+// A batch's columns, in order of first appearance among its rows' entries (each row's root's own
+// entry first, then the others in stored order), carry masses (the sum of their entries' squared
+// weights, in entry order). Their cumulative masses are summed in blocks of
 // kMassBlock columns: each block in order, then the blocks' totals in order, cumulative = the
 // block's offset + the sum within it (a device sums the blocks in parallel; the host the same way).
 // Draw s of the batch takes the s-th 64-bit word of RandomStream(seed, LayerWiseStream(...)) and

@@ -13,6 +13,7 @@
 #include "flexgraph/base/status.h"
 #include "hdg/builder.h"
 #include "sampling/blocks.h"
+#include "sampling/device_sampler.h"
 #include "sampling/layer_pick.h"
 #include "sampling/pick.h"
 
@@ -56,15 +57,26 @@ void ChooseDistinct(Words& words, int64_t d, int64_t k, std::vector<int64_t>* ou
   }
 }
 
-// Layer-wise sampling of one batch: `layer_size` draws over the columns of its rows, with
+// Calls f(e) for row `row`'s CSR entries in sampling's order: its root's own entry first (where it
+// has one), then the others in stored order (NeighbourhoodMatrix::own_entries).
+template <typename F>
+void ForEachEntry(const MatrixView& a, int64_t row, F&& f) {
+  const int64_t begin = a.row_ptr[row], end = a.row_ptr[row + 1];
+  const int64_t own = a.own_entry != nullptr && a.own_entry[row] >= 0 ? begin + a.own_entry[row] : -1;
+  if (own >= 0) f(own);
+  for (int64_t e = begin; e < end; ++e) {
+    if (e != own) f(e);
+  }
+}
+
+// Layer-wise sampling of one batch: `layer_size` draws over the columns of its rows (of `a`), with
 // probability proportional to the column's squared weights (1 each when unweighted). `slots` holds
 // the columns' slots.
-void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int epoch, int layer,
-                     int64_t batch, const std::vector<int64_t>& rows, VertexSlots* slots,
-                     SampledRows* out) {
-  const int64_t* row_ptr = a.csr().row_ptr();
-  const int32_t* col = a.csr().col();
-  const float* w = a.weights();
+void SampleLayerWise(const MatrixView& a, const SamplerOptions& o, int epoch, int layer, int64_t batch,
+                     const std::vector<int64_t>& rows, VertexSlots* slots, SampledRows* out) {
+  const int64_t* row_ptr = a.row_ptr;
+  const int32_t* col = a.col;
+  const float* w = a.weights;
   std::vector<double> mass;
   int64_t entries = 0;
   for (int64_t row : rows) entries += row_ptr[row + 1] - row_ptr[row];
@@ -79,7 +91,7 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         int64_t at = 0;
         for (int64_t row : rows) {
           const int64_t end = row_ptr[row + 1];
-          for (int64_t e = row_ptr[row]; e < end; ++e, ++at) {
+          ForEachEntry(a, row, [&](int64_t e) {
             if (e + kSlotsAhead < end) slot.Prefetch(col[e + kSlotsAhead]);
             const int32_t u = col[e];
             int32_t& c = slot[u];
@@ -87,18 +99,19 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
               c = static_cast<int32_t>(cols.size());
               cols.push_back(u);
             }
-            entry_col[at] = c;
-          }
+            entry_col[at++] = c;
+          });
         }
         // The masses in a second pass, whose random reads are known ahead (prefetched); each
         // column's sum still adds its entries in order.
         mass.assign(cols.size(), 0.0);
         at = 0;
         for (int64_t row : rows) {
-          for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
+          ForEachEntry(a, row, [&](int64_t e) {
             if (at + kSlotsAhead < entries) __builtin_prefetch(&mass[entry_col[at + kSlotsAhead]]);
             mass[entry_col[at]] = AddMass(mass[entry_col[at]], w, e);
-          }
+            ++at;
+          });
         }
         const int64_t n = static_cast<int64_t>(cols.size());
         std::vector<double> cumulative(n);
@@ -128,20 +141,19 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         out->weights.clear();
         at = 0;
         for (size_t j = 0; j < rows.size(); ++j) {
-          const int64_t row = rows[j];
           double full = 0.0, kept = 0.0;  // full: as RowWeightSums sums it
           const size_t first = out->cols.size();
-          for (int64_t e = row_ptr[row]; e < row_ptr[row + 1]; ++e, ++at) {
-            const int32_t c = entry_col[at];
+          ForEachEntry(a, rows[j], [&](int64_t e) {
+            const int32_t c = entry_col[at++];
             if (w != nullptr) full = AddRounded(full, w[e]);
-            if (((drawn[c >> 6] >> (c & 63)) & 1) == 0) continue;
+            if (((drawn[c >> 6] >> (c & 63)) & 1) == 0) return;
             out->cols.push_back(cols[c]);
             if (w != nullptr) {
               const double x = KeptEntryWeight(w[e], draws[c], o.layer_size, mass[c], total);
               out->weights.push_back(static_cast<float>(x));
               kept = AddRounded(kept, x);
             }
-          }
+          });
           if (w != nullptr && kept > 0) {
             const double scale = full / kept;
             for (size_t t = first; t < out->weights.size(); ++t)
@@ -151,6 +163,32 @@ void SampleLayerWise(const NeighbourhoodMatrix& a, const SamplerOptions& o, int 
         }
       },
       cols);
+}
+
+// SampleLayerWise for every batch k (number batch[k]) over its rows rows[k] of `a`: one batch per
+// task, taken as threads free up (batches' rows differ widely in length), each with a slot set no
+// other running task holds.
+void SampleLayerWiseBatches(const MatrixView& a, const SamplerOptions& o, int epoch, int layer,
+                            const std::vector<int64_t>& batch, const std::vector<std::vector<int64_t>>& rows,
+                            std::vector<SampledRows>* out) {
+  const int64_t K = static_cast<int64_t>(rows.size());
+  const int num_slot_sets = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
+  PooledSlots slots(num_slot_sets);
+  std::mutex free_mu;
+  std::vector<int> free_slots(num_slot_sets);
+  std::iota(free_slots.begin(), free_slots.end(), 0);
+  ParallelForDynamic(0, K, 1, [&](int64_t k) {
+    int i;
+    {
+      std::lock_guard<std::mutex> lock(free_mu);
+      i = free_slots.back();
+      free_slots.pop_back();
+    }
+    slots[i].Prepare(a.num_vertices);
+    SampleLayerWise(a, o, epoch, layer, batch[k], rows[k], &slots[i], &(*out)[k]);
+    std::lock_guard<std::mutex> lock(free_mu);
+    free_slots.push_back(i);
+  });
 }
 
 }  // namespace
@@ -244,8 +282,6 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
   }
   std::vector<int64_t> batch(K);
   std::iota(batch.begin(), batch.end(), first_index);
-  const int num_slot_sets = static_cast<int>(std::min<int64_t>(std::max<int64_t>(K, 1), NumThreads()));
-  PooledSlots slots(options.kind == SamplerKind::kLayerWise ? num_slot_sets : 0);
   auto local = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
                    std::vector<SampledRows>* out, const RowsReady& ready) -> absl::Status {
     const NeighbourhoodMatrix& a = *layers[l];
@@ -278,26 +314,28 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
                  ready);
       return absl::OkStatus();
     }
-    // One batch per task, taken as threads free up (batches' rows differ widely in length), each
-    // with a slot set no other running task holds.
-    std::mutex free_mu;
-    std::vector<int> free_slots(num_slot_sets);
-    std::iota(free_slots.begin(), free_slots.end(), 0);
-    ParallelForDynamic(0, K, 1, [&](int64_t k) {
-      int i;
-      {
-        std::lock_guard<std::mutex> lock(free_mu);
-        i = free_slots.back();
-        free_slots.pop_back();
-      }
-      slots[i].Prepare(a.num_vertices());
-      SampleLayerWise(a, options, epoch, l, first_index + k, rows[k], &slots[i], &(*out)[k]);
-      std::lock_guard<std::mutex> lock(free_mu);
-      free_slots.push_back(i);
-    });
+    SampleLayerWiseRows(a, options, epoch, l, batch, rows, out);
     return absl::OkStatus();
   };
   return SampleBlocks(layers, first_index, seeds, local);
+}
+
+void SampleLayerWiseRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int epoch, int layer,
+                         const std::vector<int64_t>& batch, const std::vector<std::vector<int64_t>>& rows,
+                         std::vector<SampledRows>* out) {
+  SampleLayerWiseBatches(ViewOf(a), options, epoch, layer, batch, rows, out);
+}
+
+void SampleLayerWiseRows(const GatheredRows& gathered, int64_t num_vertices, const SamplerOptions& options,
+                         int epoch, int layer, const std::vector<int64_t>& batch,
+                         const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out) {
+  MatrixView view;
+  view.row_ptr = gathered.offsets.data();
+  view.col = gathered.cols.data();
+  view.weights = gathered.weights.empty() ? nullptr : gathered.weights.data();
+  view.own_entry = gathered.own.data();
+  view.num_vertices = num_vertices;
+  SampleLayerWiseBatches(view, options, epoch, layer, batch, rows, out);
 }
 
 absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const NeighbourhoodMatrix*>& layers,

@@ -29,8 +29,8 @@
 // same steps: SampleBlocks takes the layer step from its caller, which sends the frontier vertices
 // of other parts to their owners; the owners draw them with SampleRows under the same keys.
 //
-// Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk, SampleRows and SampleBlocks are
-// reentrant.
+// Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk, SampleRows, SampleLayerWiseRows and
+// SampleBlocks are reentrant.
 #pragma once
 
 #include <cstdint>
@@ -156,6 +156,27 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int
                 const std::vector<std::vector<int64_t>>& vertices,
                 const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out,
                 const RowsReady& ready = nullptr);
+
+// Rows of a neighbourhood matrix gathered from where they are held (another worker): row j holds
+// cols[offsets[j] .. offsets[j + 1]) (global ids) in stored order, with their weights where the
+// matrix is weighted; own[j] is the position of its root's own entry among them, -1 where it has
+// none (NeighbourhoodMatrix::own_entries).
+struct GatheredRows {
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> cols;
+  std::vector<float> weights;
+  std::vector<int32_t> own;
+};
+
+// Layer-wise (LADIES) sampling of layer `layer`: batch k (number batch[k]) draws `layer_size`
+// columns over all of its rows, rows[k] of `a` (or of `gathered`, whose column ids are below
+// `num_vertices`), in order, into out[k]; the same draws whichever holds the rows.
+void SampleLayerWiseRows(const NeighbourhoodMatrix& a, const SamplerOptions& options, int epoch, int layer,
+                         const std::vector<int64_t>& batch, const std::vector<std::vector<int64_t>>& rows,
+                         std::vector<SampledRows>* out);
+void SampleLayerWiseRows(const GatheredRows& gathered, int64_t num_vertices, const SamplerOptions& options,
+                         int epoch, int layer, const std::vector<int64_t>& batch,
+                         const std::vector<std::vector<int64_t>>& rows, std::vector<SampledRows>* out);
 
 // The layer step of SampleBlocks: samples layer `layer` for every batch's frontier (global ids)
 // into out[k] (one row per frontier vertex, in order), telling `ready` of the rows it has drawn

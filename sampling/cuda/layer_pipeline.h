@@ -45,8 +45,8 @@ FG_HD void CountUp(int32_t* p) {
 #endif
 }
 
-// Entry i (stacked: row r's entries are eoff[r] .. eoff[r + 1]): its CSR position and its sort key
-// (batch, column).
+// Entry i (stacked: row r's entries are eoff[r] .. eoff[r + 1], its root's own entry first, as the
+// host sees a row): its CSR position and its sort key (batch, column).
 struct EntryKeys {
   MatrixView a;
   const int64_t *row, *eoff;
@@ -57,7 +57,8 @@ struct EntryKeys {
   int64_t* entry;
   FG_HD void operator()(int64_t i) const {
     const int64_t r = ops::shared::RowOfEntry(eoff, R, i);
-    const int64_t e = a.row_ptr[row[r]] + (i - eoff[r]);
+    const int64_t own = a.own_entry != nullptr ? a.own_entry[row[r]] : -1;
+    const int64_t e = a.row_ptr[row[r]] + StoredEntry(i - eoff[r], own);
     entry[i] = e;
     keys[i] = (static_cast<uint64_t>(group[r]) << 32) | static_cast<uint32_t>(a.col[e]);
     idx[i] = static_cast<int32_t>(i);

@@ -104,6 +104,23 @@ TEST(Distributed, MiniBatchesMatchSingleProcessBatchByBatch) {
   ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2}, links);
 }
 
+// LADIES draws each layer over all of a batch's seeds: each batch is drawn whole by one worker (in
+// turn), which sends it to the others; each trains its seeds' part of it.
+TEST(Distributed, LadiesBatchesMatchSingleProcessBatchByBatch) {
+  for (const char* model : {"gcn", "sage"}) {
+    flexgraph::RunConfig o = Options(model, 3);
+    o.mutable_train()->set_batch_size(32);
+    o.mutable_train()->set_sampler("ladies");
+    o.mutable_train()->set_layer_size(48);
+    ExpectMatchesSingleProcess(model, ExchangeMode::kAuto, {2, 3}, o);
+  }
+  flexgraph::RunConfig links = Options("pinsage", 2, std::string(FG_SHARED_DATA_DIR) + "/lastfm");
+  links.mutable_train()->set_batch_size(16384);
+  links.mutable_train()->set_sampler("ladies");
+  links.mutable_train()->set_layer_size(256);
+  ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2}, links);
+}
+
 // Layer 0's remote rows of a constant input are fetched once per run: with GCN's input dropout
 // off (and hidden wider than the 16 features, so the input itself is the message), extra epochs
 // add only layer 1's traffic, a quarter as wide; with it on, every pass fetches layer 0 again.

@@ -73,19 +73,22 @@ TEST(Launch, WorkersOfAPartitionedDatasetReadOnlyTheirPartAndMatchSingleProcess)
   const auto losses = Losses(Read(d + "/parts.json"));
   ASSERT_EQ(losses.size(), base.size());
   for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]);
-  // Mini-batches sampled across the worker processes are the single-process ones.
-  const std::string batches = " --epochs 3 --batch_size 32 --fanouts 5,5 --bulk 2 --threads 1 --quiet";
-  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + batches + " --summary_json " + d +
-                  "/single-mb.json", &out), 0) << out;
-  ASSERT_EQ(Shell(kFlexgraph + " launch --workers 3 --log_dir " + d + "/logs-mb -- train --dataset " +
-                  d + "/cora-3" + batches + " --summary_json " + d + "/parts-mb.json", &out), 0)
-      << out;
-  const auto mb_base = Losses(Read(d + "/single-mb.json"));
-  const auto mb = Losses(Read(d + "/parts-mb.json"));
-  ASSERT_EQ(mb.size(), mb_base.size());
-  for (size_t e = 0; e < mb_base.size(); ++e) EXPECT_NEAR(mb[e], mb_base[e], 1e-4 * mb_base[e]);
-  EXPECT_EQ(Field(Read(d + "/parts-mb.json"), "test_accuracy"),
-            Field(Read(d + "/single-mb.json"), "test_accuracy"));
+  // Mini-batches sampled across the worker processes are the single-process ones: node-wise, and
+  // LADIES (each batch drawn whole by one worker, over rows fetched from the others).
+  for (const std::string sampler : {"--fanouts 5,5", "--sampler ladies --layer_size 64"}) {
+    const std::string batches = " --epochs 3 --batch_size 32 --bulk 2 --threads 1 --quiet " + sampler;
+    ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + batches + " --summary_json " + d +
+                    "/single-mb.json", &out), 0) << out;
+    ASSERT_EQ(Shell(kFlexgraph + " launch --workers 3 --log_dir " + d + "/logs-mb -- train --dataset " +
+                    d + "/cora-3" + batches + " --summary_json " + d + "/parts-mb.json", &out), 0)
+        << out;
+    const auto mb_base = Losses(Read(d + "/single-mb.json"));
+    const auto mb = Losses(Read(d + "/parts-mb.json"));
+    ASSERT_EQ(mb.size(), mb_base.size()) << sampler;
+    for (size_t e = 0; e < mb_base.size(); ++e) EXPECT_NEAR(mb[e], mb_base[e], 1e-4 * mb_base[e]) << sampler;
+    EXPECT_EQ(Field(Read(d + "/parts-mb.json"), "test_accuracy"),
+              Field(Read(d + "/single-mb.json"), "test_accuracy")) << sampler;
+  }
   // The coordinator read the metadata, each worker its own part.
   EXPECT_NE(Read(d + "/logs/coordinator.log").find("partitioned dataset, 3 parts"), std::string::npos);
   const std::string log = Read(d + "/logs/worker-0.log");  // the other ranks log quietly
