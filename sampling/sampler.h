@@ -27,7 +27,9 @@
 //
 // A distributed run over a partitioned dataset (runtime/distributed_sampling.h) samples with the
 // same steps: SampleBlocks takes the layer step from its caller, which sends the frontier vertices
-// of other parts to their owners; the owners draw them with SampleRows under the same keys.
+// of other parts to their owners; the owners draw them with SampleRows under the same keys. A
+// LADIES batch is drawn whole by one worker, with SampleLayerWiseRows over rows gathered from
+// their owners.
 //
 // Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk, SampleRows, SampleLayerWiseRows and
 // SampleBlocks are reentrant.

@@ -69,7 +69,7 @@ const ConfigFlag kConfigFlags[] = {
     {"layer_size", "train.layer_size", "ladies sampler: vertices drawn per batch and layer"},
     {"bulk", "train.bulk",
      "batches sampled together, the next bulk while the current one trains (0, the default: 8; with the ladies sampler at "
-     "least the thread count)"},
+     "least the thread count, over all workers)"},
     {"sample_on", "train.sample_on",
      "where mini-batches are sampled: host, or device (--device cuda; the default there)"},
     {"feature_cache_mb", "train.feature_cache_mb",

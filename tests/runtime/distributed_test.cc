@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "flexgraph/base/parallel.h"
 #include "runtime/communicator.h"
 #include "runtime/exchange.h"
 #include "runtime/trainer.h"
@@ -119,6 +120,19 @@ TEST(Distributed, LadiesBatchesMatchSingleProcessBatchByBatch) {
   links.mutable_train()->set_sampler("ladies");
   links.mutable_train()->set_layer_size(256);
   ExpectMatchesSingleProcess("pinsage", ExchangeMode::kAuto, {2}, links);
+}
+
+// The automatic LADIES bulk counts every worker's threads (each leads its share of a bulk's
+// batches), and every worker takes the same.
+TEST(Distributed, AutomaticLadiesBulksCountEveryWorkersThreads) {
+  const int threads = NumThreads();
+  flexgraph::RunConfig o = Options("gcn", 1);
+  o.mutable_train()->set_batch_size(32);
+  o.mutable_train()->set_sampler("ladies");
+  o.mutable_train()->set_threads(4);
+  const auto results = RunWorkers(o, 3, ExchangeMode::kAuto, 2708);
+  SetNumThreads(threads);
+  for (const TrainResult& r : results) EXPECT_EQ(r.bulk, 12);  // one process: max(8, 4)
 }
 
 // Layer 0's remote rows of a constant input are fetched once per run: with GCN's input dropout
