@@ -281,6 +281,7 @@ void DistributedExecutor::ReportTraffic(const nau::ExecStats& stats, TrainResult
   r->bytes_partials = c.bytes_sent(TrafficKind::kPartials);
   r->bytes_gradients = c.bytes_sent(TrafficKind::kGradients);
   r->bytes_allreduce = c.bytes_sent(TrafficKind::kAllReduce);
+  r->bytes_control = c.bytes_sent(TrafficKind::kControl);
   r->wait_seconds = c.wait_seconds();
   r->compute_seconds = stats.Total() - r->wait_seconds;
   for (const LayerPlan& p : layers_) {

@@ -71,6 +71,7 @@ flexgraph::MetricsRequest WorkerMetrics(int rank, const absl::StatusOr<TrainResu
   metrics.set_bytes_partials(result->bytes_partials);
   metrics.set_bytes_gradients(result->bytes_gradients);
   metrics.set_bytes_allreduce(result->bytes_allreduce);
+  metrics.set_bytes_control(result->bytes_control);
   metrics.set_overlap(result->overlap);
   metrics.set_epochs(result->epochs);
   metrics.set_vectors_chosen(result->vectors_chosen);
@@ -95,7 +96,8 @@ absl::Status WriteRunSummary(const flexgraph::RunConfig& train,
   for (size_t r = 0; r < metrics.size(); ++r) {
     const auto& m = metrics[r];
     const double epochs = std::max(1, m.epochs());
-    bytes_total += m.bytes_features() + m.bytes_partials() + m.bytes_gradients() + m.bytes_allreduce();
+    bytes_total += m.bytes_features() + m.bytes_partials() + m.bytes_gradients() + m.bytes_allreduce() +
+                   m.bytes_control();
     auto& w = *workers->add_values()->mutable_struct_value()->mutable_fields();
     w["rank"] = NumberValue(static_cast<double>(r));
     // Whole bytes per epoch.
@@ -103,6 +105,7 @@ absl::Status WriteRunSummary(const flexgraph::RunConfig& train,
     w["bytes_partials_per_epoch"] = NumberValue(std::floor(m.bytes_partials() / epochs));
     w["bytes_gradients_per_epoch"] = NumberValue(std::floor(m.bytes_gradients() / epochs));
     w["bytes_allreduce_per_epoch"] = NumberValue(std::floor(m.bytes_allreduce() / epochs));
+    w["bytes_control_per_epoch"] = NumberValue(std::floor(m.bytes_control() / epochs));
     w["peak_rss_bytes"] = NumberValue(m.peak_rss_bytes());
     w["peak_tensor_bytes"] = NumberValue(m.peak_tensor_bytes());
     w["compute_seconds"] = NumberValue(m.compute_seconds());

@@ -176,6 +176,10 @@ TEST(PartitionedTraining, LadiesBatchesAcrossPartsMatchTheSingleProcessRun) {
         ASSERT_TRUE(base.ok()) << base.status();
         auto results = RunWorkers(batches(Options(model, dir), bulk), parts);
         ExpectSameRun(results, *base, what);
+        for (const auto& got : results) {  // each its seeds' part, its frontier's rows from the others
+          EXPECT_LT(got->sampled_edges_per_epoch, base->sampled_edges_per_epoch) << what;
+          EXPECT_GT(got->bytes_control, 0) << what;
+        }
       }
     }
     std::filesystem::remove_all(dir);
