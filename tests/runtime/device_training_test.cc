@@ -101,8 +101,8 @@ TEST_P(DeviceTraining, TwoWorkersOnOneGpuEqualTheCpuRun) {
 }
 
 // Mini-batches train on the GPU as on the CPU, sampled on the host or on the device: the same
-// batches, masks and losses (node classification with GraphSAGE, node-wise and LADIES, and GCN;
-// PinSage link prediction).
+// batches, masks and losses (node classification with GraphSAGE and GCN, node-wise and LADIES;
+// PinSage link prediction); and over two workers sharing the GPU.
 TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
   if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   struct Run {
@@ -112,8 +112,8 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
     const char* sampler = "neighbor";
   };
   for (const Run& c : {Run{"sage", "cora", 64}, Run{"gcn", "cora", 64}, Run{"pinsage", "lastfm", 16384},
-                       Run{"sage", "cora", 64, "ladies"}}) {
-    auto train = [&](const std::string& device, const std::string& sample_on) {
+                       Run{"sage", "cora", 64, "ladies"}, Run{"gcn", "cora", 64, "ladies"}}) {
+    auto config = [&](const std::string& device, const std::string& sample_on) {
       flexgraph::RunConfig config;
       config.mutable_model()->set_name(c.model);
       config.mutable_dataset()->set_path(DataDir(c.dataset));
@@ -128,26 +128,41 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
       }
       config.mutable_train()->set_device(device);
       config.mutable_train()->set_sample_on(sample_on);
-      auto resolved = ResolveConfig(config);
+      return config;
+    };
+    int64_t vertices = 0;
+    auto train = [&](const std::string& device, const std::string& sample_on) {
+      auto resolved = ResolveConfig(config(device, sample_on));
       EXPECT_TRUE(resolved.ok()) << resolved.status();
       auto trainer = Trainer::Create(*resolved);
       EXPECT_TRUE(trainer.ok()) << trainer.status();
       if (!trainer.ok()) return TrainResult{};
+      vertices = 0;
+      for (int64_t n : (*trainer)->dataset().graph.num_nodes) vertices += n;
       auto r = (*trainer)->Run();
       EXPECT_TRUE(r.ok()) << r.status();
       return r.ok() ? *r : TrainResult{};
     };
     const TrainResult cpu = train("cpu", "");
     ASSERT_EQ(cpu.losses.size(), 3u) << c.model;
-    for (const char* sample_on : {"host", "device"}) {
-      const TrainResult gpu = train("cuda", sample_on);
-      ASSERT_EQ(gpu.losses.size(), 3u) << c.model << " sampled on the " << sample_on;
+    auto expect_cpu_losses = [&](const TrainResult& gpu, const std::string& what) {
+      ASSERT_EQ(gpu.losses.size(), 3u) << c.model << " " << what;
       for (size_t e = 0; e < cpu.losses.size(); ++e) {
         EXPECT_NEAR(gpu.losses[e], cpu.losses[e], 1e-4 * std::fabs(cpu.losses[e]))
-            << c.model << " sampled on the " << sample_on << ", epoch " << e + 1;
+            << c.model << " " << c.sampler << " " << what << ", epoch " << e + 1;
       }
-      EXPECT_GT(gpu.peak_device_bytes, 0) << c.model;
+      EXPECT_GT(gpu.peak_device_bytes, 0) << c.model << " " << what;
+    };
+    for (const char* sample_on : {"host", "device"}) {
+      expect_cpu_losses(train("cuda", sample_on), std::string("sampled on the ") + sample_on);
     }
+    // Two workers on the one GPU, each training its share of every batch: node-wise batches sampled
+    // on the device by each worker, LADIES batches drawn whole by their leaders on the host.
+    if (std::string(c.dataset) != "cora") continue;
+    auto resolved = ResolveConfig(config("cuda", ""));
+    ASSERT_TRUE(resolved.ok()) << resolved.status();
+    const std::vector<TrainResult> workers = testing::RunWorkers(*resolved, 2, ExchangeMode::kAuto, vertices);
+    for (int r = 0; r < 2; ++r) expect_cpu_losses(workers[r], "worker " + std::to_string(r) + " of 2");
   }
 }
 
