@@ -298,82 +298,11 @@ absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vecto
 
 }  // namespace sampling_messages
 
-// The chosen ids' positions, and their rows and keys once kept.
-struct RemoteRowCache::Chosen {
-  explicit Chosen(const std::vector<int64_t>& ids, int64_t width)
-      : position(ids.data(), static_cast<int64_t>(ids.size())),
-        rows(ids.size() * width),
-        keys(ids.size()),
-        kept(ids.size(), 0) {}
-  IdPositions position;
-  std::vector<float> rows;
-  std::vector<int64_t> keys;
-  std::vector<uint8_t> kept;
-};
-
-RemoteRowCache::RemoteRowCache(int64_t budget_bytes, int64_t width)
-    : width_(width),
-      capacity_(std::max<int64_t>(0, budget_bytes) / static_cast<int64_t>(width * sizeof(float) + sizeof(int64_t))) {}
-
-RemoteRowCache::~RemoteRowCache() = default;
-
-void RemoteRowCache::BeginBulk(int epoch) {
-  if (epoch != epoch_) {
-    fetched_ = cached_ = 0;
-    epoch_ = epoch;
-  }
-  if (capacity_ == 0) return;
-  if (counting_epoch_ < 0) {
-    counting_epoch_ = epoch;
-    counts_ = std::make_unique<std::unordered_map<int64_t, int64_t>>();
-  } else if (epoch != counting_epoch_ && chosen_ == nullptr) {
-    std::vector<std::pair<int64_t, int64_t>> order(counts_->begin(), counts_->end());  // (id, count)
-    counts_.reset();
-    const size_t n = std::min<size_t>(order.size(), static_cast<size_t>(capacity_));
-    std::partial_sort(order.begin(), order.begin() + n, order.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    std::vector<int64_t> ids(n);
-    for (size_t k = 0; k < n; ++k) ids[k] = order[k].first;
-    std::sort(ids.begin(), ids.end());
-    chosen_ = std::make_unique<Chosen>(ids, width_);
-  }
-}
-
-void RemoteRowCache::Count(const std::vector<int64_t>& ids) {
-  if (counts_ == nullptr) return;
-  const size_t most = static_cast<size_t>(8 * capacity_);
-  for (int64_t v : ids) {
-    if (auto it = counts_->find(v); it != counts_->end()) {
-      ++it->second;
-    } else if (counts_->size() < most) {
-      counts_->emplace(v, 1);
-    }
-  }
-}
-
-const float* RemoteRowCache::Find(int64_t id, int64_t* key) const {
-  if (chosen_ == nullptr) return nullptr;
-  const int64_t at = chosen_->position.Of(id);
-  if (at < 0 || !chosen_->kept[at]) return nullptr;
-  *key = chosen_->keys[at];
-  return chosen_->rows.data() + at * width_;
-}
-
-void RemoteRowCache::Keep(int64_t id, int64_t key, const float* row) {
-  if (chosen_ == nullptr) return;
-  const int64_t at = chosen_->position.Of(id);
-  if (at < 0 || chosen_->kept[at]) return;
-  std::copy(row, row + width_, chosen_->rows.data() + at * width_);
-  chosen_->keys[at] = key;
-  chosen_->kept[at] = 1;
-}
-
 absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     Communicator& comm, const Ownership& owners, const OwnedRows& mine,
     const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
-    const std::vector<Tensor>& seeds, RemoteRowCache* cache) {
+    const std::vector<Tensor>& seeds, RemoteRowCache* cache, RemoteNeighbourhoodCache* neighbourhoods) {
   const int num_layers = static_cast<int>(layers.size());
   std::vector<sampling::MiniBatch> batches;
   if (options.kind == sampling::SamplerKind::kLayerWise) {
@@ -393,7 +322,7 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
       keys.push_back(Tensor::FromVector(k));
     }
     FG_ASSIGN_OR_RETURN(batches, SampleLayerWiseAcrossWorkers(comm, &owners, layers, options, epoch, bulk,
-                                                              first_index, seeds, keys));
+                                                              first_index, seeds, keys, neighbourhoods));
   } else {
     if (static_cast<int>(options.fanouts.size()) != num_layers) {
       return absl::InvalidArgumentError(

@@ -6,13 +6,12 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/communicator.h"
 #include "runtime/exchange.h"
+#include "runtime/remote_caches.h"
 #include "sampling/sampler.h"
 
 namespace fg::runtime {
@@ -25,61 +24,20 @@ struct OwnedRows {
   Tensor keys;        // int64 [owned]: randomness keys (source-dataset ids)
 };
 
-// Other workers' input rows kept between bulks, chosen by pre-sampling (as GNNLab's cache): while
-// counting (the first epoch this process samples), each bulk's distinct remote input vertices are
-// counted, the first 8 x capacity() distinct ones seen (counting's memory follows the budget, not
-// the graph); at the first bulk of a later epoch, the most counted ones (ties: the lower id) that
-// fit `budget_bytes` are chosen, and each chosen row is kept once fetched. Later bulks fetch only
-// the rows not kept. Features are constant: the batches are the same with or without a cache.
-// Thread-compatible (the sampling thread).
-class RemoteRowCache {
- public:
-  RemoteRowCache(int64_t budget_bytes, int64_t width);
-  RemoteRowCache(const RemoteRowCache&) = delete;
-  RemoteRowCache& operator=(const RemoteRowCache&) = delete;
-  ~RemoteRowCache();
-
-  // The most rows it keeps.
-  int64_t capacity() const { return capacity_; }
-  // Before a bulk of `epoch` (epochs ascend): counting, choosing, and the epoch's statistics.
-  void BeginBulk(int epoch);
-  // A bulk's distinct remote input vertices (ascending), counted while counting.
-  void Count(const std::vector<int64_t>& ids);
-  // The kept row (width floats) and key of `id`; null where it is not kept.
-  const float* Find(int64_t id, int64_t* key) const;
-  // Keeps `row` and `key` as id's if id was chosen and is not kept yet.
-  void Keep(int64_t id, int64_t key, const float* row);
-  // A bulk's remote rows: fetched from their owners, and read from the cache.
-  void Record(int64_t fetched, int64_t cached) {
-    fetched_ += fetched;
-    cached_ += cached;
-  }
-  // Their sums over the bulks of the latest epoch.
-  int64_t rows_fetched() const { return fetched_; }
-  int64_t rows_cached() const { return cached_; }
-
- private:
-  struct Chosen;
-  int64_t width_, capacity_;
-  int counting_epoch_ = -1, epoch_ = -1;
-  std::unique_ptr<std::unordered_map<int64_t, int64_t>> counts_;
-  std::unique_ptr<Chosen> chosen_;
-  int64_t fetched_ = 0, cached_ = 0;
-};
-
-// sampling::SampleBulk across the parts (layer-wise: SampleLayerWiseAcrossWorkers): batches first_index, first_index + 1, ...
-// of `epoch`, whose seeds on this worker are `seeds` (global ids, any owner). `layers` hold this
+// sampling::SampleBulk across the parts (layer-wise: SampleLayerWiseAcrossWorkers): batches
+// first_index, first_index + 1, ... of `epoch`, whose seeds on this worker are `seeds` (global ids, any owner). `layers` hold this
 // worker's rows (its own vertices, keyed by source ids). The batches carry MiniBatch::inputs and
 // ::keys. `bulk` numbers the call within the epoch (message tags). Errors name the worker, layer
 // or vertex. Collective: every worker calls it for the same bulk at the same time, from one
 // thread at a time; it sends point-to-point messages only, so it may run beside the training
 // thread's collectives. Input rows in `cache` (null: none) are read from it, and it keeps rows it
-// chose.
+// chose; so does `neighbourhoods` (null: none) with the rows LADIES leaders fetch.
 absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     Communicator& comm, const Ownership& owners, const OwnedRows& mine,
     const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
-    const std::vector<Tensor>& seeds, RemoteRowCache* cache = nullptr);
+    const std::vector<Tensor>& seeds, RemoteRowCache* cache = nullptr,
+    RemoteNeighbourhoodCache* neighbourhoods = nullptr);
 
 // Layer-wise (LADIES) sampling across workers; it draws each layer over all of a batch's rows.
 // Batch first_index + k is drawn whole by its leader, worker (first_index + k) % P, over every
@@ -87,12 +45,14 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
 // a single process gives them); the leader sends every worker the rows it drew, and each keeps what
 // its own seeds reach: its batches are the single-process ones cut to its seeds. The leader reads
 // its frontier's rows from `layers` where `owners` is null (every worker holds the whole graph),
-// else from their owners (a partitioned dataset; `layers` hold this worker's rows). Collective, as
-// SampleAcrossParts; errors name the worker, layer or vertex.
+// else from their owners (a partitioned dataset; `layers` hold this worker's rows), except those
+// `cache` (null: none) keeps, which it also counts and keeps. Collective, as SampleAcrossParts;
+// errors name the worker, layer or vertex.
 absl::StatusOr<std::vector<sampling::MiniBatch>> SampleLayerWiseAcrossWorkers(
     Communicator& comm, const Ownership* owners, const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
-    const std::vector<Tensor>& seeds, const std::vector<Tensor>& seed_keys);
+    const std::vector<Tensor>& seeds, const std::vector<Tensor>& seed_keys,
+    RemoteNeighbourhoodCache* cache = nullptr);
 
 // Every worker's `mine` (int64), joined in rank order: what a worker learns of the others'
 // training items. Collective, on the calling thread.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "runtime/distributed_sampling.h"
 #include "runtime/sampling_messages.h"
@@ -86,15 +87,16 @@ absl::StatusOr<std::vector<Tensor>> GatherSeeds(Communicator& comm, int epoch, i
   return out;
 }
 
-// The rows of every led batch's frontier, from their owners (this worker's from `a`), gathered:
-// rows[i][j] is frontier[i][j]'s row there.
+// The rows of every led batch's frontier, from their owners (this worker's from `a`, and those
+// `cache` keeps from it), gathered: rows[i][j] is frontier[i][j]'s row there.
 absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampling::NeighbourhoodMatrix& a,
                        int epoch, int layer, int64_t bulk, const std::vector<std::vector<int64_t>>& frontier,
-                       sampling::GatheredRows* gathered, std::vector<std::vector<int64_t>>* rows) {
+                       RemoteNeighbourhoodCache* cache, sampling::GatheredRows* gathered,
+                       std::vector<std::vector<int64_t>>* rows) {
   const int P = comm.size(), me = comm.rank();
   const std::string what = absl::StrCat("sampling layer ", layer);
-  // Per owner, the distinct vertices asked of it (ascending).
-  std::vector<std::vector<int64_t>> asked(P);
+  // Per owner, the distinct vertices asked of it (ascending), and those not kept (requested).
+  std::vector<std::vector<int64_t>> asked(P), wanted(P);
   for (const std::vector<int64_t>& f : frontier) {
     for (int64_t v : f) {
       if (v < 0 || v >= owners.num_vertices()) {
@@ -107,7 +109,12 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
   for (int q = 0; q < P; ++q) {
     std::sort(asked[q].begin(), asked[q].end());
     asked[q].erase(std::unique(asked[q].begin(), asked[q].end()), asked[q].end());
-    if (q != me) AppendVector(&requests[q], asked[q]);
+    if (q == me) continue;
+    RemoteNeighbourhoodCache::Row kept;
+    for (int64_t v : asked[q]) {
+      if (cache == nullptr || !cache->Find(layer, v, &kept)) wanted[q].push_back(v);
+    }
+    AppendVector(&requests[q], wanted[q]);
   }
   FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
                       Exchange(comm, std::move(requests),
@@ -151,9 +158,11 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
   }
   FG_ASSIGN_OR_RETURN(got, Exchange(comm, std::move(replies),
                                     Tag(epoch, layer, TrafficKind::kControl, kStepRowReply, bulk), what));
-  // Gathered in owner order; first[q]: the gathered row of asked[q][0].
+  // Gathered in owner order, each owner's in ascending order; first[q]: the gathered row of
+  // asked[q][0].
   *gathered = sampling::GatheredRows();
   std::vector<int64_t> first(P, 0);
+  int64_t fetched = 0, from_cache = 0;
   for (int q = 0; q < P; ++q) {
     first[q] = static_cast<int64_t>(gathered->own.size());
     if (q == me) {
@@ -173,11 +182,11 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
       bad |= lengths[i] < 0 || owns[i] >= lengths[i] || owns[i] < -1;
       entries += lengths[i];
     }
-    if (bad || lengths.size() != asked[q].size() || owns.size() != lengths.size() ||
+    if (bad || lengths.size() != wanted[q].size() || owns.size() != lengths.size() ||
         entries != static_cast<int64_t>(cols.size()) || weights.size() != (w != nullptr ? cols.size() : 0)) {
       return absl::DataLossError(absl::StrCat(what, ": worker ", q, " replied ", lengths.size(), " rows with ",
                                               cols.size(), " entries and ", weights.size(), " weights for ",
-                                              asked[q].size(), " rows asked"));
+                                              wanted[q].size(), " rows asked"));
     }
     for (int32_t c : cols) {
       if (c < 0 || c >= owners.num_vertices()) {
@@ -185,11 +194,27 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
                                                 ", outside the graph's ", owners.num_vertices(), " vertices"));
       }
     }
-    for (int32_t n : lengths) gathered->offsets.push_back(gathered->offsets.back() + n);
-    gathered->own.insert(gathered->own.end(), owns.begin(), owns.end());
-    gathered->cols.insert(gathered->cols.end(), cols.begin(), cols.end());
-    gathered->weights.insert(gathered->weights.end(), weights.begin(), weights.end());
+    // The asked rows in order: kept ones from the cache, the others from the reply, in order.
+    size_t next = 0;
+    int64_t at = 0;
+    for (int64_t v : asked[q]) {
+      RemoteNeighbourhoodCache::Row row;
+      if (next < wanted[q].size() && wanted[q][next] == v) {
+        row = {cols.data() + at, w != nullptr ? weights.data() + at : nullptr, lengths[next], owns[next]};
+        if (cache != nullptr) cache->Fetched(layer, v, row);
+        at += lengths[next++];
+        fetched += row.size;
+      } else {
+        FG_CHECK(cache != nullptr && cache->Find(layer, v, &row)) << "a row neither requested nor kept";
+        from_cache += row.size;
+      }
+      gathered->cols.insert(gathered->cols.end(), row.cols, row.cols + row.size);
+      if (row.weights != nullptr) gathered->weights.insert(gathered->weights.end(), row.weights, row.weights + row.size);
+      gathered->own.push_back(row.own);
+      gathered->offsets.push_back(static_cast<int64_t>(gathered->cols.size()));
+    }
   }
+  if (cache != nullptr) cache->Record(fetched, from_cache);
   rows->assign(frontier.size(), {});
   for (size_t i = 0; i < frontier.size(); ++i) {
     for (int64_t v : frontier[i]) {
@@ -206,7 +231,7 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
 absl::StatusOr<std::vector<WholeBatch>> DrawLedBatches(
     Communicator& comm, const Ownership* owners, const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, const std::vector<int64_t>& batch,
-    const std::vector<Tensor>& seeds) {
+    const std::vector<Tensor>& seeds, RemoteNeighbourhoodCache* cache) {
   const int num_layers = static_cast<int>(layers.size());
   const size_t n = seeds.size();
   std::vector<WholeBatch> whole(n);
@@ -220,7 +245,7 @@ absl::StatusOr<std::vector<WholeBatch>> DrawLedBatches(
     std::vector<std::vector<int64_t>> rows(n);
     if (owners != nullptr) {
       sampling::GatheredRows gathered;
-      FG_RETURN_IF_ERROR(FetchRows(comm, *owners, a, epoch, l, bulk, frontier, &gathered, &rows));
+      FG_RETURN_IF_ERROR(FetchRows(comm, *owners, a, epoch, l, bulk, frontier, cache, &gathered, &rows));
       sampling::SampleLayerWiseRows(gathered, a.num_vertices(), options, epoch, l, batch, rows, out);
     } else {
       for (size_t i = 0; i < n; ++i) {
@@ -315,18 +340,19 @@ absl::StatusOr<std::vector<WholeBatch>> ShareWholeBatches(
 absl::StatusOr<std::vector<sampling::MiniBatch>> SampleLayerWiseAcrossWorkers(
     Communicator& comm, const Ownership* owners, const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
-    const std::vector<Tensor>& seeds, const std::vector<Tensor>& seed_keys) {
+    const std::vector<Tensor>& seeds, const std::vector<Tensor>& seed_keys, RemoteNeighbourhoodCache* cache) {
   if (options.layer_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer_size: must be positive for the ladies sampler, got ", options.layer_size));
   }
   const int64_t K = static_cast<int64_t>(seeds.size());
+  if (cache != nullptr) cache->BeginBulk(epoch);
   FG_ASSIGN_OR_RETURN(std::vector<Tensor> led_seeds,
                       GatherSeeds(comm, epoch, bulk, first_index, seeds, seed_keys));
   std::vector<int64_t> batch;
   for (int64_t k : Led(first_index, K, comm.size(), comm.rank())) batch.push_back(first_index + k);
   FG_ASSIGN_OR_RETURN(std::vector<WholeBatch> led,
-                      DrawLedBatches(comm, owners, layers, options, epoch, bulk, batch, led_seeds));
+                      DrawLedBatches(comm, owners, layers, options, epoch, bulk, batch, led_seeds, cache));
   FG_ASSIGN_OR_RETURN(std::vector<WholeBatch> whole,
                       ShareWholeBatches(comm, layers, epoch, bulk, first_index, K, std::move(led)));
   // This worker's seeds' part of each: every frontier vertex's row from the whole batch's.

@@ -128,6 +128,11 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     const int64_t budget = tc.feature_cache_mb() >= 0 ? int64_t{tc.feature_cache_mb()} << 20
                                                       : std::min<int64_t>(int64_t{256} << 20, own);
     m->remote_rows_ = std::make_unique<RemoteRowCache>(budget, f);
+    // The neighbourhood rows LADIES leaders fetch: the same budget where one is given.
+    if (m->options_.kind == sampling::SamplerKind::kLayerWise) {
+      m->remote_neighbourhoods_ = std::make_unique<RemoteNeighbourhoodCache>(
+          tc.feature_cache_mb() >= 0 ? budget : int64_t{256} << 20);
+    }
   }
   m->batches_per_epoch_ = (n + m->batch_size_ - 1) / m->batch_size_;
   // Distributed, every step's gradient sum is tagged with the step number (communicator.h).
@@ -323,7 +328,8 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     if (parts_.owned != nullptr) {
       FG_ASSIGN_OR_RETURN(bulk.batches, SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(),
                                                           *parts_.owned, layers, options_, epoch, first / bulk_,
-                                                          first, seeds, remote_rows_.get()));
+                                                          first, seeds, remote_rows_.get(),
+                                                          remote_neighbourhoods_.get()));
     } else if (parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise) {
       // The whole graph on every worker: its ids are a single process's, and so are the keys.
       FG_ASSIGN_OR_RETURN(bulk.batches,

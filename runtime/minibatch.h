@@ -65,6 +65,7 @@ class MiniBatchTraining {
   // Over a partitioned dataset (else null): other workers' input rows kept, and the epoch's rows
   // fetched and read from it.
   const RemoteRowCache* remote_rows() const { return remote_rows_.get(); }
+  const RemoteNeighbourhoodCache* remote_neighbourhoods() const { return remote_neighbourhoods_.get(); }
   // "neighbor sampler, fanouts 25,10, batches of 1024 in bulks of 8: 3 batches per epoch".
   std::string Describe() const;
 
@@ -122,6 +123,7 @@ class MiniBatchTraining {
   std::unique_ptr<sampling::DeviceSampler> device_sampler_;
   std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> device_layers_;
   std::unique_ptr<RemoteRowCache> remote_rows_;
+  std::unique_ptr<RemoteNeighbourhoodCache> remote_neighbourhoods_;
   int64_t sampled_edges_ = 0;
   double sampling_wait_ = 0;
 };

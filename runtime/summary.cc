@@ -75,6 +75,10 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
       mb["remote_rows_cached"] = NumberValue(static_cast<double>(r.remote_rows_cached));
       mb["remote_rows_capacity"] = NumberValue(static_cast<double>(r.remote_rows_capacity));
     }
+    if (r.remote_neighbourhood_entries_fetched >= 0) {
+      mb["remote_neighbourhood_entries_fetched"] = NumberValue(static_cast<double>(r.remote_neighbourhood_entries_fetched));
+      mb["remote_neighbourhood_entries_cached"] = NumberValue(static_cast<double>(r.remote_neighbourhood_entries_cached));
+    }
   }
   for (const auto& [key, value] : r.extra) f[key] = NumberValue(value);
   auto list = [](const std::vector<double>& v, google::protobuf::Value* out) {
@@ -130,6 +134,11 @@ void PrintSummary(const TrainResult& r, std::FILE* out) {
       std::fprintf(out, "other workers' input rows: %lld fetched, %lld from the cache (of %lld rows) in the last epoch\n",
                    static_cast<long long>(r.remote_rows_fetched), static_cast<long long>(r.remote_rows_cached),
                    static_cast<long long>(r.remote_rows_capacity));
+    }
+    if (r.remote_neighbourhood_entries_fetched >= 0) {
+      std::fprintf(out, "other workers' neighbourhoods: %lld entries fetched, %lld from the cache in the last epoch\n",
+                   static_cast<long long>(r.remote_neighbourhood_entries_fetched),
+                   static_cast<long long>(r.remote_neighbourhood_entries_cached));
     }
   }
 }

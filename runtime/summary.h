@@ -48,6 +48,9 @@ struct TrainResult {
   // Over a partitioned dataset (-1 otherwise): other workers' input rows fetched and read from the
   // cache of them, in the last epoch, and the most rows that cache keeps.
   int64_t remote_rows_fetched = -1, remote_rows_cached = -1, remote_rows_capacity = -1;
+  // LADIES over parts, the last epoch: other workers' neighbourhood entries fetched, and read from
+  // the cache (-1: none).
+  int64_t remote_neighbourhood_entries_fetched = -1, remote_neighbourhood_entries_cached = -1;
   std::map<std::string, double> extra;  // task-specific metrics (e.g. test_auc)
   // Distributed runs: this worker's traffic and time split (zero in single-process runs).
   int world_size = 1;

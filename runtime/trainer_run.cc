@@ -229,6 +229,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         r.remote_rows_cached = c->rows_cached();
         r.remote_rows_capacity = c->capacity();
       }
+      if (const RemoteNeighbourhoodCache* c = minibatch_->remote_neighbourhoods(); c != nullptr) {
+        r.remote_neighbourhood_entries_fetched = c->entries_fetched();
+        r.remote_neighbourhood_entries_cached = c->entries_cached();
+      }
     }
     r.epoch_seconds.push_back(seconds);
     ++ran;

@@ -186,6 +186,49 @@ TEST(PartitionedTraining, LadiesBatchesAcrossPartsMatchTheSingleProcessRun) {
   }
 }
 
+// Other workers' neighbourhood rows that LADIES leaders fetch, kept between bulks: with no cache,
+// a small one and the default, the runs are the single-process one, and every worker reads the
+// same entries; from the third epoch on, kept entries are read instead of fetched.
+TEST(PartitionedTraining, KeptNeighbourhoodsLeaveTheLadiesBatchesAsTheyAre) {
+  auto batches = [](flexgraph::RunConfig o, int cache_mb) {
+    o.mutable_train()->set_epochs(3);
+    o.mutable_train()->set_batch_size(32);
+    o.mutable_train()->set_sampler("ladies");
+    o.mutable_train()->set_layer_size(48);
+    o.mutable_train()->set_bulk(2);
+    o.mutable_train()->set_feature_cache_mb(cache_mb);
+    return o;
+  };
+  const std::string dir = WriteParts(Options("gcn", kCora), 2, partition::Method::kMetis);
+  auto single = Trainer::Create(batches(Options("gcn", kCora), 0));
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto base = (*single)->Run();
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_EQ(base->remote_neighbourhood_entries_fetched, -1) << "one process fetches nothing";
+  std::vector<int64_t> total(2, -1), cached(2, 0);
+  for (int cache_mb : {0, 1, -1}) {
+    auto results = RunWorkers(batches(Options("gcn", dir), cache_mb), 2);
+    ExpectSameRun(results, *base, absl::StrCat("cache ", cache_mb, " MiB"));
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(results[r].ok());
+      const TrainResult& got = *results[r];
+      const int64_t read = got.remote_neighbourhood_entries_fetched + got.remote_neighbourhood_entries_cached;
+      if (total[r] < 0) total[r] = read;
+      EXPECT_EQ(read, total[r]) << "worker " << r << " cache " << cache_mb;
+      if (cache_mb == 0) {
+        EXPECT_EQ(got.remote_neighbourhood_entries_cached, 0);
+        EXPECT_GT(got.remote_neighbourhood_entries_fetched, 0) << "worker " << r;
+      } else {
+        // Cora's rows are short: 1 MiB keeps as many of them as the default.
+        EXPECT_GT(got.remote_neighbourhood_entries_cached, 0) << "worker " << r << " cache " << cache_mb;
+        if (cache_mb == 1) cached[r] = got.remote_neighbourhood_entries_cached;
+        if (cache_mb < 0) EXPECT_EQ(got.remote_neighbourhood_entries_cached, cached[r]) << "worker " << r;
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Other workers' input rows kept between bulks: with no cache, a small one and the default, the
 // runs are the single-process one; from the third epoch on, kept rows are read instead of
 // fetched (the counting epoch, then the choosing one), and the rows read stay the same.
@@ -235,54 +278,6 @@ TEST(PartitionedTraining, KeptRemoteRowsLeaveTheBatchesAsTheyAre) {
   std::filesystem::remove_all(dir);
 }
 
-// The cache's choice: the most counted vertices of the counting epoch (ties: the lower id), as
-// many as fit; a chosen row is read once kept, and the statistics follow the epochs.
-TEST(RemoteRowCache, KeepsTheMostCountedRowsThatFit) {
-  const int64_t width = 3, row_bytes = width * sizeof(float) + sizeof(int64_t);
-  RemoteRowCache cache(3 * row_bytes + row_bytes / 2, width);
-  ASSERT_EQ(cache.capacity(), 3);
-  cache.BeginBulk(0);
-  cache.Count({1, 5, 7, 9});
-  cache.Count({5, 7, 11});
-  cache.Count({5, 9, 11, 12});
-  int64_t key = 0;
-  const float row[width] = {1.5f, 2.5f, 3.5f};
-  cache.Keep(5, 50, row);  // nothing chosen yet
-  EXPECT_EQ(cache.Find(5, &key), nullptr);
-  cache.Record(4, 0);
-  EXPECT_EQ(cache.rows_fetched(), 4);
-  cache.BeginBulk(1);  // chooses 5 (3 counts), then 7, 9, 11 (2 each): 7 and 9
-  EXPECT_EQ(cache.rows_fetched(), 0) << "a new epoch's statistics";
-  for (int64_t v : {5, 7, 9, 11, 1}) {
-    cache.Keep(v, 10 * v, row);
-    EXPECT_EQ(cache.Find(v, &key) != nullptr, v == 5 || v == 7 || v == 9) << "vertex " << v;
-  }
-  const float* kept = cache.Find(9, &key);
-  ASSERT_NE(kept, nullptr);
-  EXPECT_EQ(key, 90);
-  EXPECT_EQ(std::vector<float>(kept, kept + width), std::vector<float>(row, row + width));
-  cache.Keep(9, 99, row);  // kept once
-  cache.Find(9, &key);
-  EXPECT_EQ(key, 90);
-  EXPECT_EQ(cache.Find(-1, &key), nullptr);
-  // Counting admits the first 8 x capacity distinct vertices: 15, the ninth, is never counted.
-  RemoteRowCache one(row_bytes, width);
-  one.BeginBulk(0);
-  one.Count({0, 1, 2, 3, 4, 5, 6, 7, 15});
-  one.Count({15});
-  one.Count({3, 15});
-  one.BeginBulk(1);
-  one.Keep(15, 150, row);
-  one.Keep(3, 30, row);
-  EXPECT_EQ(one.Find(15, &key), nullptr);
-  EXPECT_NE(one.Find(3, &key), nullptr);
-  RemoteRowCache none(0, width);
-  none.BeginBulk(0);
-  none.Count({1});
-  none.BeginBulk(1);
-  none.Keep(1, 1, row);
-  EXPECT_EQ(none.Find(1, &key), nullptr);
-}
 
 // Global id -> source-dataset global id, from every part of `dir`.
 std::vector<int64_t> SourceIds(const std::string& dir, int parts) {

@@ -1,3 +1,4 @@
+// Parts of distributed mini-batch sampling on their own: the caches of other workers' rows, and
 // LADIES across workers (SampleLayerWiseAcrossWorkers) facing a peer whose messages are malformed:
 // worker 0 runs the sampler, worker 1 is scripted; every malformed message ends worker 0's call
 // with a DataLoss error naming worker 1 and what was wrong, never a crash or a hang.
@@ -7,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "runtime/collectives.h"
 #include "runtime/distributed_sampling.h"
@@ -26,6 +28,95 @@ std::string Message(const std::function<void(std::string*)>& write) {
   std::string m;
   write(&m);
   return m;
+}
+
+// The cache's choice: the most counted vertices of the counting epoch (ties: the lower id), as
+// many as fit; a chosen row is read once kept, and the statistics follow the epochs.
+TEST(RemoteRowCache, KeepsTheMostCountedRowsThatFit) {
+  const int64_t width = 3, row_bytes = width * sizeof(float) + sizeof(int64_t);
+  RemoteRowCache cache(3 * row_bytes + row_bytes / 2, width);
+  ASSERT_EQ(cache.capacity(), 3);
+  cache.BeginBulk(0);
+  cache.Count({1, 5, 7, 9});
+  cache.Count({5, 7, 11});
+  cache.Count({5, 9, 11, 12});
+  int64_t key = 0;
+  const float row[width] = {1.5f, 2.5f, 3.5f};
+  cache.Keep(5, 50, row);  // nothing chosen yet
+  EXPECT_EQ(cache.Find(5, &key), nullptr);
+  cache.Record(4, 0);
+  EXPECT_EQ(cache.rows_fetched(), 4);
+  cache.BeginBulk(1);  // chooses 5 (3 counts), then 7, 9, 11 (2 each): 7 and 9
+  EXPECT_EQ(cache.rows_fetched(), 0) << "a new epoch's statistics";
+  for (int64_t v : {5, 7, 9, 11, 1}) {
+    cache.Keep(v, 10 * v, row);
+    EXPECT_EQ(cache.Find(v, &key) != nullptr, v == 5 || v == 7 || v == 9) << "vertex " << v;
+  }
+  const float* kept = cache.Find(9, &key);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(key, 90);
+  EXPECT_EQ(std::vector<float>(kept, kept + width), std::vector<float>(row, row + width));
+  cache.Keep(9, 99, row);  // kept once
+  cache.Find(9, &key);
+  EXPECT_EQ(key, 90);
+  EXPECT_EQ(cache.Find(-1, &key), nullptr);
+  // Counting admits the first 8 x capacity distinct vertices: 15, the ninth, is never counted.
+  RemoteRowCache one(row_bytes, width);
+  one.BeginBulk(0);
+  one.Count({0, 1, 2, 3, 4, 5, 6, 7, 15});
+  one.Count({15});
+  one.Count({3, 15});
+  one.BeginBulk(1);
+  one.Keep(15, 150, row);
+  one.Keep(3, 30, row);
+  EXPECT_EQ(one.Find(15, &key), nullptr);
+  EXPECT_NE(one.Find(3, &key), nullptr);
+  RemoteRowCache none(0, width);
+  none.BeginBulk(0);
+  none.Count({1});
+  none.BeginBulk(1);
+  none.Keep(1, 1, row);
+  EXPECT_EQ(none.Find(1, &key), nullptr);
+}
+
+// The neighbourhood cache chooses by counts as the row cache does, each row taking its size of the
+// budget: a row that no longer fits is passed over for a smaller, less counted one.
+TEST(RemoteNeighbourhoodCache, KeepsTheMostCountedRowsThatFitTheirSizes) {
+  // A row of n unweighted entries takes 64 + 4n bytes: 4 entries 80, 10 entries 104.
+  RemoteNeighbourhoodCache cache(80 + 104 + 90);
+  const std::vector<int32_t> cols = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+  const std::vector<float> weights(10, 0.5f);
+  auto row = [&](int64_t n, bool weighted = false) {
+    return RemoteNeighbourhoodCache::Row{cols.data(), weighted ? weights.data() : nullptr, n, 1};
+  };
+  cache.BeginBulk(0);
+  for (int t = 0; t < 3; ++t) cache.Fetched(0, 7, row(10));  // most counted: 104 bytes
+  for (int t = 0; t < 2; ++t) cache.Fetched(0, 8, row(10));  // 104 more: does not fit
+  for (int t = 0; t < 2; ++t) cache.Fetched(1, 7, row(4));   // the same vertex, another layer: 80
+  cache.Fetched(0, 9, row(4));                               // fits too, counted once
+  cache.Record(50, 0);
+  RemoteNeighbourhoodCache::Row got;
+  EXPECT_FALSE(cache.Find(0, 7, &got)) << "nothing chosen while counting";
+  EXPECT_EQ(cache.entries_fetched(), 50);
+  cache.BeginBulk(1);
+  EXPECT_EQ(cache.entries_fetched(), 0) << "a new epoch's statistics";
+  for (const auto& [layer, v, n] : {std::tuple<int, int64_t, int64_t>{0, 7, 10}, {0, 8, 10}, {1, 7, 4}, {0, 9, 4}}) {
+    cache.Fetched(layer, v, row(n, true));
+    const bool chosen = !(layer == 0 && v == 8);
+    ASSERT_EQ(cache.Find(layer, v, &got), chosen) << "layer " << layer << " vertex " << v;
+    if (!chosen) continue;
+    EXPECT_EQ(std::vector<int32_t>(got.cols, got.cols + got.size), std::vector<int32_t>(cols.begin(), cols.begin() + n));
+    ASSERT_NE(got.weights, nullptr);
+    EXPECT_EQ(got.weights[n - 1], 0.5f);
+    EXPECT_EQ(got.own, 1);
+  }
+  EXPECT_FALSE(cache.Find(1, 9, &got));
+  RemoteNeighbourhoodCache none(0);
+  none.BeginBulk(0);
+  none.Fetched(0, 1, row(2));
+  none.BeginBulk(1);
+  none.Fetched(0, 1, row(2));
+  EXPECT_FALSE(none.Find(0, 1, &got));
 }
 
 // Worker 0 samples two batches (batch 0 led by worker 0, batch 1 by worker 1) over a 40-vertex
