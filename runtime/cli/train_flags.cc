@@ -74,7 +74,7 @@ const ConfigFlag kConfigFlags[] = {
      "where mini-batches are sampled: host, or device (--device cuda; the default there)"},
     {"feature_cache_mb", "train.feature_cache_mb",
      "mini-batches over parts: MiB of other workers' input rows kept, the most sampled (-1: up to 256, no more than "
-     "this worker's own; 0: none)"},
+     "this worker's own; 0: none), and as many of the neighbourhood rows LADIES leaders fetch (-1: 256)"},
     {"explain", "output.explain", "print each layer's HDG and the executor's plan", true},
     {"summary_json", "output.summary_json", "write the run summary as JSON to this file"},
     {"quiet", "output.quiet", "no progress output", true},
