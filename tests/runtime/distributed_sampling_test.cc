@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -117,6 +118,61 @@ TEST(RemoteNeighbourhoodCache, KeepsTheMostCountedRowsThatFitTheirSizes) {
   none.BeginBulk(1);
   none.Fetched(0, 1, row(2));
   EXPECT_FALSE(none.Find(0, 1, &got));
+}
+
+// Two workers' LADIES batches of `epochs` epochs (one bulk of three batches each) over a graph whose
+// rows hold their roots among the other entries, owned by v % 2, each leader keeping other
+// workers' rows in a cache of `cache_bytes` (0: none); per worker, the last epoch's batches.
+std::vector<std::vector<sampling::MiniBatch>> LadiesOverParts(int64_t cache_bytes, int epochs) {
+  sampling::Lists nbrs = sampling::RandomLists(60, 8, 11);
+  for (int32_t v = 0; v < 60; ++v) {  // its own entry in the middle of its row
+    nbrs[v].erase(std::remove_if(nbrs[v].begin(), nbrs[v].end(), [v](const auto& e) { return e.first == v; }),
+                  nbrs[v].end());
+    nbrs[v].insert(nbrs[v].begin() + nbrs[v].size() / 2, {v, 1.5f});
+  }
+  const sampling::NeighbourhoodMatrix a = sampling::MatrixOf(nbrs, true);
+  std::vector<int32_t> owner(60);
+  for (int v = 0; v < 60; ++v) owner[v] = v % 2;
+  const Ownership owners(owner);
+  sampling::SamplerOptions o;
+  o.kind = sampling::SamplerKind::kLayerWise;
+  o.layer_size = 6;
+  o.seed = 5;
+  auto group = MakeInProcessGroup(2);
+  std::vector<std::vector<sampling::MiniBatch>> last(2);
+  std::vector<std::thread> workers;
+  for (int r = 0; r < 2; ++r) {
+    workers.emplace_back([&, r] {
+      RemoteNeighbourhoodCache cache(cache_bytes);
+      for (int epoch = 0; epoch < epochs; ++epoch) {
+        std::vector<Tensor> seeds;
+        for (int64_t k = 0; k < 3; ++k) {
+          std::vector<int64_t> mine;
+          for (int64_t v = 10 * k + r; v < 10 * k + 10; v += 2) mine.push_back(v);
+          std::sort(mine.begin(), mine.end());
+          seeds.push_back(Tensor::FromVector(mine));
+        }
+        auto got = SampleLayerWiseAcrossWorkers(*group[r], &owners, {&a, &a}, o, epoch, epoch, 0, seeds, seeds,
+                                                cache_bytes > 0 ? &cache : nullptr);
+        ASSERT_TRUE(got.ok()) << got.status();
+        last[r] = std::move(*got);
+      }
+      if (cache_bytes > 0) EXPECT_GT(cache.entries_cached(), 0) << "worker " << r;
+    });
+  }
+  for (auto& t : workers) t.join();
+  return last;
+}
+
+// Rows read from the cache draw the batches that fetched rows draw: their columns, weights and own
+// entries as their owner holds them.
+TEST(RemoteNeighbourhoodCache, KeptRowsDrawTheBatchesFetchedRowsDraw) {
+  const auto fetched = LadiesOverParts(0, 3);
+  const auto kept = LadiesOverParts(int64_t{1} << 20, 3);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(::testing::Message() << "worker " << r);
+    sampling::ExpectSameBatches(kept[r], fetched[r]);
+  }
 }
 
 // Worker 0 samples two batches (batch 0 led by worker 0, batch 1 by worker 1) over a 40-vertex
