@@ -62,8 +62,8 @@ absl::StatusOr<std::vector<Tensor>> GatherSeeds(Communicator& comm, int epoch, i
     int64_t total = 0;
     bool negative = false;
     for (int64_t c : counts) {
-      total += c;
-      negative |= c < 0;
+      negative |= c < 0 || c > static_cast<int64_t>(ids.size());
+      if (!negative) total += c;
     }
     if (negative || counts.size() != led.size() || total != static_cast<int64_t>(ids.size()) ||
         keys.size() != ids.size()) {
@@ -315,12 +315,16 @@ absl::StatusOr<std::vector<WholeBatch>> ShareWholeBatches(
         FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampled batches", q, &s.cols));
         FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampled batches", q, &s.weights));
         s.offsets.assign(1, 0);
-        for (int32_t n : lengths) s.offsets.push_back(s.offsets.back() + std::max(n, 0));
+        bool negative = false;
+        for (int32_t n : lengths) {
+          negative |= n < 0;
+          s.offsets.push_back(s.offsets.back() + std::max(n, 0));
+        }
         const int64_t n = layers[l]->num_vertices();
         const bool in_graph =
             std::all_of(s.cols.begin(), s.cols.end(), [n](int32_t c) { return c >= 0 && c < n; }) &&
             std::all_of(b.frontier[l].begin(), b.frontier[l].end(), [n](int64_t v) { return v >= 0 && v < n; });
-        if (!in_graph || lengths.size() != b.frontier[l].size() ||
+        if (!in_graph || negative || lengths.size() != b.frontier[l].size() ||
             s.offsets.back() != static_cast<int64_t>(s.cols.size()) ||
             s.weights.size() != (layers[l]->weights() != nullptr ? s.cols.size() : 0)) {
           return absl::DataLossError(absl::StrCat("sampled batches: worker ", q, " sent batch ", first_index + k,
