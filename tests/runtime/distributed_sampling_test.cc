@@ -234,13 +234,14 @@ TEST(LayerWiseSamplingMessages, MalformedSeedsAreRefusedNamingTheWorker) {
 TEST(LayerWiseSamplingMessages, MalformedSampledBatchesAreRefusedNamingTheWorker) {
   const uint64_t seeds = Tag(kEpoch, 0, TrafficKind::kControl, kStepLeaderSeeds, kBulk);
   const uint64_t batches = Tag(kEpoch, 0, TrafficKind::kControl, kStepLeaderRows, kBulk);
-  // Batch 1's two layers: frontier {6, 8}, one entry each; `col` the first entry's column.
-  auto batch_one = [](int32_t col, bool truncate) {
+  // Batch 1's two layers: frontier {6, 8}, two entries; `col` the first entry's column, `first` the
+  // first row's length (the second row has the others).
+  auto batch_one = [](int32_t col, bool truncate, int32_t first = 1) {
     return [=](const std::string&) {
       return Message([&](std::string* m) {
         for (int l = 0; l < 2; ++l) {
           AppendVector(m, std::vector<int64_t>{6, 8});
-          AppendVector(m, std::vector<int32_t>{1, 1});
+          AppendVector(m, std::vector<int32_t>{first, 2 - std::max(first, 0)});
           if (truncate) return;
           AppendVector(m, std::vector<int32_t>{col, 3});
           AppendVector(m, std::vector<float>{1.0f, 1.0f});
@@ -252,6 +253,9 @@ TEST(LayerWiseSamplingMessages, MalformedSampledBatchesAreRefusedNamingTheWorker
   EXPECT_EQ(outside.code(), absl::StatusCode::kDataLoss) << outside;
   EXPECT_THAT(outside.message(), HasSubstr("sampled batches: worker 1 sent batch 1 layer 0"));
   EXPECT_THAT(outside.message(), HasSubstr("not all of them in the graph"));
+  const absl::Status negative = RunAgainst(false, {{seeds, OneSeed}, {batches, batch_one(5, false, -1)}});
+  EXPECT_EQ(negative.code(), absl::StatusCode::kDataLoss) << negative;
+  EXPECT_THAT(std::string(negative.message()), HasSubstr("sampled batches: worker 1 sent batch 1 layer 0 with 2 rows"));
   const absl::Status truncated = RunAgainst(false, {{seeds, OneSeed}, {batches, batch_one(5, true)}});
   EXPECT_EQ(truncated.code(), absl::StatusCode::kDataLoss) << truncated;
   EXPECT_THAT(truncated.message(), HasSubstr("sampled batches message from worker 1 is truncated"));
