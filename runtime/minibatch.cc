@@ -150,6 +150,9 @@ std::string MiniBatchTraining::Describe() const {
                         : absl::StrCat("layer size ", options_.layer_size);
   return absl::StrCat(sampling::SamplerKindName(options_.kind), " sampler, ", how, ", batches of ",
                       batch_size_, " in bulks of ", bulk_, sample_on_device_ ? " sampled on the device" : "",
+                      parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise
+                          ? ", each drawn whole by one worker in turn"
+                          : "",
                       ": ", batches_per_epoch_, " batches per epoch");
 }
 
