@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (one per parser: datasets, run configurations, checkpoints) with clang in build/fuzz and runs each for
+# Builds the libFuzzer targets (one per parser: datasets, run configurations, checkpoints, workers' messages) with clang in build/fuzz and runs each for
 # a short while (FUZZ_SECONDS, default 20) on a copy of its seed corpus in tests/fuzz/corpus.
 # Installs clang, its runtimes and libomp when missing (idempotent). Exits non-zero when a target
 # crashes, leaks or trips a sanitizer; the reproducer is left in build/fuzz/artifacts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
-targets=(fuzz_csv fuzz_edge_list fuzz_npy fuzz_cache fuzz_gzip fuzz_config fuzz_flags fuzz_checkpoint fuzz_partition_meta fuzz_saved_model)
+targets=(fuzz_csv fuzz_edge_list fuzz_npy fuzz_cache fuzz_gzip fuzz_config fuzz_flags fuzz_checkpoint fuzz_partition_meta fuzz_saved_model
+         fuzz_sampling_messages)
 
 pkgs=(clang libclang-rt-dev libomp-dev)
 missing=()

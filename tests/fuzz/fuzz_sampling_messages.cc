@@ -1,0 +1,84 @@
+// libFuzzer target: LADIES across workers (runtime/layer_wise_sampling.cc) against a peer whose
+// messages are the input. Worker 0 samples two batches over a small graph split between two
+// workers; worker 1 answers each exchange (the seeds, each layer's row requests and replies, the
+// sampled batches) with the input's next message. Worker 0 must end with batches or an error, never
+// crash, trip a sanitizer or hang.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hdg/builder.h"
+#include "runtime/distributed_sampling.h"
+#include "runtime/sampling_messages.h"
+
+namespace {
+
+using namespace fg;           // NOLINT
+using namespace fg::runtime;  // NOLINT
+
+constexpr int kVertices = 24;
+
+// A weighted ring with chords, each row holding its root in the middle; vertices owned by v % 2.
+struct Graph {
+  Graph() {
+    std::vector<int32_t> roots(kVertices);
+    for (int32_t v = 0; v < kVertices; ++v) roots[v] = v;
+    auto hdg = hdg::HdgBuilder(hdg::SchemaTree::Flat("neighbor", true), kVertices)
+                   .Build(roots, [](int32_t v, hdg::NeighborWriter& out) {
+                     out.Add((v + 1) % kVertices, 0.5f);
+                     out.Add(v, 1.0f);
+                     out.Add((v + 5) % kVertices, 0.25f);
+                     out.Add((v * 7 + 3) % kVertices, 2.0f);
+                   });
+    matrix = std::make_unique<sampling::NeighbourhoodMatrix>(
+        *sampling::NeighbourhoodMatrix::Create(std::make_shared<const hdg::Hdg>(std::move(*hdg)), kVertices));
+    std::vector<int32_t> owner(kVertices);
+    for (int v = 0; v < kVertices; ++v) owner[v] = v % 2;
+    owners = Ownership(owner);
+  }
+  std::unique_ptr<sampling::NeighbourhoodMatrix> matrix;
+  Ownership owners;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const Graph* graph = new Graph();
+  FuzzedDataProvider in(data, size);
+  const bool partitioned = in.ConsumeBool();
+  std::vector<std::string> messages;
+  while (in.remaining_bytes() > 0 && messages.size() < 6) messages.push_back(in.ConsumeRandomLengthString(1 << 14));
+  // The exchanges worker 0 takes part in, in order (whole graph: no row exchanges).
+  using namespace sampling_messages;  // NOLINT
+  std::vector<uint64_t> tags = {Tag(0, 0, TrafficKind::kControl, kStepLeaderSeeds, 0)};
+  if (partitioned) {
+    for (int layer : {1, 0}) {
+      tags.push_back(Tag(0, layer, TrafficKind::kControl, kStepRowRequest, 0));
+      tags.push_back(Tag(0, layer, TrafficKind::kControl, kStepRowReply, 0));
+    }
+  }
+  tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderRows, 0));
+  auto group = MakeInProcessGroup(2);
+  for (auto& c : group) c->set_timeout(std::chrono::milliseconds(20000));
+  std::thread peer([&] {
+    for (size_t i = 0; i < tags.size(); ++i) {
+      if (!group[1]->Recv(0, tags[i]).ok()) return;
+      group[1]->Send(0, tags[i], i < messages.size() ? messages[i] : std::string());
+    }
+  });
+  sampling::SamplerOptions o;
+  o.kind = sampling::SamplerKind::kLayerWise;
+  o.layer_size = 4;
+  const std::vector<Tensor> seeds = {Tensor::FromVector(std::vector<int64_t>{0, 2, 4}),
+                                     Tensor::FromVector(std::vector<int64_t>{6, 8})};
+  const sampling::NeighbourhoodMatrix* a = graph->matrix.get();
+  auto got = SampleLayerWiseAcrossWorkers(*group[0], partitioned ? &graph->owners : nullptr, {a, a}, o, 0, 0, 0,
+                                          seeds, seeds);
+  group[0]->Abort(absl::CancelledError("done"));
+  peer.join();
+  return 0;
+}
