@@ -61,8 +61,12 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
       FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &counts));
       FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &ids));
       int64_t total = 0;
-      for (int64_t c : counts) total += c;
-      if (static_cast<int64_t>(counts.size()) != K || total != static_cast<int64_t>(ids.size())) {
+      bool bad = false;
+      for (int64_t c : counts) {
+        bad |= c < 0 || c > static_cast<int64_t>(ids.size());
+        if (!bad) total += c;
+      }
+      if (bad || static_cast<int64_t>(counts.size()) != K || total != static_cast<int64_t>(ids.size())) {
         return absl::DataLossError(absl::StrCat(what, ": worker ", q, " asked for ", ids.size(),
                                                 " rows in ", counts.size(), " batches; expected ", K,
                                                 " batches"));

@@ -1,8 +1,9 @@
-// libFuzzer target: LADIES across workers (runtime/layer_wise_sampling.cc) against a peer whose
+// libFuzzer target: sampling across workers (runtime/distributed_sampling.h) against a peer whose
 // messages are the input. Worker 0 samples two batches over a small graph split between two
-// workers; worker 1 answers each exchange (the seeds, each layer's row requests and replies, the
-// sampled batches) with the input's next message. Worker 0 must end with batches or an error, never
-// crash, trip a sanitizer or hang.
+// workers: LADIES on the whole graph or on parts, or node-wise on parts; worker 1 answers each
+// exchange (the seeds, each layer's row requests and replies, the sampled batches, the input rows)
+// with the input's next message. Worker 0 must end with batches or an error, never crash, trip a
+// sanitizer or hang.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <chrono>
@@ -22,7 +23,8 @@ using namespace fg::runtime;  // NOLINT
 
 constexpr int kVertices = 24;
 
-// A weighted ring with chords, each row holding its root in the middle; vertices owned by v % 2.
+// A weighted ring with chords, each row holding its root in the middle; vertices 0-11 are worker
+// 0's, with 3 features each.
 struct Graph {
   Graph() {
     std::vector<int32_t> roots(kVertices);
@@ -37,11 +39,16 @@ struct Graph {
     matrix = std::make_unique<sampling::NeighbourhoodMatrix>(
         *sampling::NeighbourhoodMatrix::Create(std::make_shared<const hdg::Hdg>(std::move(*hdg)), kVertices));
     std::vector<int32_t> owner(kVertices);
-    for (int v = 0; v < kVertices; ++v) owner[v] = v % 2;
+    for (int v = 0; v < kVertices; ++v) owner[v] = v < kVertices / 2 ? 0 : 1;
     owners = Ownership(owner);
+    mine.features = Tensor::FromVector(std::vector<float>(3 * kVertices / 2, 0.5f)).Reshape({kVertices / 2, 3});
+    std::vector<int64_t> keys(kVertices / 2);
+    for (int v = 0; v < kVertices / 2; ++v) keys[v] = v;
+    mine.keys = Tensor::FromVector(keys);
   }
   std::unique_ptr<sampling::NeighbourhoodMatrix> matrix;
   Ownership owners;
+  OwnedRows mine;
 };
 
 }  // namespace
@@ -49,19 +56,25 @@ struct Graph {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Graph* graph = new Graph();
   FuzzedDataProvider in(data, size);
-  const bool partitioned = in.ConsumeBool();
+  enum Mode { kLadiesWholeGraph, kLadiesParts, kNodeWiseParts };
+  const int mode = in.ConsumeIntegralInRange(0, 2);
   std::vector<std::string> messages;
-  while (in.remaining_bytes() > 0 && messages.size() < 6) messages.push_back(in.ConsumeRandomLengthString(1 << 14));
-  // The exchanges worker 0 takes part in, in order (whole graph: no row exchanges).
+  while (in.remaining_bytes() > 0 && messages.size() < 8) messages.push_back(in.ConsumeRandomLengthString(1 << 14));
+  // The exchanges worker 0 takes part in, in order.
   using namespace sampling_messages;  // NOLINT
-  std::vector<uint64_t> tags = {Tag(0, 0, TrafficKind::kControl, kStepLeaderSeeds, 0)};
-  if (partitioned) {
+  std::vector<uint64_t> tags;
+  if (mode != kNodeWiseParts) tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderSeeds, 0));
+  if (mode != kLadiesWholeGraph) {
     for (int layer : {1, 0}) {
       tags.push_back(Tag(0, layer, TrafficKind::kControl, kStepRowRequest, 0));
       tags.push_back(Tag(0, layer, TrafficKind::kControl, kStepRowReply, 0));
     }
   }
-  tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderRows, 0));
+  if (mode != kNodeWiseParts) tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderRows, 0));
+  if (mode != kLadiesWholeGraph) {
+    tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepInputRequest, 0));
+    tags.push_back(Tag(0, 0, TrafficKind::kFeatures, kStepInputReply, 0));
+  }
   auto group = MakeInProcessGroup(2);
   for (auto& c : group) c->set_timeout(std::chrono::milliseconds(20000));
   std::thread peer([&] {
@@ -71,13 +84,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   });
   sampling::SamplerOptions o;
-  o.kind = sampling::SamplerKind::kLayerWise;
+  o.kind = mode == kNodeWiseParts ? sampling::SamplerKind::kNodeWise : sampling::SamplerKind::kLayerWise;
   o.layer_size = 4;
+  o.fanouts = {2, 2};
   const std::vector<Tensor> seeds = {Tensor::FromVector(std::vector<int64_t>{0, 2, 4}),
                                      Tensor::FromVector(std::vector<int64_t>{6, 8})};
   const sampling::NeighbourhoodMatrix* a = graph->matrix.get();
-  auto got = SampleLayerWiseAcrossWorkers(*group[0], partitioned ? &graph->owners : nullptr, {a, a}, o, 0, 0, 0,
-                                          seeds, seeds);
+  auto got = mode == kLadiesWholeGraph
+                 ? SampleLayerWiseAcrossWorkers(*group[0], nullptr, {a, a}, o, 0, 0, 0, seeds, seeds)
+                 : SampleAcrossParts(*group[0], graph->owners, graph->mine, {a, a}, o, 0, 0, 0, seeds);
   group[0]->Abort(absl::CancelledError("done"));
   peer.join();
   return 0;
