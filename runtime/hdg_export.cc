@@ -68,10 +68,20 @@ absl::Status Decode(const std::string& in, int worker, std::unordered_map<int64_
     return absl::DataLossError(absl::StrCat("export_hdg: malformed from worker ", worker));
   }
   for (size_t i = 0; i < ids.size(); ++i) (*source)[ids[i]] = keys[i];
+  // Each layer takes at least two vectors (16 bytes), each level three more.
+  if (count[0] < 0 || count[0] > static_cast<int64_t>((in.size() - pos) / 16)) {
+    return absl::DataLossError(absl::StrCat("export_hdg: worker ", worker, " sent ", count[0], " layers in ",
+                                            in.size() - pos, " bytes"));
+  }
   layers->resize(count[0]);
-  for (Forest& f : *layers) {
+  for (size_t layer = 0; layer < layers->size(); ++layer) {
+    Forest& f = (*layers)[layer];
     FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.roots));
     FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.weighted));
+    if (f.weighted.empty() || f.weighted.size() > (in.size() - pos) / 24) {
+      return absl::DataLossError(absl::StrCat("export_hdg: worker ", worker, " sent layer ", layer, " with ",
+                                              f.weighted.size(), " levels in ", in.size() - pos, " bytes"));
+    }
     f.indptr.resize(f.weighted.size());
     f.indices.resize(f.weighted.size());
     f.weights.resize(f.weighted.size());
@@ -79,6 +89,43 @@ absl::Status Decode(const std::string& in, int worker, std::unordered_map<int64_
       FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.indptr[k]));
       FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.indices[k]));
       FG_RETURN_IF_ERROR(TakeVector(in, &pos, "export_hdg", worker, &f.weights[k]));
+    }
+    // Every level's offsets ascend from 0 to its children, each level's rows are its parents'
+    // children (the top level's, the roots), and weights go with the weighted levels.
+    for (int k = 0; k < f.levels(); ++k) {
+      const std::vector<int64_t>& ptr = f.indptr[k];
+      const int64_t rows = k + 1 == f.levels() ? static_cast<int64_t>(f.roots.size()) : -1;
+      const int64_t below = k == 0 ? -1 : static_cast<int64_t>(f.indptr[k - 1].size()) - 1;
+      bool ok = !ptr.empty() && ptr[0] == 0 && ptr.back() == static_cast<int64_t>(f.indices[k].size()) &&
+                (rows < 0 || static_cast<int64_t>(ptr.size()) == rows + 1) &&
+                f.weights[k].size() == (f.weighted[k] ? f.indices[k].size() : 0);
+      for (size_t r = 1; ok && r < ptr.size(); ++r) ok = ptr[r] >= ptr[r - 1];
+      for (size_t e = 0; ok && k > 0 && e < f.indices[k].size(); ++e) ok = f.indices[k][e] >= 0 && f.indices[k][e] < below;
+      if (!ok) {
+        return absl::DataLossError(absl::StrCat("export_hdg: worker ", worker, " sent layer ", layer, " level ",
+                                                k + 1, " malformed"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Every root and level-1 child that `worker` sent is in some worker's table.
+absl::Status KnownVertices(const std::vector<Forest>& layers, int worker,
+                           const std::unordered_map<int64_t, int64_t>& source) {
+  for (size_t layer = 0; layer < layers.size(); ++layer) {
+    const Forest& f = layers[layer];
+    for (const int64_t v : f.roots) {
+      if (!source.contains(v)) {
+        return absl::DataLossError(absl::StrCat("export_hdg: worker ", worker, " sent root ", v, " of layer ", layer,
+                                                ", which is in no worker's table"));
+      }
+    }
+    for (const int32_t v : f.indices[0]) {
+      if (!source.contains(v)) {
+        return absl::DataLossError(absl::StrCat("export_hdg: worker ", worker, " sent vertex ", v, " in layer ", layer,
+                                                ", which is in no worker's table"));
+      }
     }
   }
   return absl::OkStatus();
@@ -164,6 +211,13 @@ absl::Status ExportHdgs(Communicator* comm, const std::vector<const hdg::Hdg*>& 
   std::unordered_map<int64_t, int64_t> source;
   std::vector<std::vector<Forest>> parts(workers);
   for (int w = 0; w < workers; ++w) FG_RETURN_IF_ERROR(Decode(received[w], w, &source, &parts[w]));
+  for (int w = 0; w < workers; ++w) {
+    FG_RETURN_IF_ERROR(KnownVertices(parts[w], w, source));
+    if (parts[w].size() != parts[0].size()) {
+      return absl::DataLossError(absl::StrCat("export_hdg: worker ", w, " sent ", parts[w].size(), " layers, worker 0 ",
+                                              parts[0].size()));
+    }
+  }
   return Write(parts, source, dir);
 }
 

@@ -1,18 +1,21 @@
-// Parts of distributed mini-batch sampling on their own: the caches of other workers' rows, and
-// LADIES across workers (SampleLayerWiseAcrossWorkers) facing a peer whose messages are malformed:
-// worker 0 runs the sampler, worker 1 is scripted; every malformed message ends worker 0's call
-// with a DataLoss error naming worker 1 and what was wrong, never a crash or a hang.
+// Parts of distributed runs on their own: the caches of other workers' rows, and peers whose
+// messages are malformed, for LADIES across workers (SampleLayerWiseAcrossWorkers) and the HDG
+// export: worker 0 runs the real code, worker 1 is scripted; every malformed message ends worker
+// 0's call with a DataLoss error naming worker 1 and what was wrong, never a crash or a hang.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <thread>
 #include <tuple>
 
+#include "hdg/builder.h"
 #include "runtime/collectives.h"
 #include "runtime/distributed_sampling.h"
+#include "runtime/hdg_export.h"
 #include "runtime/sampling_messages.h"
 #include "tests/sampling/sampling_graphs.h"
 
@@ -297,6 +300,58 @@ TEST(LayerWiseSamplingMessages, MalformedRowsFromAnOwnerAreRefusedNamingTheWorke
                                                    }}});
   EXPECT_EQ(not_owned.code(), absl::StatusCode::kDataLoss) << not_owned;
   EXPECT_THAT(not_owned.message(), HasSubstr("worker 1 asked for vertex 99, which this worker does not own"));
+}
+
+// The HDG export gathers every worker's layers at worker 0: malformed ones are refused, naming the
+// worker, before anything is written.
+TEST(HdgExportMessages, MalformedLayersAreRefusedNamingTheWorker) {
+  auto hdg = hdg::HdgBuilder(hdg::SchemaTree::Flat("neighbor", true), 10)
+                 .Build(std::vector<int32_t>{0, 1}, [](int32_t v, hdg::NeighborWriter& out) {
+                   out.Add(v + 2, 1.0f);
+                 });
+  ASSERT_TRUE(hdg.ok()) << hdg.status();
+  const Tensor ids = Tensor::FromVector(std::vector<int64_t>{0, 1, 2, 3});
+  // Worker 1's message: its table (vertices 5 and 6), then `layers` layers of one flat level.
+  auto message = [](int64_t layers, std::vector<int64_t> indptr, std::vector<int32_t> indices) {
+    return Message([&](std::string* m) {
+      AppendVector(m, std::vector<int64_t>{5, 6});
+      AppendVector(m, std::vector<int64_t>{50, 60});
+      AppendVector(m, std::vector<int64_t>{layers});
+      for (int64_t l = 0; l < std::min<int64_t>(layers, 1); ++l) {
+        AppendVector(m, std::vector<int64_t>{5});
+        AppendVector(m, std::vector<uint8_t>{0});
+        AppendVector(m, indptr);
+        AppendVector(m, indices);
+        AppendVector(m, std::vector<float>{});
+      }
+    });
+  };
+  const std::string dir = ::testing::TempDir() + "/fg_export_messages";
+  auto run = [&](const std::string& from_1) {
+    auto group = MakeInProcessGroup(2);
+    for (auto& c : group) c->set_timeout(std::chrono::milliseconds(20000));
+    const uint64_t tag = MakeTag(0, 0, 0, TrafficKind::kControl, 11);
+    std::thread peer([&] {
+      if (group[1]->Recv(0, tag).ok()) group[1]->Send(0, tag, from_1);
+    });
+    const hdg::Hdg* layer = &*hdg;
+    const absl::Status s = ExportHdgs(group[0].get(), {layer}, ids, ids, dir);
+    group[0]->Abort(absl::CancelledError("done"));
+    peer.join();
+    return s;
+  };
+  EXPECT_TRUE(run(message(1, {0, 1}, {6})).ok()) << "a well-formed layer";
+  for (const auto& [from_1, expected] : std::vector<std::pair<std::string, std::string>>{
+           {message(int64_t{1} << 40, {0, 1}, {6}), "worker 1 sent 1099511627776 layers"},
+           {message(1, {0, 2}, {6}), "worker 1 sent layer 0 level 1 malformed"},
+           {message(1, {1, 1}, {6}), "worker 1 sent layer 0 level 1 malformed"},
+           {message(1, {0, 1}, {9}), "worker 1 sent vertex 9 in layer 0, which is in no worker's table"},
+           {message(2, {0, 1}, {6}), "export_hdg message from worker 1 is truncated"}}) {
+    const absl::Status s = run(from_1);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(expected));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
