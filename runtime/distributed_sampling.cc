@@ -60,13 +60,7 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
       size_t pos = 0;
       FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &counts));
       FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &ids));
-      int64_t total = 0;
-      bool bad = false;
-      for (int64_t c : counts) {
-        bad |= c < 0 || c > static_cast<int64_t>(ids.size());
-        if (!bad) total += c;
-      }
-      if (bad || static_cast<int64_t>(counts.size()) != K || total != static_cast<int64_t>(ids.size())) {
+      if (!CountsSplit(counts, static_cast<size_t>(K), ids.size())) {
         return absl::DataLossError(absl::StrCat(what, ": worker ", q, " asked for ", ids.size(),
                                                 " rows in ", counts.size(), " batches; expected ", K,
                                                 " batches"));

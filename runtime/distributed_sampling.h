@@ -25,9 +25,9 @@ struct OwnedRows {
 };
 
 // sampling::SampleBulk across the parts (layer-wise: SampleLayerWiseAcrossWorkers): batches
-// first_index, first_index + 1, ... of `epoch`, whose seeds on this worker are `seeds` (global ids, any owner). `layers` hold this
-// worker's rows (its own vertices, keyed by source ids). The batches carry MiniBatch::inputs and
-// ::keys. `bulk` numbers the call within the epoch (message tags). Errors name the worker, layer
+// first_index, first_index + 1, ... of `epoch`, whose seeds on this worker are `seeds` (global
+// ids, any owner). `layers` hold this worker's rows (its own vertices, keyed by source ids). The
+// batches carry MiniBatch::inputs and ::keys. `bulk` numbers the call within the epoch (message tags). Errors name the worker, layer
 // or vertex. Collective: every worker calls it for the same bulk at the same time, from one
 // thread at a time; it sends point-to-point messages only, so it may run beside the training
 // thread's collectives. Input rows in `cache` (null: none) are read from it, and it keeps rows it

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "runtime/distributed_sampling.h"
 #include "runtime/sampling_messages.h"
@@ -59,14 +58,7 @@ absl::StatusOr<std::vector<Tensor>> GatherSeeds(Communicator& comm, int epoch, i
     FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &counts));
     FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &ids));
     FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &keys));
-    int64_t total = 0;
-    bool negative = false;
-    for (int64_t c : counts) {
-      negative |= c < 0 || c > static_cast<int64_t>(ids.size());
-      if (!negative) total += c;
-    }
-    if (negative || counts.size() != led.size() || total != static_cast<int64_t>(ids.size()) ||
-        keys.size() != ids.size()) {
+    if (!CountsSplit(counts, led.size(), ids.size()) || keys.size() != ids.size()) {
       return absl::DataLossError(absl::StrCat("batch seeds: worker ", p, " sent ", ids.size(), " seeds and ",
                                               keys.size(), " keys in ", counts.size(), " batches; expected ",
                                               led.size(), " batches"));
@@ -95,8 +87,10 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
                        std::vector<std::vector<int64_t>>* rows) {
   const int P = comm.size(), me = comm.rank();
   const std::string what = absl::StrCat("sampling layer ", layer);
-  // Per owner, the distinct vertices asked of it (ascending), and those not kept (requested).
+  // Per owner, the distinct vertices asked of it (ascending), those not kept (requested), and the
+  // kept ones' rows (in order).
   std::vector<std::vector<int64_t>> asked(P), wanted(P);
+  std::vector<std::vector<RemoteNeighbourhoodCache::Row>> kept(P);
   for (const std::vector<int64_t>& f : frontier) {
     for (int64_t v : f) {
       if (v < 0 || v >= owners.num_vertices()) {
@@ -110,9 +104,13 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
     std::sort(asked[q].begin(), asked[q].end());
     asked[q].erase(std::unique(asked[q].begin(), asked[q].end()), asked[q].end());
     if (q == me) continue;
-    RemoteNeighbourhoodCache::Row kept;
     for (int64_t v : asked[q]) {
-      if (cache == nullptr || !cache->Find(layer, v, &kept)) wanted[q].push_back(v);
+      RemoteNeighbourhoodCache::Row row;
+      if (cache != nullptr && cache->Find(layer, v, &row)) {
+        kept[q].push_back(row);
+      } else {
+        wanted[q].push_back(v);
+      }
     }
     AppendVector(&requests[q], wanted[q]);
   }
@@ -194,8 +192,8 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
                                                 ", outside the graph's ", owners.num_vertices(), " vertices"));
       }
     }
-    // The asked rows in order: kept ones from the cache, the others from the reply, in order.
-    size_t next = 0;
+    // The asked rows in order: the requested ones from the reply, the others from the cache.
+    size_t next = 0, next_kept = 0;
     int64_t at = 0;
     for (int64_t v : asked[q]) {
       RemoteNeighbourhoodCache::Row row;
@@ -205,7 +203,7 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
         at += lengths[next++];
         fetched += row.size;
       } else {
-        FG_CHECK(cache != nullptr && cache->Find(layer, v, &row)) << "a row neither requested nor kept";
+        row = kept[q][next_kept++];
         from_cache += row.size;
       }
       gathered->cols.insert(gathered->cols.end(), row.cols, row.cols + row.size);

@@ -111,8 +111,7 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
   // On the device where it can: training there, over the whole graph, and each batch on its worker.
-  const bool leaders = distributed && m->options_.kind == sampling::SamplerKind::kLayerWise;
-  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr && !leaders;
+  const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr && !m->LeadersDrawBatches();
   if (tc.sample_on() == "device" && !device_can) {
     return absl::UnimplementedError(
         parts.owned != nullptr
@@ -150,9 +149,7 @@ std::string MiniBatchTraining::Describe() const {
                         : absl::StrCat("layer size ", options_.layer_size);
   return absl::StrCat(sampling::SamplerKindName(options_.kind), " sampler, ", how, ", batches of ",
                       batch_size_, " in bulks of ", bulk_, sample_on_device_ ? " sampled on the device" : "",
-                      parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise
-                          ? ", each drawn whole by one worker in turn"
-                          : "",
+                      LeadersDrawBatches() ? ", each drawn whole by one worker in turn" : "",
                       ": ", batches_per_epoch_, " batches per epoch");
 }
 
@@ -333,7 +330,7 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
                                                           *parts_.owned, layers, options_, epoch, first / bulk_,
                                                           first, seeds, remote_rows_.get(),
                                                           remote_neighbourhoods_.get()));
-    } else if (parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise) {
+    } else if (LeadersDrawBatches()) {
       // The whole graph on every worker: its ids are a single process's, and so are the keys.
       FG_ASSIGN_OR_RETURN(bulk.batches,
                           SampleLayerWiseAcrossWorkers(*parts_.exec->setup().comm, nullptr, layers, options_, epoch,

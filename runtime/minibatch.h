@@ -68,6 +68,10 @@ class MiniBatchTraining {
   const RemoteNeighbourhoodCache* remote_neighbourhoods() const { return remote_neighbourhoods_.get(); }
   // "neighbor sampler, fanouts 25,10, batches of 1024 in bulks of 8: 3 batches per epoch".
   std::string Describe() const;
+  // Whether each batch is drawn whole by one worker in turn (LADIES across workers).
+  bool LeadersDrawBatches() const {
+    return parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise;
+  }
 
  private:
   MiniBatchTraining() = default;

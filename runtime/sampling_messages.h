@@ -18,6 +18,17 @@ inline constexpr int kStepRowRequest = 8, kStepRowReply = 9, kStepInputRequest =
 
 uint64_t Tag(int epoch, int layer, TrafficKind kind, int step, int64_t bulk);
 
+// Whether a peer's per-batch counts split exactly `items` items: none negative, `batches` of them.
+inline bool CountsSplit(const std::vector<int64_t>& counts, size_t batches, size_t items) {
+  if (counts.size() != batches) return false;
+  uint64_t total = 0;
+  for (int64_t c : counts) {
+    if (c < 0 || static_cast<uint64_t>(c) > items) return false;
+    total += static_cast<uint64_t>(c);
+  }
+  return total == items;
+}
+
 // AllToAllVOverMessages (point to point only, beside the training thread's collectives), its
 // errors (which name the worker) prefixed with `what`.
 absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vector<std::string> parts,

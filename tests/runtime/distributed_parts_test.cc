@@ -160,7 +160,9 @@ std::vector<std::vector<sampling::MiniBatch>> LadiesOverParts(int64_t cache_byte
         ASSERT_TRUE(got.ok()) << got.status();
         last[r] = std::move(*got);
       }
-      if (cache_bytes > 0) EXPECT_GT(cache.entries_cached(), 0) << "worker " << r;
+      if (cache_bytes > 0) {
+        EXPECT_GT(cache.entries_cached(), 0) << "worker " << r;
+      }
     });
   }
   for (auto& t : workers) t.join();

@@ -222,7 +222,9 @@ TEST(PartitionedTraining, KeptNeighbourhoodsLeaveTheLadiesBatchesAsTheyAre) {
         // Cora's rows are short: 1 MiB keeps as many of them as the default.
         EXPECT_GT(got.remote_neighbourhood_entries_cached, 0) << "worker " << r << " cache " << cache_mb;
         if (cache_mb == 1) cached[r] = got.remote_neighbourhood_entries_cached;
-        if (cache_mb < 0) EXPECT_EQ(got.remote_neighbourhood_entries_cached, cached[r]) << "worker " << r;
+        if (cache_mb < 0) {
+          EXPECT_EQ(got.remote_neighbourhood_entries_cached, cached[r]) << "worker " << r;
+        }
       }
     }
   }
