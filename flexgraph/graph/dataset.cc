@@ -158,6 +158,7 @@ size_t Dataset::Bytes() const {
   for (const auto& [k, s] : edge_splits) {
     for (const Tensor* p : {&s.train, &s.valid, &s.test}) bytes += p->defined() ? p->nbytes() : 0;
   }
+  if (graphs) bytes += graphs->Bytes();
   if (part) {
     for (const auto& [t, ids] : part->original_ids) bytes += ids.nbytes();
     for (const Tensor* p : {&part->halo_ids, &part->halo_in_degrees}) bytes += p->defined() ? p->nbytes() : 0;

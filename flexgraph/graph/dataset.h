@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "flexgraph/graph/graph_set.h"
 #include "flexgraph/graph/hetero_graph.h"
 
 namespace fg::graph {
@@ -68,6 +69,9 @@ struct Dataset {
   std::map<std::string, Split> splits;          // node type -> split
   std::map<std::string, EdgeSplit> edge_splits;  // relation key -> split
   std::optional<PartInfo> part;                  // set for one part of a partitioned dataset
+  // Set for a dataset of many graphs (graph_set.h): `graph` is then their block-diagonal union,
+  // `splits` and `edge_splits` are empty and the split of whole graphs is graphs->train/valid/test.
+  std::optional<GraphSet> graphs;
 
   // The homogeneous graph's in-edge Csr (rows = destinations, from part->begin(0) in a part);
   // requires IsHomogeneous().
@@ -77,6 +81,7 @@ struct Dataset {
   std::string LabeledType() const;
   // What the dataset supervises: links when it has edge splits and no node labels.
   bool PredictsLinks() const { return labels.empty() && !edge_splits.empty(); }
+  bool IsGraphSet() const { return graphs.has_value(); }
   size_t Bytes() const;
 };
 
@@ -105,8 +110,9 @@ struct LoadOptions {
   int threads = 0;        // 0 = NumThreads()
 };
 
-// Loads a dataset directory (OGB raw layout, homogeneous or heterogeneous, or a .npy workload
-// directory with indptr.npy), a SNAP edge list file, a binary cache file (*.fgc), or a generator
+// Loads a dataset directory (OGB raw layout, homogeneous or heterogeneous, including the
+// graph-property layout of many graphs (io/ogb.h), a directory of TrackML event CSVs
+// (io/trackml_csv.h), or a .npy workload directory with indptr.npy), a SNAP edge list file, a binary cache file (*.fgc), or a generator
 // spec (see gen/spec.h): "sbm:nodes=..,classes=..,features=..[,avg_degree=..,p_in=..,seed=..]"
 // or "rmat:scale=..,edge_factor=..,features=..[,classes=..,seed=..]". Errors name the file and line.
 absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadOptions& options);

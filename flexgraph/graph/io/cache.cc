@@ -98,6 +98,20 @@ void AddSplit(std::vector<Section>* out, const std::string& prefix, const Tensor
   if (test.defined()) out->push_back({prefix + ".test", test, {}});
 }
 
+// A graph set's arrays (version 2): "g.<field>", "g.node.<column>", "g.ptcl.<column>".
+void AddGraphSet(std::vector<Section>* s, const GraphSet& gs) {
+  const std::pair<const char*, const Tensor*> fields[] = {
+      {"g.noff", &gs.node_offsets}, {"g.eoff", &gs.edge_offsets},   {"g.edges", &gs.edges},
+      {"g.entry", &gs.entry_edges}, {"g.efeat", &gs.edge_feat},     {"g.elabel", &gs.edge_labels},
+      {"g.glabel", &gs.graph_labels}, {"g.train", &gs.train},       {"g.valid", &gs.valid},
+      {"g.test", &gs.test},         {"g.poff", &gs.particle_offsets}};
+  for (const auto& [name, t] : fields) {
+    if (t->defined()) s->push_back({name, *t, {}});
+  }
+  for (const auto& [name, t] : gs.node_info) s->push_back({"g.node." + name, t, {}});
+  for (const auto& [name, t] : gs.particles) s->push_back({"g.ptcl." + name, t, {}});
+}
+
 std::vector<Section> Sections(const Dataset& ds) {
   const HeteroGraph& g = ds.graph;
   std::string meta = absl::StrCat("name\t", ds.name, "\nsplit\t", ds.split_name, "\n");
@@ -109,6 +123,11 @@ std::vector<Section> Sections(const Dataset& ds) {
                     r.symmetric ? 1 : 0, "\n");
   }
   for (const auto& [type, k] : ds.num_classes) absl::StrAppend(&meta, "classes\t", type, "\t", k, "\n");
+  if (ds.graphs) {
+    absl::StrAppend(&meta, "graphs\t", ds.graphs->num_graphs(), "\nedge_classes\t",
+                    ds.graphs->num_edge_classes, "\ngraph_classes\t", ds.graphs->num_graph_classes,
+                    "\n");
+  }
   if (ds.part) {
     absl::StrAppend(&meta, "part\t", ds.part->index, "\t", ds.part->num_parts(), "\n");
     for (size_t t = 0; t < ds.part->bounds.size(); ++t) {
@@ -151,6 +170,7 @@ std::vector<Section> Sections(const Dataset& ds) {
     s.push_back({"halo.ids", ds.part->halo_ids, {}});
     s.push_back({"halo.deg", ds.part->halo_in_degrees, {}});
   }
+  if (ds.graphs) AddGraphSet(&s, *ds.graphs);
   return s;
 }
 
@@ -258,10 +278,10 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
   if (verify_checksums && h.header_crc != Crc(image.data(), offsetof(Header, header_crc))) {
     return Corrupt(name, "header checksum mismatch");
   }
-  if (h.version != kCacheVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(name, ": cache version ", h.version,
-                                                      ", this build reads version ", kCacheVersion,
-                                                      " (rebuild the cache)"));
+  if (h.version < kOldestCacheVersion || h.version > kCacheVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, ": cache version ", h.version, ", this build reads versions ", kOldestCacheVersion,
+        " to ", kCacheVersion, " (rebuild the cache from the dataset)"));
   }
   if (h.file_size != image.size()) {
     return Corrupt(name, absl::StrCat("file has ", image.size(), " bytes, header says ", h.file_size,
@@ -325,6 +345,7 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
   std::vector<std::pair<std::string, int64_t>> train_total, train_pairs_total;
   std::map<int64_t, std::vector<int64_t>> bounds;
   int64_t part_index = -1, num_parts = 0;
+  int64_t num_graphs = -1, edge_classes = 0, graph_classes = 0;
   for (absl::string_view line : absl::StrSplit(meta, '\n', absl::SkipEmpty())) {
     std::vector<std::string> f = absl::StrSplit(line, '\t');
     int64_t v = 0;
@@ -356,6 +377,13 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
         if (!absl::SimpleAtoi(x, &id)) return Corrupt(name, absl::StrCat("bad bounds of type ", v));
         b.push_back(id);
       }
+    } else if (f[0] == "graphs" && f.size() == 2 && h.version >= 2 && absl::SimpleAtoi(f[1], &v) &&
+               v >= 0 && num_graphs < 0) {
+      num_graphs = v;
+    } else if (f[0] == "edge_classes" && f.size() == 2 && absl::SimpleAtoi(f[1], &v) && v >= 0) {
+      edge_classes = v;
+    } else if (f[0] == "graph_classes" && f.size() == 2 && absl::SimpleAtoi(f[1], &v) && v >= 0) {
+      graph_classes = v;
     } else if (f[0] == "train_total" && f.size() == 3 && absl::SimpleAtoi(f[2], &v) && v >= 0) {
       train_total.push_back({f[1], v});
     } else if (f[0] == "train_pairs_total" && f.size() == 3 && absl::SimpleAtoi(f[2], &v) && v >= 0) {
@@ -529,6 +557,32 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
   for (const auto& [type, k] : classes) {
     if (g.TypeIndex(type) < 0) return Corrupt(name, absl::StrCat("classes of unknown type ", type));
     ds.num_classes[type] = k;
+  }
+  if (num_graphs >= 0) {
+    if (part != nullptr) return Corrupt(name, "a part of a partitioned dataset with a graph set");
+    GraphSet& gs = ds.graphs.emplace();
+    gs.node_offsets = take("g.noff");
+    gs.edge_offsets = take("g.eoff");
+    gs.edges = take("g.edges");
+    gs.entry_edges = take("g.entry");
+    gs.edge_feat = take("g.efeat");
+    gs.edge_labels = take("g.elabel");
+    gs.graph_labels = take("g.glabel");
+    gs.train = take("g.train");
+    gs.valid = take("g.valid");
+    gs.test = take("g.test");
+    gs.particle_offsets = take("g.poff");
+    gs.num_edge_classes = edge_classes;
+    gs.num_graph_classes = graph_classes;
+    for (const auto& [key, t] : arrays) {
+      if (key.rfind("g.node.", 0) == 0) gs.node_info[key.substr(7)] = t;
+      if (key.rfind("g.ptcl.", 0) == 0) gs.particles[key.substr(7)] = t;
+    }
+    if (!gs.node_offsets.defined() || gs.node_offsets.numel() != num_graphs + 1) {
+      return Corrupt(name, absl::StrCat("section 'g.noff' missing or not ", num_graphs + 1, " long"));
+    }
+    absl::Status valid = ValidateGraphSet(ds);
+    if (!valid.ok()) return Corrupt(name, std::string(valid.message()));
   }
   return ds;
 }

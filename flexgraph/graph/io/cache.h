@@ -7,8 +7,12 @@
 // place. Section "meta" is text (dataset name, node types with counts, relations, classes,
 // split name); the other sections are the arrays: per relation r "r<r>.src.{off,idx,val}",
 // "r<r>.dst.{off,idx,val}" (absent when symmetric), "r<r>.efeat", "r<r>.{train,valid,test}" (edge
-// splits); per node type t "t<t>.{feat,label,train,valid,test}". Readers check the magic, the
-// version, every CRC, every bound and every Csr, and name the file and section in errors.
+// splits); per node type t "t<t>.{feat,label,train,valid,test}". Version 2 adds graph sets
+// (graph_set.h): meta lines "graphs", "edge_classes", "graph_classes" and sections
+// "g.{noff,eoff,edges,entry,efeat,elabel,glabel,train,valid,test,poff}", "g.node.<column>",
+// "g.ptcl.<column>". Version 1 files (no graph sets) still load; other versions are refused with a
+// message asking to rebuild. Readers check the magic, the version, every CRC, every bound and every
+// Csr (and a graph set's every invariant), and name the file and section in errors.
 // Thread-safe: no shared state.
 #pragma once
 
@@ -21,7 +25,8 @@
 
 namespace fg::graph::io {
 
-inline constexpr uint32_t kCacheVersion = 1;
+inline constexpr uint32_t kCacheVersion = 2;
+inline constexpr uint32_t kOldestCacheVersion = 1;  // the oldest version ReadCache accepts
 
 // Writes atomically (a temporary file renamed into place).
 absl::Status WriteCache(const Dataset& ds, const std::string& path);

@@ -13,27 +13,11 @@
 #include "flexgraph/graph/builder.h"
 #include "flexgraph/graph/io/csv.h"
 #include "flexgraph/graph/io/file.h"
+#include "flexgraph/graph/io/ogb_internal.h"
 
 namespace fg::graph::io {
 
-namespace {
-
-constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
-const char* const kParts[] = {"train", "valid", "test"};
-
-struct Ctx {
-  std::string dir;
-  int threads = 0;
-  std::string Path(const std::string& rel) const { return ResolveCompressed(JoinPath(dir, rel)); }
-  bool Has(const std::string& rel) const { return PathExists(Path(rel)); }
-  // The path as shown in messages: relative to the dataset when inside it.
-  CsvOptions Options(int64_t columns) const {
-    CsvOptions o;
-    o.columns = columns;
-    o.threads = threads;
-    return o;
-  }
-};
+namespace ogb_internal {
 
 // A one-column file of non-negative counts.
 absl::StatusOr<std::vector<int64_t>> ReadCounts(const Ctx& ctx, const std::string& rel,
@@ -61,13 +45,13 @@ absl::StatusOr<Tensor> ReadRows(const Ctx& ctx, const std::string& rel, int64_t 
 
 // Optional labels (int64, "nan" = -1 = unlabeled); [n] for one column, [n, k] for k tasks.
 absl::StatusOr<Tensor> ReadLabels(const Ctx& ctx, const std::string& rel, int64_t n,
-                                  const std::string& count_rel) {
+                                  const std::string& count_rel, const std::string& what) {
   if (!ctx.Has(rel)) return Tensor();
   CsvOptions o = ctx.Options(-1);
   o.nan_as_minus_one = true;
   o.bounds = {{-1, kNoLimit, "label"}};
   FG_ASSIGN_OR_RETURN(CsvTable t, ReadCsv(ctx.Path(rel), CsvType::kInt64, o));
-  if (t.rows != n) return CountMismatch(ctx.Path(rel), t.rows, ctx.Path(count_rel), n, "nodes");
+  if (t.rows != n) return CountMismatch(ctx.Path(rel), t.rows, ctx.Path(count_rel), n, what);
   return t.cols == 1 ? t.values.Reshape({n}) : t.values;
 }
 
@@ -150,6 +134,25 @@ std::string BaseName(std::string path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+absl::Status WriteSplit(const std::string& dir, const Tensor& train, const Tensor& valid,
+                        const Tensor& test) {
+  FG_RETURN_IF_ERROR(MakeDirectories(dir));
+  const Tensor* parts[] = {&train, &valid, &test};
+  for (int i = 0; i < 3; ++i) {
+    if (!parts[i]->defined()) continue;
+    FG_RETURN_IF_ERROR(WriteCsv(JoinPath(dir, std::string(kParts[i]) + ".csv.gz"), *parts[i]));
+  }
+  return absl::OkStatus();
+}
+
+Tensor Scalar64(int64_t v) { return Tensor::FromVector(std::vector<int64_t>{v}); }
+
+}  // namespace ogb_internal
+
+namespace {
+
+using namespace ogb_internal;  // NOLINT: this file's own helpers
+
 absl::StatusOr<Dataset> LoadHomogeneous(const Ctx& ctx, const LoadOptions& options) {
   Dataset ds;
   const std::string nodes_rel = "raw/num-node-list.csv", edges_rel = "raw/num-edge-list.csv";
@@ -160,6 +163,7 @@ absl::StatusOr<Dataset> LoadHomogeneous(const Ctx& ctx, const LoadOptions& optio
         ctx.Path(nodes_rel), ": lists ", node_counts.size(), " graphs but ", ctx.Path(edges_rel),
         " lists ", edge_counts.size()));
   }
+  if (IsGraphSetLayout(ctx, node_counts)) return LoadGraphSet(ctx, options, node_counts, edge_counts);
   const int64_t n = std::accumulate(node_counts.begin(), node_counts.end(), int64_t{0});
   const int64_t m = std::accumulate(edge_counts.begin(), edge_counts.end(), int64_t{0});
   const int64_t max_nodes = *std::max_element(node_counts.begin(), node_counts.end());
@@ -170,21 +174,6 @@ absl::StatusOr<Dataset> LoadHomogeneous(const Ctx& ctx, const LoadOptions& optio
   FG_ASSIGN_OR_RETURN(CsvTable edges, ReadCsv(edge_path, CsvType::kInt64, eo));
   if (edges.rows != m) return CountMismatch(edge_path, edges.rows, ctx.Path(edges_rel), m, "edges");
   std::vector<int64_t> src = Column(edges.values, 0), dst = Column(edges.values, 1);
-  if (node_counts.size() > 1) {  // disjoint union: shift each graph's local ids
-    int64_t e = 0, base = 0;
-    for (size_t g = 0; g < node_counts.size(); ++g) {
-      for (int64_t k = 0; k < edge_counts[g]; ++k, ++e) {
-        if (src[e] >= node_counts[g] || dst[e] >= node_counts[g]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              edge_path, ":", e + 1, ": node id ", std::max(src[e], dst[e]), " out of range [0, ",
-              node_counts[g], ") of graph ", g));
-        }
-        src[e] += base;
-        dst[e] += base;
-      }
-      base += node_counts[g];
-    }
-  }
   FG_ASSIGN_OR_RETURN(Tensor edge_feat, ReadRows(ctx, "raw/edge-feat.csv", m, edges_rel, "edges"));
   // Per-node files first: their row counts check the node count before the graph's arrays of
   // that size are allocated.
@@ -367,18 +356,6 @@ Tensor EdgeTable(const Relation& r, Tensor* edge_feat) {
   return Tensor::FromVector(pairs, {m, 2});
 }
 
-absl::Status WriteSplit(const std::string& dir, const Tensor& train, const Tensor& valid,
-                        const Tensor& test) {
-  FG_RETURN_IF_ERROR(MakeDirectories(dir));
-  const Tensor* parts[] = {&train, &valid, &test};
-  for (int i = 0; i < 3; ++i) {
-    if (!parts[i]->defined()) continue;
-    FG_RETURN_IF_ERROR(WriteCsv(JoinPath(dir, std::string(kParts[i]) + ".csv.gz"), *parts[i]));
-  }
-  return absl::OkStatus();
-}
-
-Tensor Scalar64(int64_t v) { return Tensor::FromVector(std::vector<int64_t>{v}); }
 
 }  // namespace
 
@@ -409,6 +386,7 @@ absl::StatusOr<Dataset> LoadOgb(const std::string& dir, const LoadOptions& optio
 absl::Status WriteOgb(const Dataset& ds, const std::string& dir) {
   const std::string raw = JoinPath(dir, "raw");
   FG_RETURN_IF_ERROR(MakeDirectories(raw));
+  if (ds.graphs) return WriteGraphSet(ds, dir);
   const HeteroGraph& g = ds.graph;
   const bool homogeneous = g.IsHomogeneous() && g.node_types[0] == "node";
   auto write_split_dirs = [&](const std::string& base, bool homog) -> absl::Status {

@@ -11,8 +11,20 @@
 //
 // Split files with one column are node ids; with two columns, (src, dst) pairs of a link-prediction
 // split (homogeneous: directly under split/<name>/ or under split/<name>/node___edge___node/).
-// Several graphs in num-node-list (graph-level datasets) load as their disjoint union. Plain .csv
-// files are accepted where .csv.gz is missing. Thread-safe: no shared state.
+//
+// The graph-property layout (a dataset of many graphs, Dataset::graphs, graph_set.h) is a
+// homogeneous directory whose num-node-list lists several graphs, or that has raw/graph-label or
+// raw/edge-label:
+//   raw/num-node-list.csv.gz, raw/num-edge-list.csv.gz   one row per graph
+//   raw/edge.csv.gz        src,dst rows, graph after graph, ids local to their graph (as OGB does)
+//   raw/node-feat.csv.gz   [N, f] float (optional)     raw/node-label.csv.gz  [N] or [N, k] (optional)
+//   raw/edge-feat.csv.gz   [M, f] float (optional)     raw/edge-label.csv.gz  [M] or [M, k] (optional)
+//   raw/graph-label.csv.gz [G] or [G, k]: integers (classes, nan = -1) or reals (regression targets)
+//   split/<name>/{train,valid,test}.csv.gz             graph ids in [0, G)
+// Its graph is the block-diagonal union (local ids shifted by each graph's first vertex); its edges
+// follow the load options like a single graph's, and keep their file order as edge ids. Errors name
+// the file, the line and the graph (an edge naming a node beyond its graph's node count).
+// Plain .csv files are accepted where .csv.gz is missing. Thread-safe: no shared state.
 #pragma once
 
 #include <string>
@@ -30,7 +42,9 @@ bool IsOgbDirectory(const std::string& dir);
 absl::StatusOr<Dataset> LoadOgb(const std::string& dir, const LoadOptions& options);
 
 // Writes `ds` in the OGB raw layout under `dir` (created). A symmetric relation is written with
-// each undirected edge once (u <= v).
+// each undirected edge once (u <= v). A graph set is written in the graph-property layout with its
+// original edges in order (its node_info and particle tables are not part of the layout and are
+// left out; the binary cache keeps them).
 absl::Status WriteOgb(const Dataset& ds, const std::string& dir);
 
 }  // namespace fg::graph::io
