@@ -13,6 +13,7 @@
 #include "flexgraph/graph/builder.h"
 #include "flexgraph/graph/gen/rmat.h"
 #include "flexgraph/graph/gen/sbm.h"
+#include "flexgraph/graph/gen/trackml.h"
 
 namespace fg::graph {
 
@@ -137,10 +138,43 @@ absl::StatusOr<Dataset> Rmat(const std::string& spec) {
   return ds;
 }
 
+absl::StatusOr<Dataset> Trackml(const std::string& spec) {
+  FG_ASSIGN_OR_RETURN(auto p, ParseParams(spec, "trackml",
+                                          {"events", "particles", "noise", "seed", "pt_min",
+                                           "pt_max", "pt_slope", "eta_max", "vertex_xy", "vertex_z",
+                                           "bfield", "material", "ineff", "smear", "phi_slope",
+                                           "z0_max", "deta_max", "train", "valid"}));
+  TrackmlOptions o;
+  FG_ASSIGN_OR_RETURN(o.events, IntParam(p, "events", o.events, spec));
+  FG_ASSIGN_OR_RETURN(int64_t seed, IntParam(p, "seed", 1, spec));
+  if (seed < 0) return absl::InvalidArgumentError(absl::StrCat(spec, ": 'seed' must be >= 0"));
+  o.seed = static_cast<uint64_t>(seed);
+  o.particles = Param(p, "particles", o.particles);
+  o.noise = Param(p, "noise", o.noise);
+  o.pt_min = Param(p, "pt_min", o.pt_min);
+  o.pt_max = Param(p, "pt_max", o.pt_max);
+  o.pt_slope = Param(p, "pt_slope", o.pt_slope);
+  o.eta_max = Param(p, "eta_max", o.eta_max);
+  o.vertex_xy = Param(p, "vertex_xy", o.vertex_xy);
+  o.vertex_z = Param(p, "vertex_z", o.vertex_z);
+  o.bfield = Param(p, "bfield", o.bfield);
+  o.material = Param(p, "material", o.material);
+  o.ineff = Param(p, "ineff", o.ineff);
+  o.smear = Param(p, "smear", o.smear);
+  o.cuts.phi_slope_max = Param(p, "phi_slope", o.cuts.phi_slope_max);
+  o.cuts.z0_max = Param(p, "z0_max", o.cuts.z0_max);
+  o.cuts.deta_max = Param(p, "deta_max", o.cuts.deta_max);
+  o.train = Param(p, "train", o.train);
+  o.valid = Param(p, "valid", o.valid);
+  absl::Status valid = ValidateTrackmlOptions(o);
+  if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat(spec, ": ", valid.message()));
+  return GenerateTrackml(o);
+}
+
 }  // namespace
 
 bool IsGeneratorSpec(const std::string& s) {
-  for (const char* kind : {"sbm", "rmat"}) {
+  for (const char* kind : {"sbm", "rmat", "trackml"}) {
     const std::string k = kind;
     if (s == k || s.rfind(k + ":", 0) == 0) return true;
   }
@@ -150,7 +184,9 @@ bool IsGeneratorSpec(const std::string& s) {
 absl::StatusOr<Dataset> GenerateFromSpec(const std::string& spec) {
   if (spec == "sbm" || spec.rfind("sbm:", 0) == 0) return Sbm(spec);
   if (spec == "rmat" || spec.rfind("rmat:", 0) == 0) return Rmat(spec);
-  return absl::InvalidArgumentError(absl::StrCat(spec, ": not a generator spec (sbm:... or rmat:...)"));
+  if (spec == "trackml" || spec.rfind("trackml:", 0) == 0) return Trackml(spec);
+  return absl::InvalidArgumentError(
+      absl::StrCat(spec, ": not a generator spec (sbm:..., rmat:... or trackml:...)"));
 }
 
 }  // namespace fg::graph
