@@ -64,7 +64,12 @@ if compgen -G "$wheels/*.whl" > /dev/null; then
   mkdir -p "$out/wheels"
   cp "$wheels"/*.whl "$out/wheels/"
 fi
-git -C . rev-parse HEAD > "$out/COMMIT" 2> /dev/null || true
+# The commit the binaries come from (scripts/gpu_check.sh records it), and a second line when the
+# tree they were built from differed from it.
+if head=$(git rev-parse HEAD 2> /dev/null); then
+  echo "$head" > "$out/COMMIT"
+  git diff --quiet HEAD -- || echo "with uncommitted changes" >> "$out/COMMIT"
+fi
 # The bundle travels as an ignored folder (the device tool's `carry`), never as a commit.
 if gitdir=$(git rev-parse --git-dir 2> /dev/null); then
   mkdir -p "$gitdir/info"
