@@ -18,6 +18,7 @@
 #include "flexgraph/graph/io/edge_list.h"
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/ogb.h"
+#include "flexgraph/graph/io/trackml_csv.h"
 
 namespace fg::graph {
 
@@ -80,9 +81,10 @@ absl::StatusOr<Dataset> LoadUncached(const std::string& src, const LoadOptions& 
     }
     if (io::IsOgbDirectory(src)) return io::LoadOgb(src, options);
     if (io::IsNpyDirectory(src)) return io::LoadNpyDirectory(src);
+    if (io::IsTrackmlDirectory(src)) return io::LoadTrackmlDirectory(src);
     return absl::NotFoundError(absl::StrCat(
-        src, ": not a dataset directory (no raw/num-node-list.csv.gz, raw/num-node-dict.csv.gz ",
-        "or indptr.npy)"));
+        src, ": not a dataset directory (no raw/num-node-list.csv.gz, raw/num-node-dict.csv.gz, ",
+        "indptr.npy or event*-hits.csv)"));
   }
   if (!io::PathExists(src)) {
     return absl::NotFoundError(absl::StrCat(
