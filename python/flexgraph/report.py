@@ -184,6 +184,7 @@ class Partition:
     compute_seconds: list[float | None] = field(default_factory=list)
     comm_seconds: list[float | None] = field(default_factory=list)
     ghosts_per_peer: list[list[float | None]] = field(default_factory=list)
+    cut_edges: list[float | None] = field(default_factory=list)  # a partitioned dataset's cut in-edges
     source: str = ""
 
 
@@ -338,6 +339,10 @@ _LOG_NAMES = {"loss": "loss", "train": "train_accuracy", "valid": "valid_accurac
               "valid AUC": "valid_auc", "test AUC": "test_auc", "hits@10": "test_hits_at_10"}
 _PARTITION_LINE = re.compile(
     r"coordinator: (\S+) partition into (\d+) parts, imbalance ([\d.]+), edge cut (\d+)")
+# A partitioned dataset's description (partition/partitioned_dataset.cc, DescribePartitioned).
+_PARTITIONED_LINE = re.compile(r"coordinator: .*: partitioned dataset, (\d+) parts \(method (\S+), model")
+_PARTITIONED_ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\S.*$")
+_PARTITIONED_CUT = re.compile(r"^\s+edge cut: (\d+) of \d+ in-edges .*; estimated imbalance ([\d.]+)")
 _WORKER_LOG = re.compile(r"^worker-(\d+)(?:\.restart(\d+))?\.log$")
 
 
@@ -358,6 +363,41 @@ def parse_epoch_line(line: str) -> tuple[int, dict[str, float]] | None:
         name = _LOG_NAMES.get(it.group(1), it.group(1).replace(" ", "_"))
         values[name] = float(it.group(2))
     return int(m.group(1)), values
+
+
+def parse_coordinator_log(text: str, source: str) -> Partition | None:
+    """The partition a coordinator's log describes (the last one, after restarts), or None."""
+    found = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _PARTITION_LINE.search(line)
+        if m:
+            found = Partition(method=m.group(1), parts=int(m.group(2)), imbalance=float(m.group(3)),
+                              edge_cut=float(m.group(4)), source=source)
+            continue
+        m = _PARTITIONED_LINE.search(line)
+        if not m:
+            continue
+        found = Partition(method=m.group(2), parts=int(m.group(1)), source=source)
+        in_table = False
+        for row in lines[i + 1:]:
+            if row.startswith("coordinator:"):
+                break
+            if re.match(r"^\s+part\s+vertices", row):
+                in_table = True
+                continue
+            r = _PARTITIONED_ROW.match(row) if in_table else None
+            if r:
+                found.owned_vertices.append(float(r.group(2)))
+                found.edges.append(float(r.group(3)))
+                found.cut_edges.append(float(r.group(4)))
+                continue
+            in_table = False
+            c = _PARTITIONED_CUT.match(row)
+            if c:
+                found.edge_cut = float(c.group(1))
+                found.imbalance = float(c.group(2))
+    return found
 
 
 def _read_log_dir(run: Run, d: Path) -> None:
@@ -387,14 +427,10 @@ def _read_log_dir(run: Run, d: Path) -> None:
     if partitions and run.partition is None:
         run.partition = _read_partition(_Doc(_read_json(partitions[0]), str(partitions[0])))
     for f in coordinator:
-        text = f.read_text(encoding="utf-8", errors="replace")
         run.sources.append(str(f))
-        m = None
-        for m in _PARTITION_LINE.finditer(text):
-            pass
-        if m and run.partition is None:
-            run.partition = Partition(method=m.group(1), parts=int(m.group(2)), imbalance=float(m.group(3)),
-                                      edge_cut=float(m.group(4)), source=str(f))
+        described = parse_coordinator_log(f.read_text(encoding="utf-8", errors="replace"), str(f))
+        if described is not None and run.partition is None:
+            run.partition = described
     by_rank: dict[int, Worker] = {w.rank: w for w in run.workers}
     for rank in sorted(logs):
         worker = by_rank.get(rank)
@@ -656,14 +692,17 @@ def _section_partition(run: Run, go) -> Section:
                 s.table.append((k, _fmt(v)))
         if p.owned_vertices:
             names = [f"part {i}" for i in range(len(p.owned_vertices))]
-            fig = go.Figure()
-            fig.add_trace(go.Bar(x=names, y=[(c or 0) * 1e3 for c in p.compute_seconds], name="compute (est.)"))
-            fig.add_trace(go.Bar(x=names, y=[(c or 0) * 1e3 for c in p.comm_seconds], name="communication (est.)"))
-            _layout(fig, "Estimated cost per epoch, per part", "", "milliseconds", barmode="stack")
-            s.figures.append(("plot-partition-cost", fig))
+            if p.compute_seconds:
+                fig = go.Figure()
+                fig.add_trace(go.Bar(x=names, y=[(c or 0) * 1e3 for c in p.compute_seconds], name="compute (est.)"))
+                fig.add_trace(go.Bar(x=names, y=[(c or 0) * 1e3 for c in p.comm_seconds],
+                                     name="communication (est.)"))
+                _layout(fig, "Estimated cost per epoch, per part", "", "milliseconds", barmode="stack")
+                s.figures.append(("plot-partition-cost", fig))
             fig = go.Figure()
             costs = [(a or 0) + (b or 0) for a, b in zip(p.compute_seconds, p.comm_seconds)]
-            for label, ys in (("owned vertices", p.owned_vertices), ("edges", p.edges), ("estimated cost", costs)):
+            for label, ys in (("owned vertices", p.owned_vertices), ("edges", p.edges),
+                              ("cut in-edges", p.cut_edges), ("estimated cost", costs)):
                 known = [y for y in ys if _finite(y)]
                 mean = sum(known) / len(known) if known else 0
                 if mean > 0:
@@ -749,6 +788,10 @@ SECTIONS: list[Callable] = [_section_curves, _section_epoch_time, _section_stage
 def build_sections(run: Run) -> list[Section]:
     import plotly.graph_objects as go
 
+    if not run.has_summary and not run.history and not run.workers:  # a partition summary alone
+        overview = _section_overview(run)
+        overview.notes.append("The input holds a partition, no training run: only the partition is shown.")
+        return [overview, _section_partition(run, go)]
     return [_section_overview(run)] + [f(run, go) for f in SECTIONS]
 
 

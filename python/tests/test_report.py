@@ -21,7 +21,7 @@ except ImportError:  # run from the source tree without PYTHONPATH=python
     sys.path.insert(0, str(PYTHON_DIR))
     from flexgraph import report
 
-# A launch's --summary_json as runtime/summary.cc and runtime/leader.cc write it today: a mini-batch
+# A launch's --summary_json as runtime/train/summary.cc and runtime/cluster/leader.cc write it today: a mini-batch
 # run over two workers.
 LAUNCH_SUMMARY = {
     "model": "gcn", "dataset": "sbm:nodes=2000,classes=4,features=16", "seed": 1, "epochs": 6,
@@ -254,6 +254,38 @@ def test_nearly_empty_summary_does_not_crash(tmp_path, browser):
     assert "No per-epoch data" in out.read_text()
 
 
+def test_partition_summary_alone(tmp_path, browser):
+    out = tmp_path / "report.html"
+    plots = report.write_report(write_json(tmp_path / "partition.json", PARTITION_SUMMARY), out)
+    assert sorted(plots) == ["plot-partition-balance", "plot-partition-cost", "plot-partition-ghosts"]
+    check_page(browser, out, plots)
+    assert "no training run" in out.read_text()
+
+
+def test_partitioned_dataset_description_in_coordinator_log(tmp_path, browser):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # DescribePartitioned (partition/partitioned_dataset.cc) as the coordinator prints it.
+    (logs / "coordinator.log").write_text(
+        "coordinator: cora: partitioned dataset, 2 parts (method balanced, model gcn), from data/cora\n"
+        "  node type node         2708 vertices\n"
+        "  relation node___edge___node: 10556 edges\n"
+        "  part       vertices     in-edges   cut in-edges  file\n"
+        "  0              1350         5778            286  part-0.fgc\n"
+        "  1              1358         4778            286  part-1.fgc\n"
+        "  edge cut: 572 of 10556 in-edges (5.4%); estimated imbalance 1.000\n"
+        "coordinator: listening on 127.0.0.1:38435 for 2 workers\n")
+    (logs / "worker-0.log").write_text(worker_log(0))
+    run = report.load_run(logs)
+    p = run.partition
+    assert (p.method, p.parts, p.edge_cut, p.imbalance) == ("balanced", 2, 572, 1.0)
+    assert p.owned_vertices == [1350, 1358] and p.edges == [5778, 4778] and p.cut_edges == [286, 286]
+    out = tmp_path / "report.html"
+    plots = report.write_report(logs, out)
+    assert "plot-partition-balance" in plots
+    check_page(browser, out, plots)
+
+
 def test_epoch_line_parser():
     assert report.parse_epoch_line("epoch    3  loss 1.2345  0.123s") == (3, {"loss": 1.2345, "seconds": 0.123})
     assert report.parse_epoch_line(
@@ -340,3 +372,45 @@ def test_cli_writes_the_page(tmp_path):
     r = run_cli(str(write_json(tmp_path / "run.json", LAUNCH_SUMMARY)), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stderr and out.stat().st_size > 1_000_000  # plotly.js inline
+
+
+# ---------------------------------------------------------------------------------------------
+# Real runs, when the command line is built (FLEXGRAPH_BIN, else build/release/runtime/flexgraph):
+# the report reads what the C++ side writes today.
+
+
+def flexgraph_bin() -> str:
+    path = os.environ.get("FLEXGRAPH_BIN") or str(PYTHON_DIR.parent / "build" / "release" / "runtime" / "flexgraph")
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"no flexgraph binary at {path} (build it, or set FLEXGRAPH_BIN)")
+    return path
+
+
+SMALL = ["--dataset", "sbm:nodes=600,classes=4,features=8", "--model", "gcn", "--epochs", "4", "--hidden", "8",
+         "--threads", "1"]
+
+
+def test_report_of_real_runs(tmp_path, browser):
+    exe = flexgraph_bin()
+    single = tmp_path / "single.json"
+    r = subprocess.run([exe, "train", *SMALL, "--batch_size", "128", "--summary_json", str(single)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "single.html"
+    plots = report.write_report(single, out)
+    assert {"plot-loss", "plot-epoch-time", "plot-stages", "plot-sampling-rate"} <= set(plots)
+    check_page(browser, out, plots)
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    r = subprocess.run([exe, "launch", "--workers", "2", "--log_dir", str(logs), "--", "train", *SMALL,
+                        "--summary_json", str(logs / "summary.json")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "launch.html"
+    plots = report.write_report(logs, out)
+    assert {"plot-loss", "plot-metrics", "plot-epoch-time", "plot-stages", "plot-workers",
+            "plot-worker-bytes"} <= set(plots)
+    check_page(browser, out, plots)
+    run = report.load_run(logs)
+    assert run.world_size == 2 and run.partition is not None and run.partition.parts == 2
+    assert any(k.startswith("valid") for e in run.history.values() for k in e)  # from the epoch lines
