@@ -38,6 +38,89 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
+std::vector<int64_t> LabelCounts(const Tensor& labels, int64_t classes) {
+  std::vector<int64_t> counts;
+  if (!labels.defined() || labels.rank() != 1 || labels.dtype() != DType::kInt64) return counts;
+  counts.assign(std::max<int64_t>(classes, 0), 0);
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    const int64_t l = labels.i64()[i];
+    if (l >= 0 && l < classes) ++counts[l];
+  }
+  return counts;
+}
+
+GraphSetSummary SummarizeGraphSet(const Dataset& ds) {
+  const GraphSet& gs = *ds.graphs;
+  GraphSetSummary g;
+  g.sizes = SizeStats(gs);
+  g.edge_feature_dim = gs.edge_feat.defined() ? gs.edge_feat.row_width() : 0;
+  g.edge_classes = gs.num_edge_classes;
+  g.graph_classes = gs.num_graph_classes;
+  g.edge_label_counts = LabelCounts(gs.edge_labels, gs.num_edge_classes);
+  g.graph_label_counts = LabelCounts(gs.graph_labels, gs.num_graph_classes);
+  g.graph_targets = gs.graph_labels.defined() && gs.graph_labels.dtype() == DType::kFloat32;
+  g.train = Rows(gs.train);
+  g.valid = Rows(gs.valid);
+  g.test = Rows(gs.test);
+  g.particles = gs.num_particles();
+  if (absl::StatusOr<ConstructionQuality> q = MeasureConstruction(ds, 1.0); q.ok()) g.construction = *q;
+  return g;
+}
+
+std::string GraphSetText(const GraphSetSummary& g) {
+  const GraphSizeStats& z = g.sizes;
+  std::string out = absl::StrFormat(
+      "graphs: %d (split: train %d, valid %d, test %d)\n"
+      "  nodes per graph: min %d, median %d, mean %.1f, max %d\n"
+      "  edges per graph: min %d, median %d, mean %.1f, max %d\n",
+      z.graphs, g.train, g.valid, g.test, z.min_nodes, z.median_nodes, z.mean_nodes, z.max_nodes,
+      z.min_edges, z.median_edges, z.mean_edges, z.max_edges);
+  if (g.edge_feature_dim > 0) absl::StrAppend(&out, "  edge features: ", g.edge_feature_dim, "\n");
+  if (g.edge_classes > 0) {
+    absl::StrAppend(&out, "  edge classes: ", g.edge_classes, " (edges per class: ",
+                    absl::StrJoin(g.edge_label_counts, " "), ")\n");
+  }
+  if (g.graph_classes > 0) {
+    absl::StrAppend(&out, "  graph classes: ", g.graph_classes, " (graphs per class: ",
+                    absl::StrJoin(g.graph_label_counts, " "), ")\n");
+  }
+  if (g.graph_targets) absl::StrAppend(&out, "  graph labels: real-valued targets\n");
+  if (g.particles > 0) absl::StrAppend(&out, "  particles: ", g.particles, "\n");
+  if (g.construction) {
+    const ConstructionQuality& q = *g.construction;
+    absl::StrAppend(&out, absl::StrFormat(
+        "  graph construction: efficiency %.4f (%d of %d true segments, pT > %.1f GeV), "
+        "purity %.4f (%d of %d candidate edges true)\n",
+        q.efficiency(), q.found_segments, q.true_segments, q.pt_min, q.purity(), q.true_candidates,
+        q.candidates));
+  }
+  return out;
+}
+
+std::string GraphSetJson(const GraphSetSummary& g) {
+  const GraphSizeStats& z = g.sizes;
+  std::string out = absl::StrFormat(
+      R"({"graphs": %d, "split": {"train": %d, "valid": %d, "test": %d}, )"
+      R"("nodes_per_graph": {"min": %d, "median": %d, "mean": %.4f, "max": %d}, )"
+      R"("edges_per_graph": {"min": %d, "median": %d, "mean": %.4f, "max": %d}, )"
+      R"("edge_feature_dim": %d, "edge_classes": %d, "graph_classes": %d, "graph_targets": %s, )"
+      R"("particles": %d)",
+      z.graphs, g.train, g.valid, g.test, z.min_nodes, z.median_nodes, z.mean_nodes, z.max_nodes,
+      z.min_edges, z.median_edges, z.mean_edges, z.max_edges, g.edge_feature_dim, g.edge_classes,
+      g.graph_classes, g.graph_targets ? "true" : "false", g.particles);
+  absl::StrAppend(&out, ", \"edge_label_counts\": [", absl::StrJoin(g.edge_label_counts, ", "),
+                  "], \"graph_label_counts\": [", absl::StrJoin(g.graph_label_counts, ", "), "]");
+  if (g.construction) {
+    const ConstructionQuality& q = *g.construction;
+    absl::StrAppend(&out, absl::StrFormat(
+        R"(, "construction": {"pt_min": %.2f, "efficiency": %.6f, "purity": %.6f, )"
+        R"("true_segments": %d, "found_segments": %d, "candidates": %d, "true_candidates": %d})",
+        q.pt_min, q.efficiency(), q.purity(), q.true_segments, q.found_segments, q.candidates,
+        q.true_candidates));
+  }
+  return out + "}";
+}
+
 }  // namespace
 
 DegreeStats ComputeDegreeStats(const Csr& csr) {
@@ -102,6 +185,7 @@ DatasetSummary Summarize(const Dataset& ds) {
     }
     s.relations.push_back(std::move(rs));
   }
+  if (ds.graphs) s.graph_set = SummarizeGraphSet(ds);
   s.graph_bytes = static_cast<int64_t>(ds.graph.Bytes());
   s.total_bytes = static_cast<int64_t>(ds.Bytes());
   return s;
@@ -137,6 +221,7 @@ std::string DatasetSummary::ToText() const {
       absl::StrAppend(&out, "    link split: train ", r.train, ", valid ", r.valid, ", test ", r.test, "\n");
     }
   }
+  if (graph_set) absl::StrAppend(&out, GraphSetText(*graph_set));
   absl::StrAppend(&out, "memory: graph ", Bytes(graph_bytes), ", features ", Bytes(feature_bytes),
                   ", total ", Bytes(total_bytes), "\n");
   return out;
@@ -166,7 +251,9 @@ std::string DatasetSummary::ToJson() const {
   }
   return absl::StrCat("{\"name\": ", Quote(name), ", \"split\": ", Quote(split_name),
                       ", \"node_types\": [", absl::StrJoin(ts, ", "), "], \"relations\": [",
-                      absl::StrJoin(rs, ", "), "], \"memory\": {\"graph_bytes\": ", graph_bytes,
+                      absl::StrJoin(rs, ", "), "], \"graph_set\": ",
+                      graph_set ? GraphSetJson(*graph_set) : "null",
+                      ", \"memory\": {\"graph_bytes\": ", graph_bytes,
                       ", \"feature_bytes\": ", feature_bytes, ", \"total_bytes\": ", total_bytes,
                       "}}\n");
 }

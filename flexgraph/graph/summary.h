@@ -1,13 +1,18 @@
 // A dataset's vital statistics for `flexgraph info` and run logs: node counts per type, edges per
-// relation with degree statistics, feature dimensions, label histograms, split sizes and memory.
+// relation with degree statistics, feature dimensions, label histograms, split sizes and memory;
+// for a dataset of many graphs also the graphs' size distribution, edge and graph labels, the
+// split of graphs and, for tracking datasets, the graph construction's efficiency and purity.
 // Thread-safe: no shared state.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "flexgraph/graph/dataset.h"
+#include "flexgraph/graph/graph_set.h"
+#include "flexgraph/graph/tracking.h"
 
 namespace fg::graph {
 
@@ -38,10 +43,24 @@ struct RelationSummary {
   bool has_split = false;
 };
 
+// A dataset of many graphs (Dataset::graphs).
+struct GraphSetSummary {
+  GraphSizeStats sizes;  // vertices and original edges per graph
+  int64_t edge_feature_dim = 0;
+  int64_t edge_classes = 0, graph_classes = 0;
+  std::vector<int64_t> edge_label_counts, graph_label_counts;  // per class (single-task labels)
+  bool graph_targets = false;  // real-valued graph labels
+  int64_t train = 0, valid = 0, test = 0;  // graphs
+  int64_t particles = 0;
+  // Tracking datasets: MeasureConstruction over all graphs at pT > 1 GeV.
+  std::optional<ConstructionQuality> construction;
+};
+
 struct DatasetSummary {
   std::string name, split_name;
   std::vector<NodeTypeSummary> types;
   std::vector<RelationSummary> relations;
+  std::optional<GraphSetSummary> graph_set;
   int64_t graph_bytes = 0, feature_bytes = 0, total_bytes = 0;
 
   std::string ToText() const;  // human-readable, one item per line

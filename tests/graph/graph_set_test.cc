@@ -13,6 +13,7 @@
 #include "flexgraph/graph/io/cache.h"
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/ogb.h"
+#include "flexgraph/graph/summary.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/graph/test_util.h"
@@ -94,6 +95,11 @@ TEST(GraphSetTest, LoadsTheGraphPropertyLayout) {
   // Per-entry features gathered by edge id.
   Tensor per_entry = GatherEntryRows(gs.edge_feat, gs.entry_edges, gs.num_edges());
   for (int64_t x = 0; x < a.nnz(); ++x) EXPECT_EQ(per_entry.f32()[2 * x], ids[x] % 7);
+  const DatasetSummary summary = Summarize(*ds);
+  EXPECT_THAT(summary.ToText(), HasSubstr("graphs: 3 (split: train 2, valid 1, test 0)"));
+  EXPECT_THAT(summary.ToText(), HasSubstr("edge classes: 2 (edges per class: 3 3)"));
+  EXPECT_THAT(summary.ToJson(), HasSubstr("\"graph_set\": {\"graphs\": 3"));
+  EXPECT_FALSE(summary.graph_set->construction.has_value());
   const GraphSizeStats st = SizeStats(gs);
   EXPECT_EQ(st.min_nodes, 2);
   EXPECT_EQ(st.max_nodes, 4);

@@ -12,6 +12,7 @@
 #include "flexgraph/graph/gen/spec.h"
 #include "flexgraph/graph/graph_set.h"
 #include "flexgraph/graph/io/cache.h"
+#include "flexgraph/graph/summary.h"
 #include "flexgraph/graph/tracking.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -172,6 +173,11 @@ TEST(TrackmlTest, ConstructionKeepsTruthEdgesWithReasonablePurity) {
   EXPECT_GT(q->efficiency(), 0.98);
   EXPECT_GT(q->purity(), 0.1);
   EXPECT_EQ(ds->graphs->train.numel() + ds->graphs->valid.numel() + ds->graphs->test.numel(), 4);
+  const DatasetSummary summary = Summarize(*ds);
+  ASSERT_TRUE(summary.graph_set && summary.graph_set->construction);
+  EXPECT_EQ(summary.graph_set->construction->found_segments, q->found_segments);
+  EXPECT_THAT(summary.ToText(), HasSubstr("graph construction: efficiency 1.0000"));
+  EXPECT_THAT(summary.ToJson(), HasSubstr("\"construction\": {\"pt_min\": 1.00"));
 }
 
 TEST(TrackmlTest, SpecErrorsNameTheField) {
