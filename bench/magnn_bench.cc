@@ -29,7 +29,7 @@
 #include "flexgraph/graph/io/cache.h"
 #include "hdg/builder.h"
 #include "nau/metapath.h"
-#include "runtime/trainer.h"
+#include "runtime/train/trainer.h"
 
 namespace {
 

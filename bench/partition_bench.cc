@@ -21,7 +21,7 @@
 #include "nau/metapath.h"
 #include "partition/plan.h"
 #include "partition/union_graph.h"
-#include "runtime/config.h"
+#include "runtime/train/config.h"
 
 namespace fg::partition {
 namespace {

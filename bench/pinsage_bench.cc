@@ -17,7 +17,7 @@
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/timer.h"
 #include "hdg/builder.h"
-#include "runtime/trainer.h"
+#include "runtime/train/trainer.h"
 
 namespace {
 

@@ -6,7 +6,7 @@ find_package(ZLIB REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
-find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # client certificates checked per call (runtime/auth.h)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # client certificates checked per call (runtime/comm/auth.h)
 
 find_package(OpenBLAS CONFIG REQUIRED)
 add_library(fg_openblas INTERFACE)
@@ -66,7 +66,7 @@ function(fg_cuda_kernels target)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
-# NCCL (runtime/nccl_communicator.h): with the CUDA backend, where the toolkit ships nccl.h. The
+# NCCL (runtime/comm/nccl_communicator.h): with the CUDA backend, where the toolkit ships nccl.h. The
 # library is loaded at run time (dlopen), so binaries start where it is missing.
 set(FLEXGRAPH_HAVE_NCCL OFF)
 if(FLEXGRAPH_HAVE_CUDA)
@@ -77,7 +77,7 @@ if(FLEXGRAPH_HAVE_CUDA)
 endif()
 message(STATUS "FlexGraph NCCL backend: ${FLEXGRAPH_HAVE_NCCL}")
 
-# MPI backend (runtime/mpi_communicator.h): AUTO builds it when an MPI C library is found.
+# MPI backend (runtime/comm/mpi_communicator.h): AUTO builds it when an MPI C library is found.
 set(FLEXGRAPH_HAVE_MPI OFF)
 if(NOT FLEXGRAPH_MPI STREQUAL "OFF")
   set(MPI_CXX_SKIP_MPICXX ON)  # MPI's C API from C++; not the deprecated C++ bindings

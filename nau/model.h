@@ -27,7 +27,7 @@ namespace fg::nau {
 
 enum class Task { kNodeClassification, kLinkPrediction };
 
-// What a model builds against: the resolved hyperparameters of the run (runtime/config.h resolves
+// What a model builds against: the resolved hyperparameters of the run (runtime/train/config.h resolves
 // them from the RunConfig), its options and the data.
 struct ModelSpec {
   const graph::Dataset* dataset = nullptr;

@@ -31,7 +31,7 @@ Tensor ToDevice(const T* data, int64_t n, DType dtype) {
 
 #ifdef FLEXGRAPH_HAVE_CUDA
 // The stream of all sampling on the calling thread's device, for the process's life. Sampling runs
-// on a thread of its own per bulk (runtime/minibatch.h): under one stream its temporary blocks are
+// on a thread of its own per bulk (runtime/train/minibatch.h): under one stream its temporary blocks are
 // cached and reused whichever thread samples, where each thread's own stream would leave them
 // behind when it ends.
 cudaStream_t SamplingStream() {

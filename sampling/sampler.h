@@ -25,7 +25,7 @@
 //
 // On a GPU, sampling/device_sampler.h draws the rows there (the same draws: pick.h, layer_pick.h).
 //
-// A distributed run over a partitioned dataset (runtime/distributed_sampling.h) samples with the
+// A distributed run over a partitioned dataset (runtime/distributed/distributed_sampling.h) samples with the
 // same steps: SampleBlocks takes the layer step from its caller, which sends the frontier vertices
 // of other parts to their owners; the owners draw them with SampleRows under the same keys. A
 // LADIES batch is drawn whole by one worker, with SampleLayerWiseRows over rows gathered from
@@ -118,7 +118,7 @@ struct MiniBatch {
   Tensor seeds;              // int64 global ids: the last layer's roots
   std::vector<Block> blocks;  // one per layer, bottom-up; blocks[0].table: the input rows
   int64_t sampled_edges = 0;  // HDG entries over all blocks
-  // Set where the rows came from other workers (runtime/distributed_sampling.h): the input rows'
+  // Set where the rows came from other workers (runtime/distributed/distributed_sampling.h): the input rows'
   // features (float [rows, f]) and the randomness keys (int64) of blocks[0].table's rows. Every
   // block's table is a prefix of blocks[0].table, so its keys are a prefix of these.
   Tensor inputs, keys;

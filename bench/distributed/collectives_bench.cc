@@ -27,9 +27,9 @@
 #include "bench/ceilings.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/timer.h"
-#include "runtime/grpc_communicator.h"
-#include "runtime/mpi_communicator.h"
-#include "runtime/summary.h"
+#include "runtime/comm/grpc_communicator.h"
+#include "runtime/comm/mpi_communicator.h"
+#include "runtime/train/summary.h"
 
 #ifdef FG_BENCH_HAVE_MPI
 #define OMPI_SKIP_MPICXX 1

@@ -26,9 +26,9 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/timer.h"
-#include "runtime/config.h"
-#include "runtime/summary.h"
-#include "runtime/trainer.h"
+#include "runtime/train/config.h"
+#include "runtime/train/summary.h"
+#include "runtime/train/trainer.h"
 #include "sampling/device_sampler.h"
 #include "sampling/sampler.h"
 

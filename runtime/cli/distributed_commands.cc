@@ -15,9 +15,9 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
 #include "partition/partitioner.h"
-#include "runtime/coordinator.h"
-#include "runtime/launcher.h"
-#include "runtime/worker.h"
+#include "runtime/cluster/coordinator.h"
+#include "runtime/cluster/launcher.h"
+#include "runtime/cluster/worker.h"
 
 namespace fg::cli {
 namespace {

@@ -1,4 +1,4 @@
-// Commands that use a trained model (runtime/inference.h):
+// Commands that use a trained model (runtime/train/inference.h):
 //   flexgraph predict --model_dir DIR --out FILE.csv|.npy [--dataset D] [--nodes FILE]
 //   flexgraph embed   --model_dir DIR --out FILE.npy|.csv [--layer K] [--node_type T] [--nodes FILE]
 //                     [--top_k K --recommend FILE.csv]
@@ -17,9 +17,9 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
-#include "runtime/inference.h"
-#include "runtime/link_prediction.h"
-#include "runtime/saved_model.h"
+#include "runtime/train/inference.h"
+#include "runtime/tasks/link_prediction.h"
+#include "runtime/train/saved_model.h"
 
 namespace fg::cli {
 namespace {

@@ -22,8 +22,8 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
-#include "runtime/config.h"
-#include "runtime/dataset_view.h"
+#include "runtime/train/config.h"
+#include "runtime/train/dataset_view.h"
 
 namespace fg::cli {
 namespace {

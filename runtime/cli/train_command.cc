@@ -1,4 +1,4 @@
-// `flexgraph train`: single-process training (see runtime/trainer.h).
+// `flexgraph train`: single-process training (see runtime/train/trainer.h).
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -9,8 +9,8 @@
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
 #include "flexgraph/graph/io/file.h"
-#include "runtime/checkpoint.h"
-#include "runtime/trainer.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/trainer.h"
 
 namespace fg::cli {
 

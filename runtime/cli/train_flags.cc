@@ -16,8 +16,8 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/graph/io/file.h"
-#include "runtime/config.h"
-#include "runtime/saved_model.h"
+#include "runtime/train/config.h"
+#include "runtime/train/saved_model.h"
 
 namespace fg::cli {
 namespace {
@@ -80,7 +80,7 @@ const ConfigFlag kConfigFlags[] = {
     {"quiet", "output.quiet", "no progress output", true},
     {"epoch0_loss", "output.epoch0_loss", "report the loss of the initial parameters (no dropout) first", true},
     {"save_model", "output.save_model", "write the trained model (best validation epoch) into this directory, for predict and embed"},
-    {"export_hdg", "output.export_hdg", "write each layer's HDG levels as .npy arrays in the source dataset's ids into this directory (runtime/hdg_export.h; the same files for any worker count)"},
+    {"export_hdg", "output.export_hdg", "write each layer's HDG levels as .npy arrays in the source dataset's ids into this directory (runtime/distributed/hdg_export.h; the same files for any worker count)"},
 };
 
 // Sets field `path` of `config` from the flag's text; errors name the flag.

@@ -1,6 +1,6 @@
 // Flags of `flexgraph train` (and of the distributed commands after `--`): each overrides one field
 // of flexgraph.RunConfig (proto/config.proto), on top of --config; the result is resolved with the
-// model's defaults (runtime/config.h). Errors name the flag, the field or the option.
+// model's defaults (runtime/train/config.h). Errors name the flag, the field or the option.
 #pragma once
 
 #include "absl/status/statusor.h"

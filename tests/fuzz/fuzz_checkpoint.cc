@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/checkpoint.h"
+#include "runtime/train/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using fg::Tensor;

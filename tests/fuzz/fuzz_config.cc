@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/checkpoint.h"
-#include "runtime/config.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

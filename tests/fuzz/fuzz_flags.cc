@@ -9,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
-#include "runtime/config.h"
+#include "runtime/train/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

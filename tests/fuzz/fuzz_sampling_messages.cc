@@ -1,4 +1,4 @@
-// libFuzzer target: sampling across workers (runtime/distributed_sampling.h) against a peer whose
+// libFuzzer target: sampling across workers (runtime/distributed/distributed_sampling.h) against a peer whose
 // messages are the input. Worker 0 samples two batches over a small graph split between two
 // workers: LADIES on the whole graph or on parts, or node-wise on parts; worker 1 answers each
 // exchange (the seeds, each layer's row requests and replies, the sampled batches, the input rows)
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "hdg/builder.h"
-#include "runtime/distributed_sampling.h"
-#include "runtime/sampling_messages.h"
+#include "runtime/distributed/distributed_sampling.h"
+#include "runtime/distributed/sampling_messages.h"
 
 namespace {
 

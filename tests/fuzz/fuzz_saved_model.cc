@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/inference.h"
-#include "runtime/saved_model.h"
+#include "runtime/train/inference.h"
+#include "runtime/train/saved_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

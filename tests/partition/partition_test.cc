@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "flexgraph/graph/io/file.h"
-#include "runtime/config.h"
+#include "runtime/train/config.h"
 #include "tests/partition/resolved.h"
 #include "partition/plan.h"
 #include "partition/union_graph.h"

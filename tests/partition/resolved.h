@@ -1,5 +1,5 @@
 // Test helper: the workload options a run of a model resolves to, as `train` and `partition`
-// resolve them (runtime/config.h).
+// resolve them (runtime/train/config.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "partition/workload.h"
-#include "runtime/config.h"
+#include "runtime/train/config.h"
 
 namespace fg::partition {
 

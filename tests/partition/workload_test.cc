@@ -17,8 +17,8 @@
 #include "nau/model.h"
 #include "partition/workload.h"
 #include "tests/partition/resolved.h"
-#include "runtime/hdg_export.h"
-#include "runtime/trainer.h"
+#include "runtime/distributed/hdg_export.h"
+#include "runtime/train/trainer.h"
 #include "tests/udf_examples/tiny_imdb.h"
 
 namespace fg::partition {

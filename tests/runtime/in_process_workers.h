@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/communicator.h"
-#include "runtime/trainer.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/train/trainer.h"
 
 namespace fg::testing {
 

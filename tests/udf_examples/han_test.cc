@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "nau/executor.h"
-#include "runtime/trainer.h"
+#include "runtime/train/trainer.h"
 #include "tests/core/gradcheck.h"
 #include "tests/udf_examples/tiny_imdb.h"
 

@@ -10,7 +10,7 @@
 #include "flexgraph/autograd/instance_functions.h"
 #include "hdg/builder.h"
 #include "nau/executor.h"
-#include "runtime/trainer.h"
+#include "runtime/train/trainer.h"
 #include "tests/core/gradcheck.h"
 #include "tests/udf_examples/tiny_imdb.h"
 

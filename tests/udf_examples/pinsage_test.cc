@@ -16,7 +16,7 @@
 #include "flexgraph/graph/gen/rmat.h"
 #include "flexgraph/graph/io/npy.h"
 #include "nau/executor.h"
-#include "runtime/trainer.h"
+#include "runtime/train/trainer.h"
 #include "tests/core/gradcheck.h"
 #include "udf_examples/pinsage/pinsage.h"
 

@@ -9,7 +9,7 @@
 //                      W [h_v ‖ n_v] + w (class logits, or link-prediction embeddings).
 //
 // The registered model "pinsage" classifies nodes when the target type has labels and otherwise
-// predicts links of the dataset's edge split (runtime/link_prediction.h): node types without
+// predicts links of the dataset's edge split (runtime/tasks/link_prediction.h): node types without
 // features get learned input embeddings. Options (spec.options, `--model_opt k=v,...`), with the
 // defaults for node classification / link prediction:
 //   num_traces (10 / 20), n_hops (3), top_k (10 / 30), restart_prob (0), reselect_every (0: select

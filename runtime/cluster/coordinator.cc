@@ -1,0 +1,258 @@
+#include "runtime/cluster/coordinator.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "flexgraph/base/fault.h"
+#include "flexgraph/base/progress.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+#include "proto/flexgraph.grpc.pb.h"
+#include "runtime/comm/grpc_communicator.h"
+#include "runtime/cluster/leader.h"
+#include "runtime/train/trainer.h"
+
+namespace fg::runtime {
+
+class Coordinator::Impl final : public flexgraph::Coordinator::Service {
+ public:
+  Impl(CoordinatorOptions options, flexgraph::RunConfig train)
+      : options_(std::move(options)),
+        train_(std::move(train)),
+        caller_check_(options_.token, options_.tls, "coordinator") {}
+
+  absl::Status Init() {
+    FG_ASSIGN_OR_RETURN(OwnerPlan plan, PlanOwners(train_, options_.workers, options_.partition_method));
+    std::fprintf(stderr, "coordinator: %s", plan.description.c_str());
+    owners_ = std::move(plan.owners);
+    summary_ = std::move(plan.summary);
+    peers_.assign(options_.workers, "");
+    last_beat_.assign(options_.workers, 0.0);
+    finals_.assign(options_.workers, false);
+    worker_metrics_.assign(options_.workers, flexgraph::MetricsRequest());
+
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(absl::StrCat(options_.host, ":", options_.port),
+                             ServerCredentials(options_.tls), &port_);
+    builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+    builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("coordinator: cannot listen on ", options_.host, ":", options_.port));
+    }
+    monitor_ = std::thread([this] { Monitor(); });
+    return absl::OkStatus();
+  }
+
+  ~Impl() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (monitor_.joinable()) monitor_.join();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+
+  int port() const { return port_; }
+
+  absl::Status Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !failure_.ok() || AllFinal(); });
+    if (!failure_.ok()) return failure_;
+    FaultPoint("coordinator.finished");
+    FG_RETURN_IF_ERROR(WriteRunSummary(train_, worker_metrics_, PeakRssBytes()));
+    FaultPoint("coordinator.summary_written");
+    return absl::OkStatus();
+  }
+
+  // --- service ---------------------------------------------------------------------------------
+  grpc::Status Register(grpc::ServerContext* ctx, const flexgraph::RegisterRequest* req,
+                        flexgraph::RegisterReply* reply) override {
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
+    std::unique_lock<std::mutex> lock(mu_);
+    // Every process must run the same configuration: a mismatch stops the run, naming the fields.
+    flexgraph::RunConfig settings;
+    if (!settings.ParseFromString(req->settings())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unreadable settings");
+    }
+    if (const std::string diff = ConfigDifferences(SharedSettings(train_), settings); !diff.empty()) {
+      const std::string why = absl::StrCat("worker at ", req->address(),
+                                           " runs another configuration (coordinator -> worker): ", diff);
+      Fail(absl::FailedPreconditionError(why));
+      cv_.notify_all();
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
+    }
+    int rank = req->rank_hint();
+    if (rank < 0 || rank >= options_.workers || !peers_[rank].empty()) {
+      rank = -1;
+      for (int r = 0; r < options_.workers && rank < 0; ++r) {
+        if (peers_[r].empty()) rank = r;
+      }
+    }
+    if (rank < 0) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("all ", options_.workers, " worker slots are taken"));
+    }
+    peers_[rank] = req->address();
+    ++registered_;
+    // Heartbeats start once every worker is in: none is late for waiting on the others.
+    if (registered_ == options_.workers) last_beat_.assign(options_.workers, clock_.Seconds());
+    std::fprintf(stderr, "coordinator: worker %d registered from %s (pid %lld)\n", rank,
+                 req->address().c_str(), static_cast<long long>(req->pid()));
+    cv_.notify_all();
+    const bool all = cv_.wait_for(
+        lock, std::chrono::duration<double>(options_.register_timeout_seconds),
+        [&] { return registered_ == options_.workers || !failure_.ok(); });
+    if (!failure_.ok()) {  // the run stopped while this worker waited: say why
+      return grpc::Status(grpc::StatusCode::ABORTED,
+                          absl::StrCat("the run stopped: ", failure_.message()));
+    }
+    if (!all) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          absl::StrCat("only ", registered_, " of ", options_.workers,
+                                       " workers registered"));
+    }
+    reply->set_rank(rank);
+    reply->set_world_size(options_.workers);
+    for (const auto& p : peers_) reply->add_peers(p);
+    for (int32_t o : owners_) reply->add_owners(o);
+    reply->set_partition_summary(summary_);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const flexgraph::HeartbeatRequest* req,
+                         flexgraph::HeartbeatReply* reply) override {
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (req->rank() >= 0 && req->rank() < options_.workers) last_beat_[req->rank()] = clock_.Seconds();
+    if (!failure_.ok()) {
+      reply->set_stop(true);
+      reply->set_reason(std::string(failure_.message()));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Barrier(grpc::ServerContext* ctx, const flexgraph::BarrierRequest*,
+                       flexgraph::BarrierReply*) override {
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReportMetrics(grpc::ServerContext* ctx, const flexgraph::MetricsRequest* req,
+                             flexgraph::MetricsReply*) override {
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    const int r = req->rank();
+    if (r < 0 || r >= options_.workers) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank out of range");
+    }
+    if (!req->error().empty()) {
+      Fail(absl::AbortedError(absl::StrCat("worker ", r, " (", peers_[r], ") failed: ", req->error())));
+    } else if (req->final()) {
+      worker_metrics_[r] = *req;
+      finals_[r] = true;
+      last_beat_[r] = 1e300;  // finished: no more heartbeats expected
+    }
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext* ctx, const flexgraph::ShutdownRequest* req,
+                        flexgraph::ShutdownReply*) override {
+    if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    Fail(absl::CancelledError(absl::StrCat("shutdown requested: ", req->reason())));
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+ private:
+  bool AllFinal() const {
+    for (bool f : finals_) {
+      if (!f) return false;
+    }
+    return true;
+  }
+  void Fail(const absl::Status& s) {  // mu_ held
+    if (failure_.ok()) {
+      failure_ = s;
+      std::fprintf(stderr, "coordinator: %s\n", std::string(s.message()).c_str());
+    }
+  }
+
+  // Stops the run when a registered worker misses its heartbeats.
+  void Monitor() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+      const double now = clock_.Seconds();
+      for (int r = 0; r < options_.workers && registered_ == options_.workers; ++r) {
+        if (finals_[r]) continue;
+        if (now - last_beat_[r] > options_.heartbeat_timeout_seconds) {
+          Fail(absl::UnavailableError(absl::StrCat(
+              "worker ", r, " (", peers_[r], ") missed heartbeats for ",
+              static_cast<int>(now - last_beat_[r]), " s: presumed dead")));
+          cv_.notify_all();
+        }
+      }
+      if (registered_ < options_.workers && now > options_.register_timeout_seconds) {
+        std::vector<int> missing;
+        for (int r = 0; r < options_.workers; ++r) {
+          if (peers_[r].empty()) missing.push_back(r);
+        }
+        Fail(absl::DeadlineExceededError(absl::StrCat(
+            "only ", registered_, " of ", options_.workers, " workers registered within ",
+            options_.register_timeout_seconds, " s (ranks ", absl::StrJoin(missing, ", "),
+            " missing)")));
+        cv_.notify_all();
+      }
+    }
+  }
+
+  CoordinatorOptions options_;
+  flexgraph::RunConfig train_;
+  CallerCheck caller_check_;
+  std::vector<int32_t> owners_;
+  std::string summary_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  Stopwatch clock_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> peers_;
+  std::vector<double> last_beat_;
+  std::vector<bool> finals_;
+  std::vector<flexgraph::MetricsRequest> worker_metrics_;
+  int registered_ = 0;
+  absl::Status failure_;
+  bool done_ = false;
+  std::thread monitor_;
+};
+
+Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Coordinator::~Coordinator() = default;
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options,
+                                                                const flexgraph::RunConfig& train) {
+  if (options.workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("workers must be positive, got ", options.workers));
+  }
+  auto impl = std::make_unique<Impl>(options, train);
+  FG_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
+}
+
+int Coordinator::port() const { return impl_->port(); }
+absl::Status Coordinator::Wait() { return impl_->Wait(); }
+
+}  // namespace fg::runtime

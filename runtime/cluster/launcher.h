@@ -1,0 +1,33 @@
+// Launcher: starts a distributed run — the coordinator and P workers as local processes, or the
+// workers on the hosts of a host file over ssh — with a fresh shared-secret token, one log file per
+// process, and stops all of them on SIGINT/SIGTERM or when any fails (naming it). With
+// restart_on_failure a failed run restarts from its last checkpoint.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fg::runtime {
+
+struct LaunchOptions {
+  int workers = 2;
+  std::string hosts_file;  // one host per line; "" = local processes
+  std::string log_dir;     // "" = a new directory under $TMPDIR
+  double heartbeat_timeout_seconds = 10;
+  std::string partition = "metis";
+  std::string exchange = "auto";
+  bool restart_on_failure = false;
+  int max_restarts = 3;
+  bool quiet = false;
+  bool pipeline = true;
+  std::string tls_cert, tls_key, tls_ca;  // PEM files every process uses (runtime/comm/auth.h)
+  std::vector<std::string> train_args;  // the `train` flags
+};
+
+// Returns the process exit status: 0 when every process succeeded.
+int Launch(const LaunchOptions& options);
+
+// A 128-bit random token as hex (from /dev/urandom).
+std::string NewToken();
+
+}  // namespace fg::runtime

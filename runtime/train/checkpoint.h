@@ -1,0 +1,53 @@
+// Checkpoints (parameters, optimizer state, the run's progress and identity in one file,
+// <dir>/checkpoint.pb: a framed protobuf with a format version and a CRC-32, written atomically
+// and durably) and initial parameter values from .npy files. Thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/nn/module.h"
+#include "flexgraph/nn/optim.h"
+#include "proto/config.pb.h"
+#include "runtime/train/summary.h"
+
+namespace fg::runtime {
+
+// What determines a run's results: the resolved configuration without the fields that only say
+// how long it runs and how it reports (epochs, threads, checkpointing, output, caches), and the
+// number of workers. A checkpoint resumes only a run with the same identity.
+struct RunIdentity {
+  flexgraph::RunConfig config;
+  int world_size = 1;
+};
+RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size);
+
+bool HasCheckpoint(const std::string& dir);
+
+// Writes the optimizer's parameters and moments and `progress` (losses, epoch times, the best
+// validation epoch and its test metrics) after `epochs_done` epochs. Errors name the path.
+absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int epochs_done,
+                            nn::Optimizer& optimizer, const TrainResult& progress);
+
+// Restores what SaveCheckpoint wrote into `optimizer` and `progress`; returns the epochs done.
+// Refused, naming the path and what is wrong, and leaving `optimizer` untouched: a file that is
+// not a checkpoint, of another format version, truncated or damaged (checksum), of another run
+// (the differing fields of the identity), or with other parameters (names or shapes).
+absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
+                                   nn::Optimizer& optimizer, TrainResult* progress);
+
+// The checkpoint file's bytes, and their restoring (what Save/LoadCheckpoint write and read);
+// errors name `where`.
+std::string EncodeCheckpoint(const RunIdentity& run, int epochs_done, nn::Optimizer& optimizer,
+                             const TrainResult& progress);
+absl::StatusOr<int> DecodeCheckpoint(const std::string& bytes, const std::string& where,
+                                     const RunIdentity& run, nn::Optimizer& optimizer,
+                                     TrainResult* progress);
+
+// Sets every parameter from <dir>/<parameter name>.npy. Errors name the parameter and the file
+// (missing file, wrong dtype or shape).
+absl::Status LoadInitialParameters(const std::string& dir,
+                                   const std::vector<nn::NamedParameter>& params);
+
+}  // namespace fg::runtime

@@ -1,0 +1,421 @@
+#include "runtime/train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "flexgraph/base/parallel.h"
+#include "flexgraph/base/progress.h"
+#include "flexgraph/base/rng.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/base/timer.h"
+#include "flexgraph/tensor/device_alloc.h"
+#include "partition/partitioned_dataset.h"
+#include "runtime/train/checkpoint.h"
+#include "runtime/train/dataset_view.h"
+#include "runtime/distributed/hdg_export.h"
+#include "runtime/distributed/distributed_selection.h"
+#include "runtime/tasks/node_classification.h"
+#include "runtime/train/saved_model.h"
+
+namespace fg::runtime {
+namespace {
+
+// The registered models that predict links.
+std::vector<std::string> LinkModels() {
+  std::vector<std::string> names;
+  for (const std::string& name : nau::ModelRegistry::Get().Names()) {
+    if (nau::ModelRegistry::Get().Find(name)->predicts_links) names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+Trainer::Trainer(flexgraph::RunConfig config, DistributedSetup dist)
+    : config_(std::move(config)), exec_(std::move(dist)) {}
+Trainer::~Trainer() = default;
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const flexgraph::RunConfig& config,
+                                                         DistributedSetup dist) {
+  FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, ResolveConfig(config));
+  if (absl::StartsWith(resolved.train().device(), "cuda")) {
+    if (!CudaAvailable()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device: ", resolved.train().device(), " requested but unusable: ",
+                       CudaUnavailableReason()));
+    }
+    // "cuda" gives worker r GPU r modulo the device count (several workers may share one).
+    const int rank = dist.comm != nullptr ? dist.comm->rank() : 0;
+    const int index = resolved.train().device() == "cuda" ? rank % std::max(1, CudaDeviceCount())
+                                                          : CudaDeviceIndex(resolved.train().device());
+    if (std::string error = UseCudaDevice(index); !error.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("device: ", error));
+    }
+    SetDeviceMemoryLimit(static_cast<size_t>(resolved.train().device_memory_gib() * 1073741824.0));
+  }
+  std::unique_ptr<Trainer> t(new Trainer(std::move(resolved), std::move(dist)));
+  FG_RETURN_IF_ERROR(t->Init());
+  return t;
+}
+
+absl::Status Trainer::Init() {
+  if (config_.train().threads() > 0) SetNumThreads(config_.train().threads());
+  device_ = DeviceOf(config_.train().device());
+  exec_.SetDevice(device_);
+  Progress::SetQuiet(config_.output().quiet());
+  FG_RETURN_IF_ERROR(LoadData());
+  FG_RETURN_IF_ERROR(BuildModel());
+  PlaceRows();
+  if (device_ != Device::kCpu) {  // the inputs' features: placed once, read by the models there
+    for (auto& [type, feat] : dataset_.features) feat = feat.To(device_);
+  }
+  FG_RETURN_IF_ERROR(EnsureHdgs(0));
+  ReleaseFreedMemory();  // loading's and planning's temporaries: not resident through training
+  if (config_.train().batch_size() > 0) {
+    if (dataset_.part && distributed()) {  // sampling reads the other parts' rows from them
+      const auto features = dataset_.features.find(space_.type_name(0));
+      if (space_.num_types() != 1 || task_->kind() != nau::Task::kNodeClassification ||
+          features == dataset_.features.end() || !features->second.defined()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "batch_size: mini-batches over a partitioned dataset take node classification on a "
+            "homogeneous graph with features; ", config_.dataset().path(), " holds ",
+            task_->Describe(), " over ", space_.num_types(), " node types (train it on its "
+            "source dataset, or on the parts with batch_size 0)"));
+      }
+      // Sampling reads them on the host, to send them to the peers that sample them.
+      owned_rows_ = OwnedRows{.begin = dataset_.part->begin(0), .features = features->second.To(Device::kCpu),
+                              .keys = table_.keys};
+    }
+    FG_ASSIGN_OR_RETURN(minibatch_,
+                        MiniBatchTraining::Create(config_, {.model = model_.get(), .spec = &spec_,
+                                                            .task = task_.get(),
+                                                            .optimizer = optimizer_.get(),
+                                                            .stats = &stats_, .exec = &exec_,
+                                                            .owned = owned_rows_ ? &*owned_rows_ : nullptr,
+                                                            .device = device_}));
+    if (!config_.output().quiet()) std::fprintf(stderr, "%s\n", minibatch_->Describe().c_str());
+  }
+  if (all_rows()) {  // the task pairs rows of different workers: it sees all of them
+    FG_RETURN_IF_ERROR(exec_.PlanAllRows(layer_roots_.back(), 0));
+    task_->SetShare(exec_.rank(), exec_.setup().comm->size());
+    return task_->SetOutputRows(exec_.all_keys());
+  }
+  return task_->SetOutputRows(layer_roots_.back().ids);
+}
+
+absl::Status Trainer::LoadData() {
+  const flexgraph::DatasetConfig& data = config_.dataset();
+  if (partition::IsPartitionedDataset(data.path())) {
+    // One part per worker: this worker reads only its own.
+    Progress progress(absl::StrCat("load part ", exec_.rank(), " of ", data.path()), 0);
+    FG_ASSIGN_OR_RETURN(dataset_, partition::LoadPart(data.path(), exec_.rank()));
+    const int world = distributed() ? exec_.setup().comm->size() : 1;
+    if (dataset_.part->num_parts() != world) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          data.path(), ": a partitioned dataset of ", dataset_.part->num_parts(),
+          " parts needs as many workers, this run has ", world));
+    }
+  } else {
+    Progress progress(absl::StrCat("load ", data.path()), 0);
+    graph::LoadOptions load;
+    load.split = data.split();
+    load.cache_dir = data.cache_dir();
+    FG_ASSIGN_OR_RETURN(dataset_, graph::LoadDataset(data.path(), load));
+  }
+  FG_RETURN_IF_ERROR(dataset_.graph.ToInt32Indices());
+  FG_ASSIGN_OR_RETURN(dataset_, ApplyView(std::move(dataset_), data));
+  for (const auto& [type, feat] : dataset_.features) {
+    if (!feat.defined()) continue;
+    const float* f = feat.f32();
+    const int64_t bad = std::find_if(f, f + feat.numel(), [](float v) { return !std::isfinite(v); }) - f;
+    if (bad < feat.numel()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          data.path(), ": features of node type '", type, "' hold ", f[bad], " at row ",
+          bad / feat.row_width(), ", column ", bad % feat.row_width()));
+    }
+  }
+  space_ = nau::VertexSpace(dataset_.graph);
+  if (dataset_.part) {
+    exec_.SetOwnership(Ownership(space_, dataset_.part->bounds));
+  } else if (distributed() && exec_.ownership().num_vertices() != space_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("partition plan covers ",
+                                                   exec_.ownership().num_vertices(),
+                                                   " vertices, dataset has ", space_.size()));
+  }
+  FG_ASSIGN_OR_RETURN(task_, MakeTask(&dataset_, config_));
+  target_ = data.target_type().empty() ? task_->target_type() : data.target_type();
+  if (space_.TypeIndex(target_) < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target_type: node type '", target_, "' not in dataset ", data.path()));
+  }
+  if (!dataset_.part && !config_.output().quiet()) {  // a part sees only its own labels
+    if (std::string w = SkippedClassesWarning(dataset_, target_); !w.empty()) {
+      std::fprintf(stderr, "warning: %s in %s\n", w.c_str(), data.path().c_str());
+    }
+  }
+  if (data.normalize_features()) {
+    for (const std::string& type : graph::NormalizeFeatureRows(&dataset_)) {
+      if (!config_.output().quiet()) {
+        std::fprintf(stderr, "features of '%s' have negative values: not row-normalised\n",
+                     type.c_str());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::BuildModel() {
+  const flexgraph::DatasetConfig& data = config_.dataset();
+  const flexgraph::ModelConfig& mc = config_.model();
+  const flexgraph::TrainConfig& tc = config_.train();
+  spec_ = ModelSpecFrom(config_);
+  spec_.dataset = &dataset_;
+  spec_.vertices = &space_;
+  spec_.target_type = target_;
+  spec_.num_classes = task_->num_classes();
+  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(mc.name());  // resolved: registered
+  if (task_->kind() == nau::Task::kLinkPrediction && !info->predicts_links) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
+                                                   " does not predict links; dataset ",
+                                                   data.path(), " has no node labels, only ",
+                                                   task_->Describe(), " (models that do: ",
+                                                   absl::StrJoin(LinkModels(), ", "), ")"));
+  }
+  model_ = info->factory();
+  FG_RETURN_IF_ERROR(Annotate(model_->Build(spec_), absl::StrCat("model ", mc.name())));
+  if (!config_.output().quiet() && exec_.rank() == 0) std::fprintf(stderr, "%s", model_->Explain().c_str());
+  if (task_->kind() == nau::Task::kLinkPrediction && tc.select_on() == "macro_f1") {
+    return absl::InvalidArgumentError(
+        "select_on macro_f1: link prediction selects on validation ROC-AUC; leave select_on at "
+        "accuracy");
+  }
+  if (task_->kind() == nau::Task::kLinkPrediction && model_->task() != task_->kind()) {
+    return absl::InvalidArgumentError(absl::StrCat("model ", mc.name(),
+                                                   " does not predict links; dataset ",
+                                                   data.path(), " has no node labels, only ",
+                                                   task_->Describe()));
+  }
+  if (!tc.init_weights().empty()) {
+    FG_RETURN_IF_ERROR(LoadInitialParameters(tc.init_weights(), model_->parameters()));
+  }
+  for (const nn::NamedParameter& p : model_->parameters()) {  // placed once; trained there
+    p.var.mutable_value() = p.var.value().To(device_);
+  }
+  nn::OptimizerKind kind = tc.optimizer() == "sgd"    ? nn::OptimizerKind::kSgd
+                           : tc.optimizer() == "adamw" ? nn::OptimizerKind::kAdamW
+                                                       : nn::OptimizerKind::kAdam;
+  optimizer_ = std::make_unique<nn::Optimizer>(
+      kind, model_->parameters(),
+      nn::OptimizerOptions{.lr = tc.lr(), .weight_decay = tc.weight_decay()});
+  if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) exec_.SetOverride(s);
+  for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) {
+    const nau::Layer& layer = model_->layer(i);
+    if (!layer.LocalSelection() && layer.Walks() == nullptr && layer.Instances() == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "model ", mc.name(), ": layer ", i, "'s neighbour selection reads topology beyond its "
+          "roots' edges and declares neither random walks nor metapath instances, which a part "
+          "of a partitioned dataset cannot run (nau/layer.h: LocalSelection, Walks, Instances); "
+          "train ", mc.name(), " on the unpartitioned dataset"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::PlaceRows() {
+  // This worker's rows: every vertex in a single process, the owned ones in a distributed run.
+  const graph::PartInfo* part = dataset_.part ? &*dataset_.part : nullptr;
+  auto rows_of = [&](std::vector<int64_t> ids) {
+    DistributedExecutor::Rows rows{Tensor::FromVector(ids), Tensor()};
+    if (part != nullptr) {  // randomness keys on the source dataset's ids
+      for (int64_t& v : ids) {
+        const int t = space_.TypeOf(v);
+        const Tensor& source = part->original_ids.at(space_.type_name(t));
+        v = space_.type_offset(t) + source.i64()[v - space_.type_offset(t) - part->begin(t)];
+      }
+      rows.keys = Tensor::FromVector(ids);
+    } else {
+      rows.keys = rows.ids;
+    }
+    return rows;
+  };
+  std::vector<int64_t> table;
+  for (int t = 0; t < space_.num_types(); ++t) {
+    const int64_t lo = part ? part->begin(t) : 0, hi = part ? part->end(t) : space_.type_size(t);
+    for (int64_t v = space_.type_offset(t) + lo; v < space_.type_offset(t) + hi; ++v) {
+      if (exec_.Owns(v)) table.push_back(v);
+    }
+  }
+  table_ = rows_of(table);
+  layer_graphs_.resize(model_->num_layers());
+  // Keys of the global row lists (every vertex for the table), equal on every worker.
+  auto key_of = [](const std::vector<int32_t>& global) {
+    uint64_t h = MixKey(global.size());
+    for (int32_t v : global) h = MixKey(h, static_cast<uint64_t>(v));
+    return h;
+  };
+  std::vector<int32_t> every(space_.size());
+  for (int64_t v = 0; v < space_.size(); ++v) every[v] = static_cast<int32_t>(v);
+  table_key_ = key_of(every);
+  for (int i = 0; i < model_->num_layers(); ++i) {
+    const std::vector<int32_t> global = model_->Roots(i, spec_);
+    roots_key_.push_back(key_of(global));
+    std::vector<int64_t> ids;
+    for (int32_t r : global) {
+      if (exec_.Owns(r)) ids.push_back(r);
+    }
+    layer_roots_.push_back(rows_of(std::move(ids)));
+  }
+  // Homogeneous features of a dataset loaded whole: keep only this worker's rows (the default
+  // Model::Input uses them). A part holds only its own rows already; mini-batches read any row.
+  if (distributed() && space_.num_types() == 1 && part == nullptr &&
+      config_.train().batch_size() == 0) {
+    Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
+    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table[k]);
+    for (auto& [type, feat] : dataset_.features) {
+      if (feat.defined()) feat = ops::GatherRows(feat, idx);
+    }
+  }
+}
+
+absl::Status Trainer::EnsureHdgs(int epoch) {
+  ScopedTimer timer(&stats_.selection);
+  std::map<std::string, int> by_key;
+  for (int i = 0; i < model_->num_layers(); ++i) {
+    nau::Layer& layer = model_->layer(i);
+    LayerGraph& lg = layer_graphs_[i];
+    if (!Stale(layer, lg, epoch)) continue;
+    const std::string key = nau::SharedSelectionKey(layer);
+    auto it = key.empty() ? by_key.end() : by_key.find(key);
+    // Decided on global facts (the layers' root lists), so that every worker decides alike.
+    const bool same_roots = it != by_key.end() && roots_key_[it->second] == roots_key_[i];
+    if (same_roots) {
+      lg.hdg = layer_graphs_[it->second].hdg;
+      lg.bytes = 0;
+    } else {
+      const Tensor& ids = layer_roots_[i].ids;
+      std::vector<int32_t> roots(ids.numel());
+      for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
+      auto select = [&]() -> absl::StatusOr<hdg::Hdg> {
+        if (!dataset_.part || !distributed() || layer.LocalSelection()) {
+          return nau::SelectHdg(layer, i, spec_, epoch, roots);
+        }
+        // Walks and metapath instances cross the parts: expand them across the workers.
+        const nau::SelectContext ctx(&dataset_, &space_, spec_.seed, nau::SelectionRound(layer, epoch), i);
+        if (layer.Walks() != nullptr) {
+          return SelectByWalks(*exec_.setup().comm, exec_.ownership(), *layer.Walks(), ctx,
+                               layer.Schema(), space_.size(), roots);
+        }
+        return SelectByMetapaths(*exec_.setup().comm, exec_.ownership(), *layer.Instances(), ctx,
+                                 layer.Schema(), space_.size(), roots);
+      };
+      FG_ASSIGN_OR_RETURN(hdg::Hdg built, select());
+      lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
+      lg.bytes = static_cast<int64_t>(lg.hdg->Bytes());
+      if (!key.empty()) by_key[key] = i;
+    }
+    lg.built_epoch = epoch;
+    // The layer's input rows: layer 0 reads the table, layer i > 0 the roots of layer i - 1.
+    const DistributedExecutor::Rows& input = i == 0 ? table_ : layer_roots_[i - 1];
+    // A layer over the same HDG, input and bottom reduction as an earlier one shares its exchange.
+    auto input_key = [&](int l) { return l == 0 ? table_key_ : roots_key_[l - 1]; };
+    const int j = same_roots ? it->second : -1;
+    const bool same_exchange =
+        j >= 0 && input_key(j) == input_key(i) &&
+        model_->layer(j).LevelAggregator(1).reduction() == layer.LevelAggregator(1).reduction();
+    FG_RETURN_IF_ERROR(
+        exec_.PlanLayer(i, layer, lg.hdg, input, layer_roots_[i], epoch, same_exchange ? j : -1));
+  }
+  if (!keep_hdgs_) ReleaseHdgs();
+  return absl::OkStatus();
+}
+
+void Trainer::ReleaseHdgs() {
+  keep_hdgs_ = false;
+  for (LayerGraph& lg : layer_graphs_) lg.hdg.reset();
+  exec_.ReleaseHdgs();
+}
+
+absl::Status Trainer::WholeGraphHdgs(int epoch) {
+  // Alone, layer_graphs_ select every vertex; a part samples its own and asks the others.
+  if (!distributed() || dataset_.part) return absl::OkStatus();
+  ScopedTimer timer(&stats_.selection);
+  whole_graphs_.resize(model_->num_layers());
+  std::map<std::string, int> by_key;
+  for (int i = 0; i < model_->num_layers(); ++i) {
+    const nau::Layer& layer = model_->layer(i);
+    LayerGraph& lg = whole_graphs_[i];
+    if (!Stale(layer, lg, epoch)) continue;
+    const std::string key = nau::SharedSelectionKey(layer);
+    auto it = key.empty() ? by_key.end() : by_key.find(key);
+    if (it != by_key.end() && roots_key_[it->second] == roots_key_[i]) {
+      lg.hdg = whole_graphs_[it->second].hdg;
+    } else {
+      FG_ASSIGN_OR_RETURN(hdg::Hdg built,
+                          nau::SelectHdg(layer, i, spec_, epoch, model_->Roots(i, spec_)));
+      lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
+      if (!key.empty()) by_key[key] = i;
+    }
+    lg.built_epoch = epoch;
+  }
+  return absl::OkStatus();
+}
+
+bool Trainer::Stale(const nau::Layer& layer, const LayerGraph& lg, int epoch) {
+  const int period = std::max(1, layer.SelectionPeriod());
+  return lg.built_epoch < 0 || (layer.SampledSelection() && epoch / period != lg.built_epoch / period);
+}
+
+flexgraph::SavedModel Trainer::Describe() const {
+  flexgraph::SavedModel m;
+  m.set_format_version(kSavedModelVersion);
+  flexgraph::RunConfig* c = m.mutable_config();
+  *c = SharedSettings(config_);
+  for (auto clear : {&flexgraph::TrainConfig::clear_epochs, &flexgraph::TrainConfig::clear_checkpoint_every,
+                     &flexgraph::TrainConfig::clear_checkpoint_dir, &flexgraph::TrainConfig::clear_resume,
+                     &flexgraph::TrainConfig::clear_stop_after, &flexgraph::TrainConfig::clear_init_weights}) {
+    (c->mutable_train()->*clear)();
+  }
+  for (int t = 0; t < space_.num_types(); ++t) {
+    auto* type = m.add_node_types();
+    type->set_name(space_.type_name(t));
+    type->set_vertices(space_.type_size(t));
+    type->set_feature_dim(spec_.FeatureDim(space_.type_name(t)));
+  }
+  m.set_target_type(target_);
+  m.set_num_classes(task_->num_classes());
+  for (const nn::NamedParameter& p : model_->parameters()) {
+    auto* param = m.add_params();
+    param->set_name(p.name);
+    for (int64_t d : p.var.value().shape()) param->add_shape(d);
+  }
+  return m;
+}
+
+std::string Trainer::Explain() const {
+  std::string out;
+  for (int i = 0; i < static_cast<int>(layer_graphs_.size()); ++i) {
+    const hdg::Hdg& h = *layer_graphs_[i].hdg;
+    absl::StrAppend(&out, "layer ", i, ": ", h.schema().ToString(), "\n  HDG ",
+                    h.Stats().ToString(), "\n", exec_.Explain(i));
+  }
+  return out;
+}
+
+absl::Status Trainer::ExportHdgs(const std::string& dir) const {
+  std::vector<const hdg::Hdg*> layers;
+  for (const auto& lg : layer_graphs_) layers.push_back(lg.hdg.get());
+  return runtime::ExportHdgs(distributed() ? exec_.setup().comm : nullptr, layers, table_.ids, table_.keys, dir);
+}
+
+int64_t Trainer::HdgBytes() const {
+  int64_t bytes = 0;
+  for (const auto& lg : layer_graphs_) bytes += lg.bytes;
+  return bytes;
+}
+
+}  // namespace fg::runtime

@@ -1,0 +1,177 @@
+// Runs started by cluster launchers, with real processes on this machine.
+// MPI: `mpirun --oversubscribe` starts `flexgraph worker --comm mpi`. Runs match single-process
+// training (a dataset loaded whole and a partitioned one); a killed rank ends the run within
+// seconds with nothing left behind; ranks with different configurations are refused naming the
+// field. Skipped where MPI is not built in or mpirun is missing.
+// Slurm: workers started as srun would start them (SLURM_* variables) find each other through the
+// coordinator that task 0 runs, and match single-process training.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "runtime/comm/mpi_communicator.h"
+#include "runtime/cluster/worker.h"
+#include "tests/runtime/process_util.h"
+#include "tests/runtime/scratch_dir.h"
+
+namespace {
+
+using namespace fg::testing;  // NOLINT: the process helpers
+
+
+#define SKIP_WITHOUT_MPI()                                                            \
+  if (!fg::runtime::MpiBuilt()) GTEST_SKIP() << "built without MPI";                  \
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun"
+
+// mpirun with `np` ranks on this machine (as root too, as in containers).
+std::string Mpirun(const std::string& ranks) {
+  return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
+         "mpirun --oversubscribe " + ranks;
+}
+
+std::string Np(int p) { return "-np " + std::to_string(p) + " "; }
+
+TEST(Mpi, RanksMatchSingleProcess) {
+  SKIP_WITHOUT_MPI();
+  const std::string d = fg::testing::ScratchDir("fg_mpi_match");
+  for (const std::string model : {"gcn", "sage", "gin"}) {
+    const std::string train = " train --dataset " + kCora + " --model " + model + " --epochs 8 --threads 1 --quiet";
+    const std::string single = d + "/" + model + ".json";
+    ASSERT_EQ(Shell(kFlexgraph + train + " --summary_json " + single), 0);
+    const auto base = Losses(Read(single));
+    ASSERT_EQ(base.size(), 8u);
+    for (int p : model == "gcn" ? std::vector<int>{2, 3} : std::vector<int>{2}) {
+      SCOPED_TRACE(model + " P=" + std::to_string(p));
+      const std::string json = d + "/" + model + std::to_string(p) + ".json";
+      std::string out;
+      ASSERT_EQ(Shell(Mpirun(Np(p) + kFlexgraph + " worker --comm mpi --" + train + " --summary_json " + json), &out), 0)
+          << out;
+      const std::string summary = Read(json);
+      const auto losses = Losses(summary);
+      ASSERT_EQ(losses.size(), base.size()) << summary;
+      for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]) << "epoch " << e + 1;
+      EXPECT_EQ(Field(summary, "test_accuracy"), Field(Read(single), "test_accuracy"));
+      EXPECT_EQ(Field(summary, "world_size"), p);
+      EXPECT_GT(Field(summary, "bytes_total"), 0);
+      EXPECT_NE(out.find("worker " + std::to_string(p - 1) + " of " + std::to_string(p) + " (MPI)"), std::string::npos)
+          << out;
+    }
+  }
+}
+
+TEST(Mpi, RanksOfAPartitionedDatasetReadOnlyTheirPartAndMatchSingleProcess) {
+  SKIP_WITHOUT_MPI();
+  const std::string d = fg::testing::ScratchDir("fg_mpi_parts");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " partition --quiet --dataset " + kCora + " --parts 2 --method metis --model gcn --out " +
+                  d + "/cora-2", &out), 0) << out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --epochs 8 --threads 1 --quiet --summary_json " + d +
+                  "/single.json"), 0);
+  ASSERT_EQ(Shell(Mpirun(Np(2) + kFlexgraph + " worker --comm mpi -- train --dataset " + d +
+                         "/cora-2 --epochs 8 --threads 1 --summary_json " + d + "/parts.json"), &out), 0)
+      << out;
+  const auto base = Losses(Read(d + "/single.json"));
+  const auto losses = Losses(Read(d + "/parts.json"));
+  ASSERT_EQ(losses.size(), base.size());
+  for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]);
+  EXPECT_NE(out.find("partitioned dataset, 2 parts"), std::string::npos) << out;
+  EXPECT_NE(out.find("load part 0 of"), std::string::npos) << out;
+  // Another rank count is refused, naming the reason, on every rank.
+  EXPECT_NE(Shell(Mpirun(Np(3) + kFlexgraph + " worker --comm mpi -- train --dataset " + d + "/cora-2 --epochs 2"), &out),
+            0);
+  EXPECT_NE(out.find("a partitioned dataset of 2 parts needs as many workers, not 3"), std::string::npos) << out;
+}
+
+TEST(Mpi, AKilledRankEndsTheRunWithinSecondsNamingIt) {
+  SKIP_WITHOUT_MPI();
+  const std::string d = fg::testing::ScratchDir("fg_mpi_kill");
+  std::string out;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = Shell("env FG_FAULT=worker1:epoch.start:3 " + Mpirun(Np(2) + kFlexgraph) +
+                           " worker --comm mpi -- train --dataset " + kCora + " --epochs 500 --threads 1 --quiet " +
+                           "--summary_json " + d + "/summary.json",
+                       &out);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(rc, 0);
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_NE(out.find("rank 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("signal 9"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(d + "/summary.json"));
+  // No rank survives (the summary path names this run's processes; "[f]" keeps pgrep's own shell out).
+  EXPECT_NE(std::system(("pgrep -f '[f]lexgraph worker.*" + d + "/summary.json' > /dev/null").c_str()), 0);
+}
+
+TEST(Mpi, ARankWithAnotherConfigurationIsRefusedNamingTheField) {
+  SKIP_WITHOUT_MPI();
+  const std::string train = " worker --comm mpi -- train --dataset " + kCora + " --epochs 3 --threads 1 --quiet";
+  std::string out;
+  EXPECT_NE(Shell(Mpirun(Np(1) + kFlexgraph + train + " --lr 0.01 : " + Np(1) + kFlexgraph + train + " --lr 0.02"),
+                  &out),
+            0);
+  EXPECT_NE(out.find("train.lr: 0.01 -> 0.02"), std::string::npos) << out;
+}
+
+TEST(Mpi, UsageErrors) {
+  std::string out;
+  EXPECT_EQ(Shell(kFlexgraph + " worker --comm carrier-pigeon -- train --dataset " + kCora, &out), 2);
+  EXPECT_NE(out.find("--comm takes grpc or mpi"), std::string::npos) << out;
+  EXPECT_EQ(Shell(kFlexgraph + " worker --comm mpi --coordinator 127.0.0.1:1 -- train --dataset " + kCora, &out), 2);
+  EXPECT_NE(out.find("no coordinator"), std::string::npos) << out;
+}
+
+TEST(Slurm, FirstHostOfAHostList) {
+  using fg::runtime::FirstHostOf;
+  EXPECT_EQ(FirstHostOf("node07").value(), "node07");
+  EXPECT_EQ(FirstHostOf("node[07-09,12],gpu1").value(), "node07");
+  EXPECT_EQ(FirstHostOf("gpu1,node[07-09]").value(), "gpu1");
+  EXPECT_EQ(FirstHostOf("rack[3-4]-n[1-2]").value(), "rack3-n[1-2]");
+  EXPECT_EQ(FirstHostOf("c[0012,0013]").value(), "c0012");
+  for (const char* bad : {"", "node[", "node[x-2]", "node]1[", "[]"}) {
+    EXPECT_FALSE(FirstHostOf(bad).ok()) << bad;
+  }
+}
+
+// Two tasks of a Slurm step on this machine: task 0 runs the coordinator at --coordinator_port.
+TEST(Slurm, TasksOfAStepTrainThroughTheCoordinatorOfTaskZero) {
+  const std::string d = fg::testing::ScratchDir("fg_slurm");
+  // A free port for the coordinator, as a job script would reserve one.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  close(fd);
+  const std::string train = " -- train --dataset " + kCora + " --epochs 8 --threads 1 --quiet --summary_json " + d +
+                            "/slurm.json";
+  const std::string env = "env FG_RUN_TOKEN=slurm-test SLURM_NTASKS=2 SLURM_NODELIST=localhost SLURMD_NODENAME=localhost ";
+  std::string out;
+  const int rc = Shell("sh -c '" + env + "SLURM_PROCID=1 " + kFlexgraph + " worker --coordinator_port " + port + train +
+                           " > " + d + "/task1.log 2>&1 & " + env + "SLURM_PROCID=0 " + kFlexgraph +
+                           " worker --coordinator_port " + port + train + "; rc=$?; wait; exit $rc'",
+                       &out);
+  ASSERT_EQ(rc, 0) << out << Read(d + "/task1.log");
+  EXPECT_NE(out.find("listening on port " + port + " for 2 Slurm tasks"), std::string::npos) << out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + " --epochs 8 --threads 1 --quiet --summary_json " + d +
+                  "/single.json"), 0);
+  const auto base = Losses(Read(d + "/single.json"));
+  const auto losses = Losses(Read(d + "/slurm.json"));
+  ASSERT_EQ(losses.size(), base.size());
+  for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]);
+  EXPECT_EQ(Field(Read(d + "/slurm.json"), "world_size"), 2);
+  // A malformed Slurm environment names the variable.
+  EXPECT_EQ(Shell("env SLURM_PROCID=0 SLURM_NTASKS=two SLURM_NODELIST=localhost FG_RUN_TOKEN=t " + kFlexgraph +
+                  " worker" + train, &out), 2);
+  EXPECT_NE(out.find("$SLURM_NTASKS is 'two'"), std::string::npos) << out;
+}
+
+}  // namespace
