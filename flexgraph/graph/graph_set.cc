@@ -21,7 +21,8 @@ absl::Status Bad(const std::string& field, const std::string& msg) {
 absl::Status CheckOffsets(const Tensor& t, const std::string& field, int64_t g, int64_t total) {
   if (!t.defined() || t.dtype() != DType::kInt64 || t.rank() != 1 || t.numel() < 1 ||
       (g >= 0 && t.numel() != g + 1)) {
-    return Bad(field, absl::StrCat("expected int64 [", g >= 0 ? absl::StrCat(g + 1) : "G + 1", "]"));
+    return Bad(field,
+               absl::StrCat("expected int64 [", g >= 0 ? absl::StrCat(g + 1) : "G + 1", "]"));
   }
   const int64_t* o = t.i64();
   if (o[0] != 0) return Bad(field, "does not start at 0");
@@ -38,12 +39,13 @@ absl::Status CheckOffsets(const Tensor& t, const std::string& field, int64_t g, 
 absl::Status CheckRows(const Tensor& t, const std::string& field, int64_t rows, bool allow_int,
                        bool allow_float, int max_rank = 2) {
   if (!t.defined()) return absl::OkStatus();
-  const bool type_ok = (allow_int && t.dtype() == DType::kInt64) ||
-                       (allow_float && t.dtype() == DType::kFloat32);
+  const bool type_ok =
+      (allow_int && t.dtype() == DType::kInt64) || (allow_float && t.dtype() == DType::kFloat32);
   if (!type_ok || t.rank() < 1 || t.rank() > max_rank || t.dim(0) != rows) {
-    return Bad(field, absl::StrCat("has type/shape ", t.ShapeString(), ", expected ", rows,
-                                   " rows of ", allow_int ? "int64" : "", allow_int && allow_float ? " or " : "",
-                                   allow_float ? "float" : ""));
+    return Bad(field,
+               absl::StrCat("has type/shape ", t.ShapeString(), ", expected ", rows, " rows of ",
+                            allow_int ? "int64" : "", allow_int && allow_float ? " or " : "",
+                            allow_float ? "float" : ""));
   }
   return absl::OkStatus();
 }
@@ -52,7 +54,8 @@ absl::Status CheckLabels(const Tensor& t, const std::string& field) {
   if (!t.defined() || t.dtype() != DType::kInt64) return absl::OkStatus();
   const int64_t* v = t.i64();
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (v[i] < -1) return Bad(field, absl::StrCat("label ", v[i], " at row ", i / t.row_width(), " below -1"));
+    if (v[i] < -1)
+      return Bad(field, absl::StrCat("label ", v[i], " at row ", i / t.row_width(), " below -1"));
   }
   return absl::OkStatus();
 }
@@ -94,8 +97,8 @@ absl::Status BuildGraphSetGraph(Dataset* ds, const LoadOptions& options) {
       src[k] = e[2 * k];
       dst[k] = e[2 * k + 1];
       if (src[k] < lo || src[k] >= hi || dst[k] < lo || dst[k] >= hi) {
-        return Bad("edges", absl::StrCat("edge ", k, " (", src[k], ", ", dst[k],
-                                         ") leaves graph ", g, " (vertices [", lo, ", ", hi, "))"));
+        return Bad("edges", absl::StrCat("edge ", k, " (", src[k], ", ", dst[k], ") leaves graph ",
+                                         g, " (vertices [", lo, ", ", hi, "))"));
       }
     }
   }
@@ -108,8 +111,8 @@ absl::Status BuildGraphSetGraph(Dataset* ds, const LoadOptions& options) {
   rel.src_type = rel.dst_type = "node";
   rel.name = "edge";
   // Rows are destinations: entry id k < m is edge k itself (column = its source).
-  FG_ASSIGN_OR_RETURN(rel.by_dst, BuildCsr(n, n, dst.data(), src.data(), m, nullptr, build,
-                                           &gs.entry_edges));
+  FG_ASSIGN_OR_RETURN(rel.by_dst,
+                      BuildCsr(n, n, dst.data(), src.data(), m, nullptr, build, &gs.entry_edges));
   if (build.add_reverse_edges) {
     rel.by_src = rel.by_dst;
     rel.symmetric = true;
@@ -145,7 +148,8 @@ absl::Status ValidateGraphSet(const Dataset& ds) {
   }
   const Csr& adj = ds.Adjacency();
   const Tensor& ids = gs.entry_edges;
-  if (!ids.defined() || ids.dtype() != DType::kInt64 || ids.rank() != 1 || ids.numel() != adj.nnz()) {
+  if (!ids.defined() || ids.dtype() != DType::kInt64 || ids.rank() != 1 ||
+      ids.numel() != adj.nnz()) {
     return Bad("entry_edges", absl::StrCat("expected int64 [", adj.nnz(), "]"));
   }
   absl::Status entries = adj.VisitIndices([&](const auto* col) -> absl::Status {
@@ -173,14 +177,16 @@ absl::Status ValidateGraphSet(const Dataset& ds) {
   });
   FG_RETURN_IF_ERROR(entries);
   FG_RETURN_IF_ERROR(CheckRows(gs.edge_feat, "edge_feat", m, false, true));
-  if (gs.edge_feat.defined() && gs.edge_feat.rank() != 2) return Bad("edge_feat", "expected [M, f]");
+  if (gs.edge_feat.defined() && gs.edge_feat.rank() != 2)
+    return Bad("edge_feat", "expected [M, f]");
   FG_RETURN_IF_ERROR(CheckRows(gs.edge_labels, "edge_labels", m, true, false));
   FG_RETURN_IF_ERROR(CheckLabels(gs.edge_labels, "edge_labels"));
   FG_RETURN_IF_ERROR(CheckRows(gs.graph_labels, "graph_labels", count, true, true));
   FG_RETURN_IF_ERROR(CheckLabels(gs.graph_labels, "graph_labels"));
   if (gs.num_edge_classes < 0 || gs.num_graph_classes < 0) return Bad("classes", "negative count");
   for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"train", &gs.train},
-                                {"valid", &gs.valid}, {"test", &gs.test}}) {
+                                {"valid", &gs.valid},
+                                {"test", &gs.test}}) {
     if (!t->defined()) continue;
     if (t->dtype() != DType::kInt64 || t->rank() != 1) return Bad(name, "expected int64 graph ids");
     for (int64_t i = 0; i < t->numel(); ++i) {
@@ -217,9 +223,10 @@ absl::Status ValidateGraphSet(const Dataset& ds) {
     for (int64_t v = 0, gi = 0; v < n; ++v) {
       while (gs.NodeEnd(gi) <= v) ++gi;
       const int64_t q = hp[v];
-      if (q != -1 && (q < gs.particle_offsets.i64()[gi] || q >= gs.particle_offsets.i64()[gi + 1])) {
-        return Bad("node_info particle", absl::StrCat("vertex ", v, " names particle ", q,
-                                                      ", not one of graph ", gi));
+      if (q != -1 &&
+          (q < gs.particle_offsets.i64()[gi] || q >= gs.particle_offsets.i64()[gi + 1])) {
+        return Bad("node_info particle",
+                   absl::StrCat("vertex ", v, " names particle ", q, ", not one of graph ", gi));
       }
     }
   }

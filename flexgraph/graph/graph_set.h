@@ -5,8 +5,8 @@
 // [node_offsets[g], node_offsets[g + 1]) and its original edges [edge_offsets[g],
 // edge_offsets[g + 1]). Because no edge crosses graphs, graph g's entries of the in-edge Csr
 // (Dataset::Adjacency()) are the entries of its vertices' rows, [offsets[node_offsets[g]],
-// offsets[node_offsets[g + 1]]). Node features and node labels stay in Dataset::features["node"] and
-// Dataset::labels["node"], indexed by union vertex id.
+// offsets[node_offsets[g + 1]]). Node features and node labels stay in Dataset::features["node"]
+// and Dataset::labels["node"], indexed by union vertex id.
 //
 // Edges keep their identity: edge k (0 <= k < M, the order of the source files) is `edges[k]`,
 // its features `edge_feat[k]` and its label `edge_labels[k]`; `entry_edges` maps every entry of
@@ -35,14 +35,15 @@ struct Dataset;
 struct LoadOptions;
 struct HeteroGraph;
 
-// Per-vertex columns (node_info) of tracking datasets.
-inline constexpr char kHitParticle[] = "particle";  // int64: row of `particles` (global), -1 = noise
-inline constexpr char kHitLayer[] = "layer";        // int64: detector layer, 0 = innermost
+// Per-vertex columns (node_info) of tracking datasets: kHitParticle, int64, the hit's row of
+// `particles` (a global row, -1 = noise); kHitLayer, int64, the detector layer (0 = innermost).
+inline constexpr char kHitParticle[] = "particle";
+inline constexpr char kHitLayer[] = "layer";
 // Per-particle columns (particles) of tracking datasets.
 inline constexpr char kParticleId[] = "particle_id";  // int64: id in the source (unique per graph)
-inline constexpr char kParticlePt[] = "pt";            // float: transverse momentum, GeV
-inline constexpr char kParticleEta[] = "eta";          // float: pseudorapidity at production
-inline constexpr char kParticleHits[] = "num_hits";    // int64: hits the particle left in the graph
+inline constexpr char kParticlePt[] = "pt";           // float: transverse momentum, GeV
+inline constexpr char kParticleEta[] = "eta";         // float: pseudorapidity at production
+inline constexpr char kParticleHits[] = "num_hits";   // int64: hits the particle left in the graph
 
 // Longest name of a node_info or particles column (names also exclude tabs and line breaks).
 inline constexpr size_t kMaxColumnName = 64;
@@ -50,13 +51,13 @@ inline constexpr size_t kMaxColumnName = 64;
 struct GraphSet {
   Tensor node_offsets;  // int64 [G + 1]: 0, ascending, last = the union's vertex count
   Tensor edge_offsets;  // int64 [G + 1]: 0, ascending, last = M
-  Tensor edges;         // int64 [M, 2]: (source, destination) union vertex ids, both in the edge's graph
+  Tensor edges;  // int64 [M, 2]: (source, destination) union vertex ids, both in the edge's graph
   // int64 [nnz of Dataset::Adjacency()]: per entry (row = destination r, column = source c), k when
   // original edge k is c -> r; M + k when the entry is edge k reversed (edge k is r -> c); -1 for
   // an added self loop.
   Tensor entry_edges;
-  Tensor edge_feat;    // float [M, f] or undefined
-  Tensor edge_labels;  // int64 [M] or [M, k] (k tasks); -1 = unlabeled; or undefined
+  Tensor edge_feat;              // float [M, f] or undefined
+  Tensor edge_labels;            // int64 [M] or [M, k] (k tasks); -1 = unlabeled; or undefined
   int64_t num_edge_classes = 0;  // max label + 1, or k for [M, k]
   // int64 [G] or [G, k] class labels (-1 = unlabeled), or float [G] / [G, k] regression targets
   // (NaN = missing); or undefined.
@@ -64,9 +65,9 @@ struct GraphSet {
   int64_t num_graph_classes = 0;  // int64 labels: max + 1 or k; 0 for float targets
   // Whole graphs: train/valid/test hold int64 graph ids in [0, G) (valid/test may be empty).
   Tensor train, valid, test;
-  std::map<std::string, Tensor> node_info;   // name -> int64 or float [N]
-  Tensor particle_offsets;                   // int64 [G + 1], or undefined when no particles
-  std::map<std::string, Tensor> particles;   // name -> int64 or float [P]
+  std::map<std::string, Tensor> node_info;  // name -> int64 or float [N]
+  Tensor particle_offsets;                  // int64 [G + 1], or undefined when no particles
+  std::map<std::string, Tensor> particles;  // name -> int64 or float [P]
 
   int64_t num_graphs() const { return node_offsets.defined() ? node_offsets.numel() - 1 : 0; }
   int64_t num_edges() const { return edges.defined() ? edges.dim(0) : 0; }

@@ -24,12 +24,12 @@ double WrapPhi(double d) {
 // One event's piece of the dataset, in local ids.
 struct EventGraph {
   absl::Status status;
-  std::vector<float> node_feat;         // [n, 3]
+  std::vector<float> node_feat;          // [n, 3]
   std::vector<int64_t> layer, particle;  // [n], particle local (-1 noise)
-  std::vector<int64_t> edges;           // [m, 2] local
-  std::vector<float> edge_feat;         // [m, 6]
-  std::vector<int64_t> labels;          // [m]
-  std::vector<int64_t> num_hits;        // per particle
+  std::vector<int64_t> edges;            // [m, 2] local
+  std::vector<float> edge_feat;          // [m, 6]
+  std::vector<int64_t> labels;           // [m]
+  std::vector<int64_t> num_hits;         // per particle
 };
 
 struct Hit {
@@ -47,13 +47,15 @@ EventGraph BuildEvent(const TrackingEvent& ev, int64_t index, const TrackingCuts
     const TrackingHit& h = ev.hits[i];
     if (h.layer < 0 || h.layer >= kBarrelLayers || h.particle < -1 || h.particle >= p ||
         !std::isfinite(h.x) || !std::isfinite(h.y) || !std::isfinite(h.z)) {
-      out.status = absl::InvalidArgumentError(absl::StrCat(
-          "event ", index, ", hit ", i, ": layer ", h.layer, " or particle ", h.particle,
-          " out of range (", kBarrelLayers, " layers, ", p, " particles) or a non-finite position"));
+      out.status = absl::InvalidArgumentError(
+          absl::StrCat("event ", index, ", hit ", i, ": layer ", h.layer, " or particle ",
+                       h.particle, " out of range (", kBarrelLayers, " layers, ", p,
+                       " particles) or a non-finite position"));
       return out;
     }
     const double r = std::hypot(h.x, h.y);
-    hits[i] = {r, std::atan2(h.y, h.x), h.z, std::asinh(h.z / std::max(r, 1e-9)), h.layer, h.particle};
+    hits[i] = {r,         std::atan2(h.y, h.x), h.z, std::asinh(h.z / std::max(r, 1e-9)), h.layer,
+               h.particle};
   }
   std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
     if (a.layer != b.layer) return a.layer < b.layer;
@@ -137,7 +139,8 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
                                              const TrackingGraphOptions& options) {
   const int64_t count = static_cast<int64_t>(events.size());
   std::vector<EventGraph> parts(count);
-  ParallelForDynamic(0, count, 1, [&](int64_t g) { parts[g] = BuildEvent(events[g], g, options.cuts); });
+  ParallelForDynamic(0, count, 1,
+                     [&](int64_t g) { parts[g] = BuildEvent(events[g], g, options.cuts); });
   std::vector<int64_t> node_off(count + 1, 0), edge_off(count + 1, 0), part_off(count + 1, 0);
   for (int64_t g = 0; g < count; ++g) {
     FG_RETURN_IF_ERROR(parts[g].status);
@@ -154,7 +157,8 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
   Tensor edges = Tensor::Empty({m, 2}, DType::kInt64), efeat = Tensor::Empty({m, kEdgeFeatures});
   Tensor labels = Tensor::Empty({m}, DType::kInt64);
   Tensor pid = Tensor::Empty({p}, DType::kInt64), nhits = Tensor::Empty({p}, DType::kInt64);
-  Tensor pt = Tensor::Empty({p}), eta = Tensor::Empty({p}), phi = Tensor::Empty({p}), vz = Tensor::Empty({p});
+  Tensor pt = Tensor::Empty({p}), eta = Tensor::Empty({p}), phi = Tensor::Empty({p}),
+         vz = Tensor::Empty({p});
   ParallelForDynamic(0, count, 1, [&](int64_t g) {
     const EventGraph& e = parts[g];
     const int64_t nb = node_off[g], eb = edge_off[g], pb = part_off[g];
@@ -194,13 +198,15 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
   gs.particles[kParticleHits] = nhits;
   ds.features["node"] = feat;
   // Whole events: the first train fraction, then valid, then test.
-  const int64_t n_train = std::clamp<int64_t>(std::llround(options.train_fraction * count), 0, count);
+  const int64_t n_train =
+      std::clamp<int64_t>(std::llround(options.train_fraction * count), 0, count);
   const int64_t n_valid =
       std::clamp<int64_t>(std::llround(options.valid_fraction * count), 0, count - n_train);
   std::vector<int64_t> ids(count);
   std::iota(ids.begin(), ids.end(), 0);
   gs.train = Tensor::FromVector(std::vector<int64_t>(ids.begin(), ids.begin() + n_train));
-  gs.valid = Tensor::FromVector(std::vector<int64_t>(ids.begin() + n_train, ids.begin() + n_train + n_valid));
+  gs.valid = Tensor::FromVector(
+      std::vector<int64_t>(ids.begin() + n_train, ids.begin() + n_train + n_valid));
   gs.test = Tensor::FromVector(std::vector<int64_t>(ids.begin() + n_train + n_valid, ids.end()));
   ds.split_name = "events";
   LoadOptions build;  // both directions, no loops (none arise), no duplicates (none arise)
@@ -210,7 +216,8 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
 
 absl::StatusOr<ConstructionQuality> MeasureConstruction(const Dataset& ds, double pt_min,
                                                         const std::vector<int64_t>& graphs) {
-  if (!ds.graphs) return absl::InvalidArgumentError(absl::StrCat(ds.name, ": not a dataset of graphs"));
+  if (!ds.graphs)
+    return absl::InvalidArgumentError(absl::StrCat(ds.name, ": not a dataset of graphs"));
   const GraphSet& gs = *ds.graphs;
   auto hp = gs.node_info.find(kHitParticle);
   auto hl = gs.node_info.find(kHitLayer);
@@ -219,9 +226,9 @@ absl::StatusOr<ConstructionQuality> MeasureConstruction(const Dataset& ds, doubl
       !gs.edge_labels.defined() || hp->second.dtype() != DType::kInt64 ||
       hl->second.dtype() != DType::kInt64 || ppt->second.dtype() != DType::kFloat32 ||
       gs.edge_labels.rank() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ds.name, ": not a tracking dataset (needs edge labels, node_info '", kHitParticle, "' and '",
-        kHitLayer, "', particles '", kParticlePt, "')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ds.name, ": not a tracking dataset (needs edge labels, node_info '",
+                     kHitParticle, "' and '", kHitLayer, "', particles '", kParticlePt, "')"));
   }
   std::vector<int64_t> which = graphs;
   if (which.empty()) {
@@ -238,7 +245,8 @@ absl::StatusOr<ConstructionQuality> MeasureConstruction(const Dataset& ds, doubl
   std::vector<int64_t> per_layer;
   for (int64_t g : which) {
     if (g < 0 || g >= gs.num_graphs()) {
-      return absl::InvalidArgumentError(absl::StrCat("graph ", g, " outside [0, ", gs.num_graphs(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph ", g, " outside [0, ", gs.num_graphs(), ")"));
     }
     const int64_t p0 = gs.particle_offsets.i64()[g], p1 = gs.particle_offsets.i64()[g + 1];
     // Hits per (particle, layer) -> segments sum over l of c[l] * c[l + 1].

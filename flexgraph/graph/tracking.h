@@ -30,9 +30,10 @@ namespace fg::graph {
 // TrackML's barrel layers (mm): pixel 32, 72, 116, 172; short strips 260, 360, 500, 660; long
 // strips 820, 1020; layer index 0..9 from the inside out.
 inline constexpr int kBarrelLayers = 10;
-inline constexpr double kBarrelRadius[kBarrelLayers] = {32, 72, 116, 172, 260, 360, 500, 660, 820, 1020};
+inline constexpr double kBarrelRadius[kBarrelLayers] = {32,  72,  116, 172, 260,
+                                                        360, 500, 660, 820, 1020};
 // Barrel half-lengths in z (mm): pixel 491, strips 1083.
-inline constexpr double kBarrelHalfLength[kBarrelLayers] = {491, 491, 491, 491, 1083,
+inline constexpr double kBarrelHalfLength[kBarrelLayers] = {491,  491,  491,  491,  1083,
                                                             1083, 1083, 1083, 1083, 1083};
 
 struct TrackingHit {
@@ -42,10 +43,10 @@ struct TrackingHit {
 };
 
 struct TrackingParticle {
-  int64_t id = 0;        // the source's particle id
-  double pt = 0;         // GeV
+  int64_t id = 0;  // the source's particle id
+  double pt = 0;   // GeV
   double eta = 0, phi = 0;
-  double vz = 0;         // mm
+  double vz = 0;  // mm
 };
 
 struct TrackingEvent {

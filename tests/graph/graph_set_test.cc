@@ -163,7 +163,8 @@ TEST(GraphSetTest, BadInputIsNamedByFileLineAndGraph) {
   WriteThreeGraphs(d);
   // Line 3 is graph 1's only edge; graph 1 has 2 nodes.
   d.Write("raw/edge.csv.gz", "0,1\n1,2\n0,2\n0,3\n3,3\n2,1\n0,3\n");
-  EXPECT_THAT(LoadError(d), HasSubstr("raw/edge.csv.gz:3: node id 2 out of range [0, 2) of graph 1"));
+  EXPECT_THAT(LoadError(d),
+              HasSubstr("raw/edge.csv.gz:3: node id 2 out of range [0, 2) of graph 1"));
   WriteThreeGraphs(d);
   d.Write("raw/edge-label.csv.gz", "1\n0\n");
   EXPECT_THAT(LoadError(d), HasSubstr("raw/edge-label.csv.gz: has 2 rows but"));
@@ -225,7 +226,8 @@ TEST(GraphSetTest, CacheRoundTripKeepsEveryField) {
   auto ds = LoadDataset(d.path(), LoadOptions());
   ASSERT_TRUE(ds.ok()) << ds.status();
   // Side tables as a tracking dataset has them.
-  ds->graphs->node_info[kHitLayer] = Tensor::FromVector(std::vector<int64_t>{0, 1, 2, 0, 1, 0, 1, 2, 3});
+  ds->graphs->node_info[kHitLayer] =
+      Tensor::FromVector(std::vector<int64_t>{0, 1, 2, 0, 1, 0, 1, 2, 3});
   ds->graphs->node_info[kHitParticle] =
       Tensor::FromVector(std::vector<int64_t>{0, 0, -1, 1, 1, 2, 2, 3, -1});
   ds->graphs->particle_offsets = Tensor::FromVector(std::vector<int64_t>{0, 1, 2, 4});
@@ -262,7 +264,8 @@ TEST(GraphSetTest, CacheRefusesBrokenGraphSets) {
   bad.graphs->entry_edges.i64()[0] = 3;  // entry 0 is not edge 3
   auto r = io::ParseCache(io::EncodeCache(bad), "bad.fgc");
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("bad.fgc: corrupt cache: graph set: entry_edges"));
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("bad.fgc: corrupt cache: graph set: entry_edges"));
   bad = *ds;
   bad.graphs->train = Tensor::FromVector(std::vector<int64_t>{0, 3});
   r = io::ParseCache(io::EncodeCache(bad), "bad.fgc");

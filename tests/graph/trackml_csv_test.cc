@@ -107,7 +107,8 @@ TEST(TrackmlCsvTest, ReadsEventsIntoTheGeneratorsGraphs) {
   EXPECT_EQ(got.edge_labels.ToVector<int64_t>(), exp.edge_labels.ToVector<int64_t>());
   EXPECT_EQ(got.node_info.at(kHitParticle).ToVector<int64_t>(),
             exp.node_info.at(kHitParticle).ToVector<int64_t>());
-  EXPECT_EQ(got.node_info.at(kHitLayer).ToVector<int64_t>(), exp.node_info.at(kHitLayer).ToVector<int64_t>());
+  EXPECT_EQ(got.node_info.at(kHitLayer).ToVector<int64_t>(),
+            exp.node_info.at(kHitLayer).ToVector<int64_t>());
   EXPECT_EQ(got.particles.at(kParticleHits).ToVector<int64_t>(),
             exp.particles.at(kParticleHits).ToVector<int64_t>());
   EXPECT_EQ(got.particles.at(kParticleId).i64()[1], 4503599644147712 + 1000);
@@ -134,10 +135,12 @@ TEST(TrackmlCsvTest, ReadsEventsIntoTheGeneratorsGraphs) {
 // One tiny event: two barrel hits of particle 7, one noise hit, one end-cap hit.
 EventFiles Tiny() {
   EventFiles f;
-  f.hits = "hit_id,x,y,z,volume_id,layer_id,module_id\n1,32,0,1,8,2,1\n2,72,0.5,2,8,4,1\n"
-           "3,0,116,5,8,6,2\n4,50,50,-1600,7,2,9\n";
-  f.truth = "hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight\n1,7,0,0,0,0,0,0,0\n2,7,0,0,0,0,0,0,0\n"
-            "3,0,0,0,0,0,0,0,0\n4,7,0,0,0,0,0,0,0\n";
+  f.hits =
+      "hit_id,x,y,z,volume_id,layer_id,module_id\n1,32,0,1,8,2,1\n2,72,0.5,2,8,4,1\n"
+      "3,0,116,5,8,6,2\n4,50,50,-1600,7,2,9\n";
+  f.truth =
+      "hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight\n1,7,0,0,0,0,0,0,0\n2,7,0,0,0,0,0,0,0\n"
+      "3,0,0,0,0,0,0,0,0\n4,7,0,0,0,0,0,0,0\n";
   f.particles = "particle_id,vx,vy,vz,px,py,pz,q,nhits\n7,0,0,0,2,0,0.5,1,3\n";
   return f;
 }
@@ -210,7 +213,8 @@ TEST(TrackmlCsvTest, BadFilesAreNamedByFileLineAndColumn) {
   d.Write("event000000001-particles.csv", t.particles);
   auto ds = LoadDataset(d.path(), LoadOptions());
   ASSERT_FALSE(ds.ok());
-  EXPECT_THAT(std::string(ds.status().message()), HasSubstr("event000000001-truth.csv.gz: file not found"));
+  EXPECT_THAT(std::string(ds.status().message()),
+              HasSubstr("event000000001-truth.csv.gz: file not found"));
 }
 
 // A short in-process stand-in for fuzz_trackml_csv: byte mutations of a valid event either fail
@@ -226,9 +230,14 @@ TEST(TrackmlCsvTest, MutatedFilesFailCleanly) {
     for (int k = 0; k < 1 + trial % 4; ++k) {
       const size_t at = rng.Below(file->size() + 1);
       switch (rng.Below(3)) {
-        case 0: file->insert(at, 1, alphabet[rng.Below(sizeof(alphabet) - 1)]); break;
-        case 1: if (at < file->size()) file->erase(at, 1); break;
-        default: if (at < file->size()) (*file)[at] = alphabet[rng.Below(sizeof(alphabet) - 1)];
+        case 0:
+          file->insert(at, 1, alphabet[rng.Below(sizeof(alphabet) - 1)]);
+          break;
+        case 1:
+          if (at < file->size()) file->erase(at, 1);
+          break;
+        default:
+          if (at < file->size()) (*file)[at] = alphabet[rng.Below(sizeof(alphabet) - 1)];
       }
     }
     auto ev = ParseTrackmlEvent(f.hits, f.truth, f.particles, "h.csv", "t.csv", "p.csv");

@@ -62,7 +62,8 @@ TEST(TrackingTest, BuildsAHandMadeEvent) {
   EXPECT_EQ(gs.node_info.at(kHitParticle).i64()[9], 3);  // second event: rows shifted by 2
   EXPECT_EQ(gs.node_info.at(kHitLayer).ToVector<int64_t>()[8], 3);
   EXPECT_EQ(gs.particles.at(kParticleHits).ToVector<int64_t>(), (std::vector<int64_t>{4, 3, 4, 3}));
-  EXPECT_EQ(gs.particles.at(kParticleId).ToVector<int64_t>(), (std::vector<int64_t>{11, 12, 11, 12}));
+  EXPECT_EQ(gs.particles.at(kParticleId).ToVector<int64_t>(),
+            (std::vector<int64_t>{11, 12, 11, 12}));
   EXPECT_EQ(ds->features.at("node").ShapeString(), "[18, 3]");
   EXPECT_NEAR(ds->features.at("node").f32()[0], 0.032, 1e-6);
   EXPECT_NEAR(ds->features.at("node").f32()[1], -0.1 / M_PI, 1e-6);
@@ -72,7 +73,8 @@ TEST(TrackingTest, BuildsAHandMadeEvent) {
     const int64_t a = gs.edges.i64()[2 * k], b = gs.edges.i64()[2 * k + 1];
     const int64_t la = gs.node_info.at(kHitLayer).i64()[a];
     EXPECT_EQ(gs.node_info.at(kHitLayer).i64()[b], la + 1);
-    EXPECT_NEAR(gs.edge_feat.f32()[6 * k], (kBarrelRadius[la + 1] - kBarrelRadius[la]) / 1000, 1e-6);
+    EXPECT_NEAR(gs.edge_feat.f32()[6 * k], (kBarrelRadius[la + 1] - kBarrelRadius[la]) / 1000,
+                1e-6);
   }
   // Both directions in the union graph.
   EXPECT_EQ(ds->Adjacency().nnz(), 24);
@@ -85,7 +87,8 @@ TEST(TrackingTest, BuildsAHandMadeEvent) {
   EXPECT_DOUBLE_EQ(q->purity(), 8.0 / 12);
   auto all = MeasureConstruction(*ds, 0.5, {1});
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->true_segments, 4);  // particle 1's segment 0-1 counts, the one over the gap does not exist
+  EXPECT_EQ(all->true_segments,
+            4);  // particle 1's segment 0-1 counts, the one over the gap does not exist
   EXPECT_EQ(all->found_segments, 4);
 }
 
@@ -151,9 +154,9 @@ TEST(TrackmlTest, PhysicsIsSane) {
       if (ev.particles[i].pt > 1 && std::abs(ev.particles[i].eta) < 0.5) ++central_high_pt;
     }
   }
-  EXPECT_NEAR(particles, 800, 120);                      // Poisson mean 200 per event
+  EXPECT_NEAR(particles, 800, 120);  // Poisson mean 200 per event
   EXPECT_NEAR(static_cast<double>(noise) / (hits - noise), 0.1, 0.01);
-  EXPECT_GT(ten_hit, particles / 2);                     // most cross all ten layers
+  EXPECT_GT(ten_hit, particles / 2);  // most cross all ten layers
   EXPECT_GT(central_high_pt, 0);
 }
 
@@ -162,12 +165,13 @@ TEST(TrackmlTest, ConstructionKeepsTruthEdgesWithReasonablePurity) {
   ASSERT_TRUE(ds.ok()) << ds.status();
   auto q = MeasureConstruction(*ds, 1.0);
   ASSERT_TRUE(q.ok()) << q.status();
-  std::printf("construction: %lld graphs, %lld hits, %lld candidates, efficiency(pT>1) %.4f "
-              "(%lld of %lld), purity %.4f\n",
-              static_cast<long long>(q->graphs), static_cast<long long>(ds->graph.num_nodes[0]),
-              static_cast<long long>(q->candidates), q->efficiency(),
-              static_cast<long long>(q->found_segments), static_cast<long long>(q->true_segments),
-              q->purity());
+  std::printf(
+      "construction: %lld graphs, %lld hits, %lld candidates, efficiency(pT>1) %.4f "
+      "(%lld of %lld), purity %.4f\n",
+      static_cast<long long>(q->graphs), static_cast<long long>(ds->graph.num_nodes[0]),
+      static_cast<long long>(q->candidates), q->efficiency(),
+      static_cast<long long>(q->found_segments), static_cast<long long>(q->true_segments),
+      q->purity());
   auto low = MeasureConstruction(*ds, 0.5);
   std::printf("efficiency(pT>0.5) %.4f\n", low->efficiency());
   EXPECT_GT(q->efficiency(), 0.98);

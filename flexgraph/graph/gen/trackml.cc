@@ -98,7 +98,7 @@ void SimulateParticle(const TrackmlOptions& o, int64_t event, int64_t index, Tra
     y = cy + q * rc * std::cos(phi);
     z += rc * psi * std::cos(theta) / std::sin(theta);
     if (std::abs(z) > kBarrelHalfLength[kBarrelLayers - 1]) break;  // left the barrel
-    if (std::abs(z) > kBarrelHalfLength[l]) continue;                // beyond this layer's end
+    if (std::abs(z) > kBarrelHalfLength[l]) continue;               // beyond this layer's end
     // The hit (unless lost), smeared in r-phi and z on the cylinder.
     if (Uniform(rng) >= o.ineff) {
       double s_rphi, s_z;
@@ -137,7 +137,8 @@ absl::Status ValidateTrackmlOptions(const TrackmlOptions& o) {
   if (!(o.material >= 0 && o.material <= 1)) return bad("material", "in [0, 1]");
   if (!(o.ineff >= 0 && o.ineff <= 1)) return bad("ineff", "in [0, 1]");
   if (!(o.smear >= 0 && o.smear <= 100)) return bad("smear", "in [0, 100]");
-  if (!(o.cuts.phi_slope_max > 0 && o.cuts.phi_slope_max <= 1)) return bad("phi_slope", "in (0, 1] rad/mm");
+  if (!(o.cuts.phi_slope_max > 0 && o.cuts.phi_slope_max <= 1))
+    return bad("phi_slope", "in (0, 1] rad/mm");
   if (!(o.cuts.z0_max > 0)) return bad("z0_max", "positive");
   if (!(o.cuts.deta_max > 0)) return bad("deta_max", "positive");
   if (!(o.train >= 0 && o.valid >= 0 && o.train + o.valid <= 1)) {
@@ -156,14 +157,16 @@ TrackingEvent SimulateTrackmlEvent(const TrackmlOptions& o, int64_t index) {
   RandomStream nrng(o.seed, MixKey(index, ~uint64_t{0}, kNoiseStream));
   const int64_t noise = std::llround(o.noise * static_cast<double>(ev.hits.size()));
   double area[kBarrelLayers], total = 0;
-  for (int l = 0; l < kBarrelLayers; ++l) total += area[l] = kBarrelRadius[l] * kBarrelHalfLength[l];
+  for (int l = 0; l < kBarrelLayers; ++l)
+    total += area[l] = kBarrelRadius[l] * kBarrelHalfLength[l];
   for (int64_t i = 0; i < noise; ++i) {
     double u = Uniform(nrng) * total;
     int l = 0;
     while (l + 1 < kBarrelLayers && u >= area[l]) u -= area[l++];
     const double phi = (2 * Uniform(nrng) - 1) * kPi;
     const double z = (2 * Uniform(nrng) - 1) * kBarrelHalfLength[l];
-    ev.hits.push_back({kBarrelRadius[l] * std::cos(phi), kBarrelRadius[l] * std::sin(phi), z, l, -1});
+    ev.hits.push_back(
+        {kBarrelRadius[l] * std::cos(phi), kBarrelRadius[l] * std::sin(phi), z, l, -1});
   }
   return ev;
 }

@@ -54,8 +54,8 @@ absl::StatusOr<Dataset> LoadGraphSet(const Ctx& ctx, const LoadOptions& options,
     node_off[g + 1] = node_off[g] + node_counts[g];
     edge_off[g + 1] = edge_off[g] + edge_counts[g];
     if (node_off[g + 1] < node_off[g] || edge_off[g + 1] < edge_off[g]) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx.Path(kNodesRel), ":", g + 1,
-                                                     ": counts overflow at graph ", g));
+      return absl::InvalidArgumentError(
+          absl::StrCat(ctx.Path(kNodesRel), ":", g + 1, ": counts overflow at graph ", g));
     }
   }
   const int64_t n = node_off[count], m = edge_off[count];
@@ -88,8 +88,7 @@ absl::StatusOr<Dataset> LoadGraphSet(const Ctx& ctx, const LoadOptions& options,
   gs.edge_offsets = Tensor::FromVector(edge_off);
   gs.edges = edges.values.Reshape({m, 2});
   FG_ASSIGN_OR_RETURN(gs.edge_feat, ReadRows(ctx, "raw/edge-feat.csv", m, kEdgesRel, "edges"));
-  FG_ASSIGN_OR_RETURN(gs.edge_labels,
-                      ReadLabels(ctx, "raw/edge-label.csv", m, kEdgesRel, "edges"));
+  FG_ASSIGN_OR_RETURN(gs.edge_labels, ReadLabels(ctx, "raw/edge-label.csv", m, kEdgesRel, "edges"));
   if (gs.edge_labels.defined()) gs.num_edge_classes = NumClasses(gs.edge_labels);
   FG_RETURN_IF_ERROR(BuildGraphSetGraph(&ds, options));
   if (feat.defined()) ds.features["node"] = feat;
@@ -126,12 +125,15 @@ absl::Status WriteGraphSet(const Dataset& ds, const std::string& dir) {
     }
   }
   FG_RETURN_IF_ERROR(WriteCsv(JoinPath(raw, "num-node-list.csv.gz"), Tensor::FromVector(nodes)));
-  FG_RETURN_IF_ERROR(WriteCsv(JoinPath(raw, "num-edge-list.csv.gz"), Tensor::FromVector(edge_counts)));
+  FG_RETURN_IF_ERROR(
+      WriteCsv(JoinPath(raw, "num-edge-list.csv.gz"), Tensor::FromVector(edge_counts)));
   FG_RETURN_IF_ERROR(WriteCsv(JoinPath(raw, "edge.csv.gz"), Tensor::FromVector(local, {m, 2})));
-  const std::pair<const char*, const Tensor*> tables[] = {
-      {"edge-feat", &gs.edge_feat}, {"edge-label", &gs.edge_labels}, {"graph-label", &gs.graph_labels}};
+  const std::pair<const char*, const Tensor*> tables[] = {{"edge-feat", &gs.edge_feat},
+                                                          {"edge-label", &gs.edge_labels},
+                                                          {"graph-label", &gs.graph_labels}};
   for (const auto& [file, t] : tables) {
-    if (t->defined()) FG_RETURN_IF_ERROR(WriteCsv(JoinPath(raw, std::string(file) + ".csv.gz"), *t));
+    if (t->defined())
+      FG_RETURN_IF_ERROR(WriteCsv(JoinPath(raw, std::string(file) + ".csv.gz"), *t));
   }
   if (auto it = ds.features.find("node"); it != ds.features.end()) {
     FG_RETURN_IF_ERROR(WriteCsv(JoinPath(raw, "node-feat.csv.gz"), it->second));

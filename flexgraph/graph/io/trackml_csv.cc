@@ -33,8 +33,8 @@ class CsvReader {
       auto it = std::find(names.begin(), names.end(), c);
       if (it == names.end()) {
         return absl::InvalidArgumentError(absl::StrCat(name_, ":", header_line, ": no column '", c,
-                                                       "' in the header (", absl::StrJoin(names, ","),
-                                                       ")"));
+                                                       "' in the header (",
+                                                       absl::StrJoin(names, ","), ")"));
       }
       index_.push_back(it - names.begin());
     }
@@ -53,12 +53,14 @@ class CsvReader {
   // Field `c` (an index into the Header columns) of the current row.
   absl::StatusOr<int64_t> Int(size_t c) const {
     int64_t v;
-    if (!absl::SimpleAtoi(absl::string_view(Field(c).data(), Field(c).size()), &v)) return Bad(c, "integer");
+    if (!absl::SimpleAtoi(absl::string_view(Field(c).data(), Field(c).size()), &v))
+      return Bad(c, "integer");
     return v;
   }
   absl::StatusOr<double> Real(size_t c) const {
     double v;
-    if (!absl::SimpleAtod(absl::string_view(Field(c).data(), Field(c).size()), &v) || !std::isfinite(v)) {
+    if (!absl::SimpleAtod(absl::string_view(Field(c).data(), Field(c).size()), &v) ||
+        !std::isfinite(v)) {
       return Bad(c, "finite number");
     }
     return v;
@@ -87,7 +89,8 @@ class CsvReader {
       size_t start = 0;
       while (true) {
         const size_t comma = line.find(',', start);
-        std::string_view f = line.substr(start, comma == std::string_view::npos ? line.npos : comma - start);
+        std::string_view f =
+            line.substr(start, comma == std::string_view::npos ? line.npos : comma - start);
         absl::string_view t = absl::StripAsciiWhitespace(absl::string_view(f.data(), f.size()));
         fields_.emplace_back(t.data(), t.size());
         if (comma == std::string_view::npos) break;
@@ -112,10 +115,20 @@ class CsvReader {
 int BarrelLayer(int64_t volume, int64_t layer) {
   int base, count;
   switch (volume) {
-    case 8: base = 0; count = 4; break;
-    case 13: base = 4; count = 4; break;
-    case 17: base = 8; count = 2; break;
-    default: return -1;
+    case 8:
+      base = 0;
+      count = 4;
+      break;
+    case 13:
+      base = 4;
+      count = 4;
+      break;
+    case 17:
+      base = 8;
+      count = 2;
+      break;
+    default:
+      return -1;
   }
   if (layer < 2 || layer > 2 * count || layer % 2 != 0) return -2;
   return base + static_cast<int>(layer / 2) - 1;
@@ -134,14 +147,16 @@ absl::StatusOr<std::string_view> Text(std::string_view data, const std::string& 
     FG_ASSIGN_OR_RETURN(size_t got, src->Read(buf, sizeof(buf)));
     if (got == 0) break;
     storage->append(buf, got);
-    if (storage->size() > (size_t{1} << 33)) return absl::InvalidArgumentError(absl::StrCat(name, ": too large"));
+    if (storage->size() > (size_t{1} << 33))
+      return absl::InvalidArgumentError(absl::StrCat(name, ": too large"));
   }
   return std::string_view(*storage);
 }
 
 }  // namespace
 
-absl::StatusOr<TrackingEvent> ParseTrackmlEvent(std::string_view hits_data, std::string_view truth_data,
+absl::StatusOr<TrackingEvent> ParseTrackmlEvent(std::string_view hits_data,
+                                                std::string_view truth_data,
                                                 std::string_view particles_data,
                                                 const std::string& hits_name,
                                                 const std::string& truth_name,
@@ -188,7 +203,8 @@ absl::StatusOr<TrackingEvent> ParseTrackmlEvent(std::string_view hits_data, std:
       FG_ASSIGN_OR_RETURN(int64_t layer_id, r.Int(5));
       const int layer = BarrelLayer(volume, layer_id);
       if (layer == -2) {
-        return r.Error(absl::StrCat("layer_id ", layer_id, " is not a layer of barrel volume ", volume));
+        return r.Error(
+            absl::StrCat("layer_id ", layer_id, " is not a layer of barrel volume ", volume));
       }
       if (!hit_row.emplace(id, layer < 0 ? -1 : static_cast<int64_t>(ev.hits.size())).second) {
         return r.Error(absl::StrCat("duplicate hit_id ", id));

@@ -2,7 +2,7 @@
 // layout), producing the tracking graphs of tracking.h, one graph per event:
 //
 //   event<id>-hits.csv       hit_id,x,y,z,volume_id,layer_id,module_id
-//   event<id>-truth.csv      hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight   (particle_id 0 = noise)
+//   event<id>-truth.csv      hit_id,particle_id,tx,ty,tz,tpx,tpy,tpz,weight (0 = noise)
 //   event<id>-particles.csv  particle_id,vx,vy,vz,px,py,pz,q,nhits
 //   event<id>-cells.csv      optional, not read
 //
