@@ -141,7 +141,7 @@ TEST(Train, UnderAPerProcessDataLimitEndsTrainingOrSaysOutOfMemory) {
   // Whichever allocation meets the limit first (a tensor, or OpenBLAS's GEMM buffer, which it
   // would retry forever), the run trains or ends with the out-of-memory error within seconds.
   std::string out;
-  if (Shell("prlimit --version", &out) != 0) GTEST_SKIP() << "prlimit (util-linux) is needed";
+  ASSERT_EQ(Shell("prlimit --version", &out), 0) << "prlimit (util-linux, essential on Debian) is needed: " << out;
   int trained = 0, refused = 0;
   for (int mib = 250; mib <= 900; mib += 50) {
     const int rc = Shell("timeout 60 prlimit --data=" + std::to_string(mib << 20) + " " + kFlexgraph +

@@ -408,7 +408,7 @@ TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
 }
 
 // A CA and a certificate it signs for 127.0.0.1, and a self-signed certificate no CA vouches for,
-// in `d`; false when openssl is missing.
+// in `d`; false when openssl is missing or fails.
 bool MakeCertificates(const std::string& d) {
   const std::string q = " -days 2 -subj /CN=localhost 2>/dev/null";
   return Shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/ca.key -out " + d + "/ca.pem" + q) == 0 &&
@@ -422,7 +422,7 @@ bool MakeCertificates(const std::string& d) {
 
 TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeersNamingThem) {
   const std::string d = Dir("fg_launch_tls");
-  if (!MakeCertificates(d)) GTEST_SKIP() << "openssl is needed to make the test certificates";
+  ASSERT_TRUE(MakeCertificates(d)) << "cannot make the test certificates in " << d << " (openssl is needed)";
   const std::string tls = " --tls_cert " + d + "/node.pem --tls_key " + d + "/node.key --tls_ca " + d + "/ca.pem";
   std::string out;
   ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/plain" + kTrain + " --summary_json " + d +
