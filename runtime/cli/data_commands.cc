@@ -15,6 +15,7 @@
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/graph/dataset.h"
+#include "flexgraph/graph/gen/spec.h"
 #include "flexgraph/graph/io/cache.h"
 #include "flexgraph/graph/io/edge_list.h"
 #include "flexgraph/graph/io/file.h"
@@ -126,10 +127,13 @@ absl::Status WriteAs(const graph::Dataset& ds, const std::string& format, const 
 
 int Generate(const std::vector<std::string>& args) {
   FlagSet flags("generate",
-                "Generates an RMAT or SBM dataset, e.g. 'flexgraph generate "
-                "sbm:nodes=20000,classes=8,features=64 --out /tmp/sbm' or 'flexgraph generate "
-                "rmat:scale=16,edge_factor=16 --out /tmp/rmat --format npy'.");
-  flags.AddPositional("SPEC", "sbm[:key=value,...] or rmat[:key=value,...]");
+                "Generates an RMAT, SBM or TrackML-like dataset, e.g. 'flexgraph generate "
+                "sbm:nodes=20000,classes=8,features=64 --out /tmp/sbm', 'flexgraph generate "
+                "rmat:scale=16,edge_factor=16 --out /tmp/rmat --format npy' or 'flexgraph generate "
+                "trackml:events=100,particles=500,noise=0.1,seed=1 --out /tmp/trackml.fgc --format "
+                "fgc' (events as graphs; the .fgc cache keeps the hits' particles that track "
+                "metrics need, the OGB layout does not).");
+  flags.AddPositional("SPEC", "sbm[:key=value,...], rmat[:key=value,...] or trackml[:key=value,...]");
   flags.AddString("out", "", "output directory (or .fgc file with --format fgc)");
   flags.AddString("format", "ogb", "ogb (raw layout, gzip CSV), npy (baseline workload) or fgc (cache)");
   flags.AddBool("normalize_features", false, "npy: ask the baselines to row-normalise features");
@@ -141,8 +145,9 @@ int Generate(const std::vector<std::string>& args) {
   auto threads = flags.GetInt("threads");
   if (!threads.ok()) return Fail(threads.status());
   o.threads = static_cast<int>(*threads);
-  if (spec.rfind("sbm", 0) != 0 && spec.rfind("rmat", 0) != 0) {
-    return Fail(absl::InvalidArgumentError("generate: SPEC must start with sbm or rmat, got '" + spec + "'"));
+  if (!graph::IsGeneratorSpec(spec)) {
+    return Fail(absl::InvalidArgumentError("generate: SPEC must start with sbm, rmat or trackml, got '" +
+                                           spec + "'"));
   }
   auto ds = Load(spec, o);
   if (!ds.ok()) return Fail(ds.status());
@@ -186,7 +191,7 @@ int Convert(const std::vector<std::string>& args) {
 }
 
 const CommandRegistrar kInfo("info", "print a dataset's counts, degrees, features, labels and splits", Info);
-const CommandRegistrar kGenerate("generate", "write an RMAT or SBM dataset (OGB raw layout, .npy, .fgc)", Generate);
+const CommandRegistrar kGenerate("generate", "write an RMAT, SBM or TrackML-like dataset (OGB raw layout, .npy, .fgc)", Generate);
 const CommandRegistrar kConvert("convert", "convert a dataset to the binary cache, .npy arrays or OGB layout", Convert);
 
 }  // namespace
