@@ -71,7 +71,8 @@ const ConfigFlag kConfigFlags[] = {
      "batches sampled together, the next bulk while the current one trains (0, the default: 8; with the ladies sampler at "
      "least the thread count, over all workers)"},
     {"sample_on", "train.sample_on",
-     "where mini-batches are sampled: host, or device (--device cuda; the default there)"},
+     "where mini-batches are sampled: host (the default), or device (--device cuda, over a whole graph; not yet validated on "
+     "a GPU)"},
     {"feature_cache_mb", "train.feature_cache_mb",
      "mini-batches over parts: MiB of other workers' input rows kept, the most sampled (-1: up to 256, no more than "
      "this worker's own; 0: none), and as many of the neighbourhood rows LADIES leaders fetch (-1: 256)"},
