@@ -91,6 +91,11 @@ int Launch(const std::vector<std::string>& args) {
                           "processes or over ssh on the hosts of --hosts. Train flags follow '--'.");
   flags.AddString("workers", "2", "number of worker processes");
   flags.AddString("hosts", "", "file with one host per line (workers start there over ssh)");
+  flags.AddString("ssh", "",
+                  "with --hosts: the command that starts a remote worker, split at spaces, e.g. "
+                  "'ssh -F FILE' (default: $FG_SSH, else /usr/bin/ssh); -o BatchMode=yes HOST CMD follow");
+  flags.AddString("coordinator_host", "",
+                  "with --hosts: the address workers dial for the coordinator (default: this host's name)");
   flags.AddString("log_dir", "", "directory for one log per process (default: a new temp dir)");
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
   flags.AddString("partition", "metis",
@@ -143,6 +148,8 @@ int Launch(const std::vector<std::string>& args) {
   o.max_restarts = static_cast<int>(*restarts);
   o.heartbeat_timeout_seconds = *timeout;
   o.hosts_file = flags.Get("hosts");
+  o.ssh = flags.Get("ssh");
+  o.coordinator_host = flags.Get("coordinator_host");
   o.log_dir = flags.Get("log_dir");
   o.partition = flags.Get("partition");
   o.exchange = flags.Get("exchange");

@@ -23,6 +23,7 @@
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/timer.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace fg::runtime {
 namespace {
@@ -81,7 +82,7 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log,
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  execv(args[0], args.data());
+  execvp(args[0], args.data());  // a bare name (an ssh command) is looked up in $PATH
   std::fprintf(stderr, "cannot execute %s: %s\n", args[0], std::strerror(errno));
   _exit(127);
 }
@@ -271,6 +272,16 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   }
   char host[256] = "127.0.0.1";
   if (!hosts.empty()) gethostname(host, sizeof(host));
+  if (!hosts.empty() && !o.coordinator_host.empty()) {
+    std::snprintf(host, sizeof(host), "%s", o.coordinator_host.c_str());
+  }
+  std::vector<std::string> ssh = absl::StrSplit(o.ssh, ' ', absl::SkipEmpty());
+  if (ssh.empty()) {
+    const char* env_ssh = std::getenv("FG_SSH");
+    ssh = absl::StrSplit(env_ssh != nullptr ? env_ssh : "", ' ', absl::SkipEmpty());
+  }
+  if (ssh.empty()) ssh = {"/usr/bin/ssh"};
+  ssh.insert(ssh.end(), {"-o", "BatchMode=yes"});
   for (int r = 0; r < o.workers; ++r) {
     if (g_signal.load()) {  // interrupted while starting: stop what started
       std::fprintf(stderr, "flexgraph launch: signal %d while starting workers: stopping %zu processes\n",
@@ -283,8 +294,9 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
                                   "--coordinator_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
                                   o.pipeline ? "--pipeline" : "--nopipeline"};
     w.insert(w.end(), tls.begin(), tls.end());
-    Child wc{absl::StrCat("worker ", r), -1, absl::StrCat(log_dir, "/worker-", r, suffix, ".log")};
     const std::string& h = hosts.empty() ? "" : hosts[r % hosts.size()];
+    Child wc{absl::StrCat("worker ", r, h.empty() ? "" : " on " + h), -1,
+             absl::StrCat(log_dir, "/worker-", r, suffix, ".log")};
     if (!hosts.empty()) w.insert(w.end(), {"--host", "0.0.0.0", "--advertise", h});
     w.push_back("--");
     w.insert(w.end(), train_args.begin(), train_args.end());
@@ -296,7 +308,9 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
           absl::StrCat("cd '", std::filesystem::current_path().string(),
                        "' && read -r FG_RUN_TOKEN && export FG_RUN_TOKEN && exec ",
                        absl::StrJoin(quoted, " "));
-      wc.pid = Spawn({"/usr/bin/ssh", "-o", "BatchMode=yes", h, remote}, wc.log, {}, token + "\n");
+      std::vector<std::string> argv = ssh;
+      argv.insert(argv.end(), {h, remote});
+      wc.pid = Spawn(argv, wc.log, {}, token + "\n");
     } else {
       wc.pid = Spawn(w, wc.log, env);
     }

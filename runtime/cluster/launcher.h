@@ -12,6 +12,11 @@ namespace fg::runtime {
 struct LaunchOptions {
   int workers = 2;
   std::string hosts_file;  // one host per line; "" = local processes
+  // With hosts_file: the command that starts a remote worker, split at spaces ("" = $FG_SSH, else
+  // /usr/bin/ssh); the launcher appends "-o BatchMode=yes HOST COMMAND".
+  std::string ssh;
+  // With hosts_file: the address workers dial for the coordinator ("" = this machine's host name).
+  std::string coordinator_host;
   std::string log_dir;     // "" = a new directory under $TMPDIR
   double heartbeat_timeout_seconds = 10;
   std::string partition = "metis";
