@@ -1,7 +1,8 @@
 // PinSage on an RMAT graph (Graph500 parameters, flexgraph/graph/gen/rmat.h through the dataset
 // spec): HDG build time (random walks from every vertex), HDG bytes and training epoch time, on 1
 // and 2 threads. Checks that the HDG is identical for both thread counts and prints each epoch
-// time next to its roofline floor (GEMM flops at 90/180 GFLOP/s + SpMM bytes at 25/40 GB/s).
+// time next to its roofline floor (GEMM flops at the measured GEMM peak + SpMM bytes at the measured
+// STREAM triad bandwidth, bench/ceilings.h).
 //
 //   pinsage_bench [--scale 18] [--edge_factor 16] [--features 64] [--hidden 64]
 //                 [--num_traces 10] [--n_hops 3] [--top_k 10] [--epochs 3] [--builds 3]
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/parallel.h"
 #include "flexgraph/base/timer.h"
+#include "bench/ceilings.h"
 #include "hdg/builder.h"
 #include "runtime/train/trainer.h"
 
@@ -126,8 +128,9 @@ int main(int argc, char** argv) {
     }
     const double nnz = static_cast<double>(last.level(1).csr().nnz());
     const double spmm_bytes = 2.0 * 2.0 * (nnz * 8.0 + nnz * h * 4.0 + n * h * 4.0);
-    const double floor = gemm_flops / (threads == 1 ? 90e9 : 180e9) +
-                         spmm_bytes / (threads == 1 ? 25e9 : 40e9);
+    // A roofline over kernels of two kinds: the GEMMs priced by their flops, the SpMMs by their
+    // bytes, at ceilings measured now on this many threads.
+    const double floor = gemm_flops / bench::GemmFlopsPerSecond() + spmm_bytes / bench::TriadBytesPerSecond();
     const double epoch = Median(epochs);
     std::printf("%-8d %-14.3f %-12.1f %-12.3f %-10.4f %.0f%%\n", threads, Median(builds),
                 last.Bytes() / 1048576.0, epoch, floor, 100.0 * floor / epoch);

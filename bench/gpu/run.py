@@ -359,8 +359,8 @@ def markdown(info, rows):
         "(GCNConv caching its normalisation); for MAGNN, the same model in PyTorch with PyG's softmax and scatter "
         "(bench/baselines/run_magnn.py --backend pyg); torch.sparse: hand-written layers on torch.sparse.mm over a CSR, "
         "each aggregation on the narrower side of its layer's product. Of floor: the epoch floor (bench/harness/"
-        "floor.py: bytes the SpMMs and GEMMs must move over the measured device-to-device copy bandwidth, plus GEMM "
-        "flops over the measured float32 cuBLAS peak) over this row's s/epoch" + (
+        "floor.py: per kernel the larger of the bytes it must move over the measured device-to-device copy "
+        "bandwidth and its flops over the measured float32 cuBLAS peak) over this row's s/epoch" + (
             f" (ceilings here: copy {info['ceilings']['triad_bytes_per_s'] / 1e9:.0f} GB/s, GEMM "
             f"{info['ceilings']['gemm_flops_per_s'] / 1e12:.1f} TFLOP/s, L2 {info['ceilings']['llc_bytes'] >> 20} MiB)"
             if info.get("ceilings") else " (ceilings not measured)") + ".",

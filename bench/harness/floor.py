@@ -2,8 +2,11 @@
 cannot go below on this machine.
 
 Ceilings are measured where the harness runs (`machine_ceilings`: STREAM triad bandwidth, GEMM
-peak through FlexGraph's BLAS path, last-level cache size). Each kernel costs
-  bytes it must move / triad bandwidth + flops / GEMM peak.
+peak of a direct BLAS call, last-level cache size), before and after the runs, keeping the higher
+of each (a ceiling measured while the machine was busy would lower the floor's bar: `ceilings_max`).
+Each kernel costs its roofline time,
+  max(bytes it must move / triad bandwidth, flops / GEMM peak),
+and a stage's floor is the sum over its kernels.
 Bytes: a GEMM reads both operands and writes its product once. An SpMM reads its CSR (8 B per
 row offset, 4 B per column id, 4 B per weight when weighted), gathers one input row per entry and
 writes its output rows. A gathered row costs whole cache lines unless it is resident in the
@@ -57,15 +60,39 @@ def gathered_bytes(rows, width, entries, llc_bytes, hot=None):
     return max(table, entries * line * (1.0 - resident))
 
 
+def ceilings_max(a, b):
+    """The higher of two measurements of each ceiling (the lower floor)."""
+    out = dict(a)
+    for key in ("triad_bytes_per_s", "gemm_flops_per_s"):
+        out[key] = max(a[key], b[key])
+    return out
+
+
+def kernel_seconds(bytes_moved, flops, ceilings):
+    """A kernel's roofline time: the larger of its memory time and its compute time."""
+    return max(bytes_moved / ceilings["triad_bytes_per_s"], flops / ceilings["gemm_flops_per_s"])
+
+
 class Epoch:
-    """Accumulates kernels per stage; seconds(stage) is that stage's floor."""
+    """Accumulates kernels per stage; seconds(stage) is that stage's floor (the sum of its kernels'
+    roofline times)."""
 
     def __init__(self, ceilings, hot=None):
         self.c = ceilings
         self.hot = hot  # {entries: cumulative sorted column counts} of the graph's SpMMs
-        self.bytes = dict.fromkeys(STAGES, 0.0)
-        self.flops = dict.fromkeys(STAGES, 0.0)
+        self.kernels = []  # (stage, bytes, flops) per kernel
         self.largest_operand = 0.0
+
+    @property
+    def bytes(self):
+        return {st: sum(b for k, b, _ in self.kernels if k == st) for st in STAGES}
+
+    @property
+    def flops(self):
+        return {st: sum(f for k, _, f in self.kernels if k == st) for st in STAGES}
+
+    def kernel(self, stage, bytes_moved, flops):
+        self.kernels.append((stage, float(bytes_moved), float(flops)))
 
     def cache_resident(self):
         return self.largest_operand <= self.c["llc_bytes"] / 2
@@ -73,16 +100,13 @@ class Epoch:
     def gemm(self, stage, m, k, n, sparse_nnz=None):
         """[m, k] x [k, n]; with sparse_nnz, the [m, k] operand is sparse."""
         if sparse_nnz is not None:
-            self.flops[stage] += 2.0 * sparse_nnz * n
             return self.spmm(stage, m, k, sparse_nnz, n, True)
-        self.flops[stage] += 2.0 * m * k * n
-        self.bytes[stage] += 4.0 * (m * k + k * n + m * n)
+        self.kernel(stage, 4.0 * (m * k + k * n + m * n), 2.0 * m * k * n)
         self.largest_operand = max(self.largest_operand, 4.0 * m * k, 4.0 * m * n)
 
     def linear_backward(self, m, k, n, input_grad, sparse_nnz=None):
         """Gradients of y = x W ([m, k] x [k, n]): dW = x^T dy, and dx = dy W^T if asked."""
         if sparse_nnz is not None:
-            self.flops["backward"] += 2.0 * sparse_nnz * n
             self.spmm("backward", k, m, sparse_nnz, n, True)
         else:
             self.gemm("backward", k, m, n)
@@ -90,18 +114,19 @@ class Epoch:
             self.gemm("backward", m, n, k)
 
     def spmm(self, stage, rows, cols, entries, width, weighted):
-        """[rows, cols] sparse with `entries` x [cols, width] dense."""
+        """[rows, cols] sparse with `entries` x [cols, width] dense: 2 flops per entry and column."""
         csr = 8.0 * (rows + 1) + entries * (8.0 if weighted else 4.0)
         hot = (self.hot or {}).get(entries)
-        self.bytes[stage] += (csr + gathered_bytes(cols, width, entries, self.c["llc_bytes"], hot) +
-                              4.0 * rows * width)
+        self.kernel(stage, csr + gathered_bytes(cols, width, entries, self.c["llc_bytes"], hot) + 4.0 * rows * width,
+                    2.0 * entries * width)
         self.largest_operand = max(self.largest_operand, csr, 4.0 * cols * width, 4.0 * rows * width)
 
     def add_bytes(self, stage, b):
-        self.bytes[stage] += b
+        """A memory-bound kernel (loss, optimizer) moving `b` bytes."""
+        self.kernel(stage, b, 0.0)
 
     def seconds(self, stage):
-        return self.bytes[stage] / self.c["triad_bytes_per_s"] + self.flops[stage] / self.c["gemm_flops_per_s"]
+        return sum(kernel_seconds(b, f, self.c) for k, b, f in self.kernels if k == stage)
 
     def total(self):
         return sum(self.seconds(s) for s in STAGES)
