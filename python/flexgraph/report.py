@@ -22,9 +22,10 @@ input ends the program with exit status 2 and a message naming the file and the 
 Summary fields read beyond those the C++ summary writes today (each optional; the section falls
 back to what exists when absent):
 
-* ``history``: one object per epoch, ``{"epoch": 1, "loss": .., "seconds": .., and when the
-  epoch was evaluated "train_accuracy", "valid_accuracy", "valid_macro_f1", "test_accuracy",
-  "valid_loss", task metrics such as "valid_auc"}``;
+* ``history``: one object per epoch, ``{"epoch": 1, "loss": .., "seconds": .., "stage_seconds":
+  {stage: seconds}, and when the epoch was evaluated "train_accuracy", "valid_accuracy",
+  "valid_macro_f1", "test_accuracy", "valid_loss", task metrics such as "valid_auc"}`` (the C++
+  summary writes it, without "valid_loss");
 * ``epoch_stage_seconds``: stage name to a list of seconds per epoch;
 * ``workers[r].epoch_compute_seconds``, ``workers[r].epoch_wait_seconds``: per epoch;
 * ``workers[r].bytes_per_peer_per_epoch``: bytes this worker sent to each rank per epoch;
@@ -284,19 +285,25 @@ def _read_summary(run: Run, d: _Doc) -> None:
         run.history.setdefault(i + 1, {})["seconds"] = x
     if losses or seconds:
         run.history_source = d.source
-    for h in d.objects("history") or []:
+    history_stages: dict[str, list[float | None]] = {}
+    for i, h in enumerate(d.objects("history") or []):
         e = h.number("epoch")
         if e is None:
             raise ReportError(f'{d.source}: field "{h.path}.epoch": missing')
         row = run.history.setdefault(int(e), {})
         for k in h.obj:
-            if k != "epoch":
+            if k == "stage_seconds":  # this epoch's stages: the per-epoch stage plot
+                for name, v in (h.number_map(k) or {}).items():
+                    history_stages.setdefault(name, [None] * i).append(v)
+            elif k != "epoch":
                 row[k] = h.number(k)
+        for v in history_stages.values():
+            v.extend([None] * (i + 1 - len(v)))
         run.history_source = d.source
 
     run.stage_seconds = d.number_map("stage_seconds")
     run.stage_seconds_median_epoch = d.number_map("stage_seconds_median_epoch")
-    run.epoch_stage_seconds = d.list_map("epoch_stage_seconds")
+    run.epoch_stage_seconds = d.list_map("epoch_stage_seconds") or history_stages or None
 
     ws = d.number("world_size")
     if ws is not None:

@@ -81,6 +81,9 @@ const ConfigFlag kConfigFlags[] = {
     {"quiet", "output.quiet", "no progress output", true},
     {"epoch0_loss", "output.epoch0_loss", "report the loss of the initial parameters (no dropout) first", true},
     {"save_model", "output.save_model", "write the trained model (best validation epoch) into this directory, for predict and embed"},
+    {"tensorboard", "output.tensorboard",
+     "write TensorBoard event files into this directory: per-epoch loss, metrics, learning rate, stage times and "
+     "each worker's bytes and waiting (rank 0 writes them)"},
     {"export_hdg", "output.export_hdg", "write each layer's HDG levels as .npy arrays in the source dataset's ids into this directory (runtime/distributed/hdg_export.h; the same files for any worker count)"},
 };
 

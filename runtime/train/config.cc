@@ -36,7 +36,7 @@ constexpr char kBaseDefaults[] = R"pb(
     device_memory_gib: 0 sample_on: "" feature_cache_mb: -1
   }
   partition { parts: 1 method: "metis" }
-  output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" }
+  output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" tensorboard: "" }
 )pb";
 
 constexpr int kMaxThreads = 4096;

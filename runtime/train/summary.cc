@@ -27,6 +27,15 @@ google::protobuf::Value NumberValue(double v) {
   return out;
 }
 
+std::vector<std::pair<std::string, double>> NamedMetrics(const EpochMetrics& m) {
+  std::vector<std::pair<std::string, double>> out = {
+      {"train_accuracy", m.train},          {"valid_accuracy", m.valid},
+      {"valid_macro_f1", m.valid_macro_f1}, {"test_accuracy", m.test},
+      {"test_macro_f1", m.test_macro_f1},   {"test_micro_f1", m.test_micro_f1}};
+  for (const auto& [key, value] : m.extra) out.emplace_back(key, value);
+  return out;
+}
+
 google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   google::protobuf::Struct s;
   auto& f = *s.mutable_fields();
@@ -88,6 +97,18 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   list(r.losses, &f["losses"]);
   list(r.epoch_seconds, &f["epoch_seconds"]);
   list(r.epoch_host_syncs, &f["epoch_host_syncs"]);
+  auto* history = f["history"].mutable_list_value();
+  for (const EpochRecord& e : r.history) {
+    auto& h = *history->add_values()->mutable_struct_value()->mutable_fields();
+    h["epoch"] = NumberValue(e.epoch);
+    h["loss"] = NumberValue(e.loss);
+    h["seconds"] = NumberValue(e.seconds);
+    auto& st = *h["stage_seconds"].mutable_struct_value()->mutable_fields();
+    for (const auto& [name, value] : e.stats.Named()) st[name] = NumberValue(value);
+    if (e.evaluated) {
+      for (const auto& [key, value] : NamedMetrics(e.metrics)) h[key] = NumberValue(value);
+    }
+  }
   return s;
 }
 

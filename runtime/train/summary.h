@@ -15,8 +15,22 @@
 #include "absl/status/statusor.h"
 #include "nau/exec_stats.h"
 #include "runtime/distributed/distributed_executor.h"
+#include "runtime/tasks/task.h"
 
 namespace fg::runtime {
+
+// One epoch of a run, as the summary's "history" and the TensorBoard scalars report it.
+struct EpochRecord {
+  int epoch = 0;  // 1-based
+  double loss = 0, seconds = 0;
+  double lr = 0;
+  nau::ExecStats stats;    // the epoch's stages, its evaluation included
+  bool evaluated = false;  // `metrics` holds the epoch's evaluation
+  EpochMetrics metrics;
+  // Distributed runs with TensorBoard output: every worker's bytes sent and seconds waited in
+  // this epoch, by rank (gathered to all workers; empty otherwise).
+  std::vector<double> worker_bytes_sent, worker_wait_seconds;
+};
 
 struct TrainResult {
   std::string model, dataset;
@@ -52,6 +66,7 @@ struct TrainResult {
   // LADIES over parts, the last epoch: other workers' neighbourhood entries fetched, and read from
   // the cache (-1: none).
   int64_t remote_neighbourhood_entries_fetched = -1, remote_neighbourhood_entries_cached = -1;
+  std::vector<EpochRecord> history;  // the epochs run in this process
   std::map<std::string, double> extra;  // task-specific metrics (e.g. test_auc)
   Traffic traffic;  // distributed runs: this worker's traffic and time split
 };
@@ -62,9 +77,15 @@ double Median(std::vector<double> v);
 // than five.
 size_t FirstSteadyEpoch(size_t epochs);
 
+// The metrics of an evaluated epoch by their summary names: train_accuracy, valid_accuracy,
+// valid_macro_f1, test_accuracy, test_macro_f1, test_micro_f1 and the task's extras.
+std::vector<std::pair<std::string, double>> NamedMetrics(const EpochMetrics& m);
+
 // The summary: keys as in TrainResult (stage times of the whole run under "stage_seconds", their
 // per-epoch medians over the epochs of epoch_seconds_median under "stage_seconds_median_epoch"),
-// task metrics at the top level; non-finite numbers are null.
+// task metrics at the top level, and "history": one object per epoch run in this process,
+// {"epoch", "loss", "seconds", "stage_seconds": {stage: seconds}} and, on evaluated epochs, the
+// NamedMetrics; non-finite numbers are null.
 google::protobuf::Struct SummaryStruct(const TrainResult& r);
 std::string SummaryJson(const TrainResult& r);
 

@@ -18,13 +18,29 @@
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/hooks.h"
 #include "runtime/train/saved_model.h"
+#include "runtime/train/tensorboard.h"
 
 namespace fg::runtime {
 namespace {
 
 // Tag steps of the scalar reductions of one epoch (the gradients use 2).
 // Collective steps; one evaluation's sums take consecutive steps from kStepMetrics.
-constexpr int kStepLoss = 1, kStepEvalLoss = 5, kStepMetrics = 64;
+constexpr int kStepLoss = 1, kStepEvalLoss = 5, kStepWorkerFigures = 6, kStepMetrics = 64;
+
+// The TensorBoard scalars of one epoch: tags group by their first component.
+std::vector<std::pair<std::string, double>> EpochScalars(const EpochRecord& e) {
+  std::vector<std::pair<std::string, double>> out = {
+      {"loss/train", e.loss}, {"time/epoch_seconds", e.seconds}, {"learning_rate", e.lr}};
+  for (const auto& [name, value] : e.stats.Named()) out.emplace_back(absl::StrCat("stage_seconds/", name), value);
+  if (e.evaluated) {
+    for (const auto& [key, value] : NamedMetrics(e.metrics)) out.emplace_back(absl::StrCat("metrics/", key), value);
+  }
+  for (size_t w = 0; w < e.worker_bytes_sent.size(); ++w) {
+    out.emplace_back(absl::StrCat("worker_bytes_sent/rank_", w), e.worker_bytes_sent[w]);
+    out.emplace_back(absl::StrCat("worker_wait_seconds/rank_", w), e.worker_wait_seconds[w]);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -201,6 +217,18 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   const bool save_model = !out.save_model().empty() && exec_.rank() == 0;
   if (save_model) FG_RETURN_IF_ERROR(PrepareModelDir(out.save_model()));
   std::vector<std::pair<std::string, Tensor>> best_params;
+  // Rank 0 writes the run's scalars; every worker takes part in gathering the workers' figures.
+  const bool tensorboard = !out.tensorboard().empty();
+  std::unique_ptr<EventWriter> events;
+  if (tensorboard && exec_.rank() == 0) {
+    FG_ASSIGN_OR_RETURN(events, EventWriter::Open(out.tensorboard()));
+  }
+  Communicator* comm = distributed() ? exec_.setup().comm : nullptr;
+  auto bytes_sent = [comm] {
+    double total = 0;
+    for (int k = 0; k < kNumTrafficKinds; ++k) total += comm->bytes_sent(static_cast<TrafficKind>(k));
+    return total;
+  };
   int ran = 0;
   for (int epoch = start; epoch < tc.epochs(); ++epoch) {
     RunEpochHooks(exec_.rank(), epoch + 1);
@@ -208,6 +236,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     Stopwatch watch;
     const nau::ExecStats before = stats_;
     const int64_t syncs_before = GetDeviceAllocatorStats().host_syncs;
+    const double bytes_before = comm != nullptr ? bytes_sent() : 0;
+    const double wait_before = comm != nullptr ? comm->wait_seconds() : 0;
     const double loss = TrainStep(epoch);
     const double seconds = watch.Seconds();
     r.epoch_stats.push_back(stats_ - before);
@@ -238,9 +268,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     ++ran;
     r.epochs = epoch + 1;
     const bool last = epoch + 1 == tc.epochs() || (tc.stop_after() > 0 && ran >= tc.stop_after());
+    EpochRecord record{.epoch = epoch + 1, .loss = loss, .seconds = seconds, .lr = optimizer_->options().lr};
     if ((epoch + 1) % tc.eval_every() == 0 || last) {
       const EpochMetrics m = Evaluate(epoch);
       FG_RETURN_IF_ERROR(status());
+      record.evaluated = true;
+      record.metrics = m;
       const double valid = macro_f1 ? m.valid_macro_f1 : m.valid;
       if (valid > best_valid) {
         best_valid = valid;
@@ -268,6 +301,19 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     } else if (!out.quiet()) {
       std::fprintf(stderr, "epoch %4d  loss %.4f  %.3fs\n", epoch + 1, loss, seconds);
     }
+    record.stats = stats_ - before;
+    if (tensorboard && comm != nullptr) {  // every worker's figures, each in its rank's slots
+      const int p = comm->size();
+      std::vector<double> figures(2 * p, 0.0);
+      figures[comm->rank()] = bytes_sent() - bytes_before;
+      figures[p + comm->rank()] = comm->wait_seconds() - wait_before;
+      exec_.SumDoubles(&figures, epoch, kStepWorkerFigures);
+      FG_RETURN_IF_ERROR(status());
+      record.worker_bytes_sent.assign(figures.begin(), figures.begin() + p);
+      record.worker_wait_seconds.assign(figures.begin() + p, figures.end());
+    }
+    if (events != nullptr) FG_RETURN_IF_ERROR(events->AddScalars(record.epoch, EpochScalars(record)));
+    r.history.push_back(std::move(record));
     // Parameters are identical on every worker: rank 0 writes the checkpoint for all.
     if (tc.checkpoint_every() > 0 && (epoch + 1) % tc.checkpoint_every() == 0 &&
         exec_.rank() == 0) {
