@@ -10,6 +10,7 @@
 #include "runtime/comm/communicator.h"
 #include "runtime/train/config.h"
 #include "runtime/train/trainer.h"
+#include "runtime/train/tensorboard.h"
 #include "tests/runtime/scratch_dir.h"
 
 namespace fg::runtime {
@@ -329,6 +330,33 @@ TEST(Trainer, SummaryJsonHasTheDocumentedKeys) {
   // A CPU run holds no device memory.
   EXPECT_NE(json.find("\"peak_device_bytes\": 0"), std::string::npos) << json;
   EXPECT_NE(json.find("\"epoch_host_syncs\": [\n  0,\n  0,\n  0\n ]"), std::string::npos) << json;
+}
+
+TEST(Trainer, SummaryHistoryHasOneEntryPerEpoch) {
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_train()->set_epochs(3);
+  o.mutable_train()->set_eval_every(2);
+  const TrainResult r = TrainOrDie(o);
+  const google::protobuf::Struct s = SummaryStruct(r);
+  const auto& history = s.fields().at("history").list_value().values();
+  ASSERT_EQ(history.size(), 3);
+  for (int e = 0; e < 3; ++e) {
+    const auto& h = history[e].struct_value().fields();
+    EXPECT_EQ(h.at("epoch").number_value(), e + 1);
+    EXPECT_EQ(h.at("loss").number_value(), r.losses[e]);
+    EXPECT_EQ(h.at("seconds").number_value(), r.epoch_seconds[e]);
+    EXPECT_TRUE(h.at("stage_seconds").struct_value().fields().contains("aggregation"));
+    // Epochs 2 and 3 (the last) are evaluated.
+    EXPECT_EQ(h.contains("valid_accuracy"), e >= 1) << e;
+  }
+  EXPECT_EQ(history[2].struct_value().fields().at("valid_accuracy").number_value(), r.valid_accuracy);
+}
+
+// The check value of CRC-32C (RFC 3720) and TFRecord's mask of it.
+TEST(Tensorboard, Crc32cOfTheCheckString) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  const uint32_t c = 0xE3069283u;
+  EXPECT_EQ(MaskedCrc32c("123456789"), ((c >> 15) | (c << 17)) + 0xA282EAD8u);
 }
 
 }  // namespace
