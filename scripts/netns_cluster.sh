@@ -12,10 +12,14 @@
 # only their own loopback and the 10.77.0.0/24 addresses. Each namespace runs its own sshd, listening
 # only on its address, with a throwaway host key and a throwaway client key that it alone accepts.
 # State lives in $FG_NETNS_DIR (default /tmp/fg-netns): ssh_config (for `ssh -F`), known_hosts,
-# keys, sshd configs, pids and logs. HOSTS_FILE lists the addresses one per line, and its comment
-# lines give the launch flags:
+# keys, sshd configs, pids and logs. HOSTS_FILE lists the addresses one per line ("ADDRESS slots=1":
+# `launch --hosts` reads the first word, mpirun's --hostfile the slots), and its comment lines give
+# the flags that reach them:
 #   flexgraph launch --hosts HOSTS_FILE --ssh "ssh -F $FG_NETNS_DIR/ssh_config" \
 #     --coordinator_host 10.77.0.254 --workers N -- train ...
+#   mpirun --allow-run-as-root -np N --hostfile HOSTS_FILE --mca plm_rsh_agent "ssh -F ..." \
+#     --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
+#     flexgraph worker --comm mpi -- train ...
 # Needs root, iproute2 (ip, tc) and openssh-server (scripts/install_deps.sh).
 set -euo pipefail
 
@@ -193,7 +197,8 @@ EOF
   {
     echo "# $n hosts in network namespaces ${PREFIX}0..${PREFIX}$((n - 1)) (scripts/netns_cluster.sh), links at $rate"
     echo "# flexgraph launch --hosts $hosts_file --ssh \"ssh -F $DIR/ssh_config\" --coordinator_host $BRIDGE_IP --workers $n -- train ..."
-    printf '%s\n' "${addrs[@]}"
+    echo "# mpirun --allow-run-as-root -np $n --hostfile $hosts_file --mca plm_rsh_agent \"ssh -F $DIR/ssh_config\" --mca btl tcp,self --mca btl_tcp_if_include $NET.0/24 --mca oob_tcp_if_include $NET.0/24 flexgraph worker --comm mpi -- train ..."
+    printf '%s slots=1\n' "${addrs[@]}"
   } >"$hosts_file"
   trap - EXIT
   echo "netns_cluster: $n hosts up (${addrs[0]}..${addrs[$((n - 1))]}, links at $rate); hosts in $hosts_file; ssh -F $DIR/ssh_config"
