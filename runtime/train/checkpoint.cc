@@ -1,5 +1,8 @@
 #include "runtime/train/checkpoint.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +28,18 @@ constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8 + 4;
 
 std::string CheckpointPath(const std::string& dir) { return absl::StrCat(dir, "/checkpoint.pb"); }
+std::string PreviousPath(const std::string& dir) {
+  return absl::StrCat(dir, "/checkpoint.previous.pb");
+}
+
+absl::StatusOr<int> LoadFile(const std::string& path, const RunIdentity& run,
+                             nn::Optimizer& optimizer, TrainResult* progress) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": no checkpoint to resume from"));
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return DecodeCheckpoint(bytes.str(), path, run, optimizer, progress);
+}
 
 template <typename T>
 void PutLittleEndian(T v, std::string* out) {
@@ -86,7 +101,7 @@ RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size) {
 }
 
 bool HasCheckpoint(const std::string& dir) {
-  return std::filesystem::exists(CheckpointPath(dir));
+  return std::filesystem::exists(CheckpointPath(dir)) || std::filesystem::exists(PreviousPath(dir));
 }
 
 std::string EncodeCheckpoint(const RunIdentity& run, int epochs_done, nn::Optimizer& optimizer,
@@ -131,18 +146,40 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
     return absl::InternalError(
         absl::StrCat(dir, ": cannot create checkpoint directory: ", ec.message()));
   }
-  return graph::io::WriteFileAtomically(CheckpointPath(dir),
-                                        EncodeCheckpoint(run, epochs_done, optimizer, progress));
+  // The checkpoint replaced stays as the previous one: a second name for its file (a hard link,
+  // renamed into place), so that no moment lacks <dir>/checkpoint.pb.
+  const std::string path = CheckpointPath(dir);
+  if (std::filesystem::exists(path)) {
+    const std::string link = PreviousPath(dir) + ".tmp.link";
+    std::filesystem::remove(link, ec);
+    if (::link(path.c_str(), link.c_str()) != 0) {
+      return absl::InternalError(
+          absl::StrCat(link, ": cannot link to ", path, ": ", std::strerror(errno)));
+    }
+    std::filesystem::rename(link, PreviousPath(dir), ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat(link, ": cannot rename to ", PreviousPath(dir), ": ", ec.message()));
+    }
+  }
+  return graph::io::WriteFileAtomically(path, EncodeCheckpoint(run, epochs_done, optimizer, progress));
 }
 
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
-                                   nn::Optimizer& optimizer, TrainResult* progress) {
-  const std::string path = CheckpointPath(dir);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": no checkpoint to resume from"));
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return DecodeCheckpoint(bytes.str(), path, run, optimizer, progress);
+                                   nn::Optimizer& optimizer, TrainResult* progress,
+                                   std::string* passed_over) {
+  absl::StatusOr<int> newest = LoadFile(CheckpointPath(dir), run, optimizer, progress);
+  // Only a lost or damaged file falls back: another run's checkpoint is refused as it is.
+  const bool lost = absl::IsNotFound(newest.status()) || absl::IsDataLoss(newest.status());
+  if (newest.ok() || !lost || !std::filesystem::exists(PreviousPath(dir))) return newest;
+  absl::StatusOr<int> previous = LoadFile(PreviousPath(dir), run, optimizer, progress);
+  if (!previous.ok()) {
+    return absl::Status(previous.status().code(),
+                        absl::StrCat(newest.status().message(), "; and the previous checkpoint: ",
+                                     previous.status().message()));
+  }
+  if (passed_over != nullptr) *passed_over = std::string(newest.status().message());
+  return previous;
 }
 
 absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string& path,

@@ -1,6 +1,7 @@
 // Checkpoints (parameters, optimizer state, the run's progress and identity in one file,
 // <dir>/checkpoint.pb: a framed protobuf with a format version and a CRC-32, written atomically
-// and durably) and initial parameter values from .npy files. Thread-compatible.
+// and durably; the one it replaced stays as <dir>/checkpoint.previous.pb) and initial parameter
+// values from .npy files. Thread-compatible.
 #pragma once
 
 #include <string>
@@ -23,19 +24,25 @@ struct RunIdentity {
 };
 RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size);
 
+// True when `dir` holds a checkpoint or a previous one.
 bool HasCheckpoint(const std::string& dir);
 
 // Writes the optimizer's parameters and moments and `progress` (losses, epoch times, the best
-// validation epoch and its test metrics) after `epochs_done` epochs. Errors name the path.
+// validation epoch and its test metrics) after `epochs_done` epochs; the checkpoint it replaces
+// becomes the previous one. Errors name the path.
 absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int epochs_done,
                             nn::Optimizer& optimizer, const TrainResult& progress);
 
 // Restores what SaveCheckpoint wrote into `optimizer` and `progress`; returns the epochs done.
 // Refused, naming the path and what is wrong, and leaving `optimizer` untouched: a file that is
 // not a checkpoint, of another format version, truncated or damaged (checksum), of another run
-// (the differing fields of the identity), or with other parameters (names or shapes).
+// (the differing fields of the identity), or with other parameters (names or shapes). A newest
+// checkpoint that is missing, truncated or damaged is passed over for the previous one, and
+// `passed_over` (when given) says why; only when both are refused is the result an error, naming
+// both.
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,
-                                   nn::Optimizer& optimizer, TrainResult* progress);
+                                   nn::Optimizer& optimizer, TrainResult* progress,
+                                   std::string* passed_over = nullptr);
 
 // The checkpoint file's bytes, and their restoring (what Save/LoadCheckpoint write and read);
 // errors name `where`.

@@ -44,6 +44,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["seed"] = NumberValue(static_cast<double>(r.seed));
   f["epochs"] = NumberValue(r.epochs);
   f["best_epoch"] = NumberValue(r.best_epoch);
+  f["resumed_from_epoch"] = NumberValue(r.resumed_from_epoch);
   f["final_loss"] = NumberValue(r.final_loss);
   f["epoch0_loss"] = NumberValue(r.epoch0_loss);
   f["train_accuracy"] = NumberValue(r.train_accuracy);

@@ -37,6 +37,7 @@ struct TrainResult {
   uint64_t seed = 0;
   int epochs = 0;      // epochs completed in total
   int best_epoch = 0;  // 1-based epoch with the best validation metric
+  int resumed_from_epoch = 0;  // epochs restored from a checkpoint (0: trained from epoch 1)
   double final_loss = 0;
   double train_accuracy = 0, valid_accuracy = 0, valid_macro_f1 = 0;
   double test_accuracy = 0, test_macro_f1 = 0, test_micro_f1 = 0;

@@ -193,15 +193,21 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                  tc.checkpoint_dir().c_str());
   }
   if (have_checkpoint) {
-    FG_ASSIGN_OR_RETURN(start, LoadCheckpoint(tc.checkpoint_dir(), run, *optimizer_, &r));
+    std::string passed_over;
+    FG_ASSIGN_OR_RETURN(start,
+                        LoadCheckpoint(tc.checkpoint_dir(), run, *optimizer_, &r, &passed_over));
     if (start > tc.epochs()) {
       return absl::FailedPreconditionError(
           absl::StrCat(tc.checkpoint_dir(), ": the checkpoint is at epoch ", start,
                        ", past this run's epochs (", tc.epochs(), ")"));
     }
-    if (!out.quiet()) {
-      std::fprintf(stderr, "resumed from %s at epoch %d\n", tc.checkpoint_dir().c_str(), start);
+    r.resumed_from_epoch = start;
+    // Even with --quiet: the log of every restart says where it began.
+    if (!passed_over.empty()) {
+      std::fprintf(stderr, "%s: passed over for the previous checkpoint\n", passed_over.c_str());
     }
+    std::fprintf(stderr, "resumed from checkpoint at epoch %d (%s%s)\n", start,
+                 tc.checkpoint_dir().c_str(), passed_over.empty() ? "" : ", the previous one");
     best_valid = macro_f1 ? r.valid_macro_f1 : r.valid_accuracy;
     since_best = (start - r.best_epoch) / tc.eval_every();
   }
@@ -318,6 +324,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (tc.checkpoint_every() > 0 && (epoch + 1) % tc.checkpoint_every() == 0 &&
         exec_.rank() == 0) {
       FG_RETURN_IF_ERROR(SaveCheckpoint(tc.checkpoint_dir(), run, epoch + 1, *optimizer_, r));
+      if (!out.quiet()) {
+        std::fprintf(stderr, "checkpoint at epoch %d written to %s\n", epoch + 1,
+                     tc.checkpoint_dir().c_str());
+      }
     }
     if (tc.patience() > 0 && since_best >= tc.patience()) {
       if (!out.quiet()) {

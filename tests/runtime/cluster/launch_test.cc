@@ -138,6 +138,15 @@ KilledRun LaunchAndKill(const std::string& d, const std::string& extra_launch,
   return k;
 }
 
+// The restarted run in `log_dir` resumed from the checkpoint at epoch `epoch`: its worker 0's log
+// (the restart's) says so, and so does the summary.
+void ExpectResumedFrom(const std::string& log_dir, const std::string& summary, int epoch) {
+  const std::string log = Read(log_dir + "/worker-0.restart1.log");
+  EXPECT_NE(log.find("resumed from checkpoint at epoch " + std::to_string(epoch) + " ("), std::string::npos)
+      << log_dir << "/worker-0.restart1.log:\n" << log;
+  EXPECT_EQ(Field(Read(summary), "resumed_from_epoch"), epoch) << summary;
+}
+
 TEST(Launch, KilledWorkerStopsTheRunNamingItAndCleansUp) {
   const std::string d = Dir("fg_launch_kill");
   KilledRun k = LaunchAndKill(d, "", "", 3, false);
@@ -175,12 +184,17 @@ TEST(Launch, RestartOnFailureFinishesWithTheUninterruptedResult) {
   ASSERT_EQ(ref.size(), 12u);
   EXPECT_EQ(got, ref);
   EXPECT_EQ(Field(Read(d + "/restarted.json"), "test_accuracy"), Field(Read(d + "/ref.json"), "test_accuracy"));
+  // Killed as it started epoch 5: the restart resumed from the checkpoint after epoch 4, not from
+  // scratch (which would give the same losses).
+  ExpectResumedFrom(d + "/logs", d + "/restarted.json", 4);
+  EXPECT_EQ(Field(Read(d + "/ref.json"), "resumed_from_epoch"), 0);
 }
 
 // Kills aimed at the moments a crash could lose or half-write something: inside a checkpoint write
 // (half the bytes written; complete but not renamed), inside the summary's write, after training
 // but before the results are reported, and after the summary while shutting down. Each run restarts
-// from the last good checkpoint to the uninterrupted losses and leaves no temporary file behind.
+// from the last good checkpoint (the epoch it resumed from is checked: a restart from scratch gives
+// the same losses) to the uninterrupted losses and leaves no temporary file behind.
 TEST(Launch, KillsWhileWritingCheckpointsOrShuttingDownLoseNothing) {
   const std::string d = Dir("fg_launch_write_faults");
   const std::string train = " -- train --dataset " + kCora + " --epochs 12 --threads 1 --quiet";
@@ -189,9 +203,13 @@ TEST(Launch, KillsWhileWritingCheckpointsOrShuttingDownLoseNothing) {
   const auto ref = Losses(Read(d + "/ref.json"));
   ASSERT_EQ(ref.size(), 12u);
   int i = 0;
-  for (const std::string fault : {"worker0:file.partial_write:3", "worker0:file.before_rename:2",
-                                   "coordinator:file.partial_write", "worker1:worker.trained",
-                                   "coordinator:coordinator.summary_written"}) {
+  // Checkpoints after epochs 2, 4, ..., 12 (written by worker 0, the only writer of files but
+  // the coordinator's summary): a write cut short leaves the one before it.
+  const std::vector<std::pair<std::string, int>> faults = {
+      {"worker0:file.partial_write:3", 4},  {"worker0:file.before_rename:2", 2},
+      {"coordinator:file.partial_write", 12}, {"worker1:worker.trained", 12},
+      {"coordinator:coordinator.summary_written", 12}};
+  for (const auto& [fault, resumed] : faults) {
     SCOPED_TRACE(fault);
     const std::string run = d + "/run" + std::to_string(i++);
     std::filesystem::create_directories(run);
@@ -204,6 +222,7 @@ TEST(Launch, KillsWhileWritingCheckpointsOrShuttingDownLoseNothing) {
     EXPECT_TRUE(std::filesystem::exists(run + ".fired")) << out;
     EXPECT_NE(out.find("restarting from the last checkpoint"), std::string::npos) << out;
     EXPECT_EQ(Losses(Read(run + "/summary.json")), ref);
+    ExpectResumedFrom(run + "/logs", run + "/summary.json", resumed);
     for (const std::string& dir : {run, run + "/ckpt"}) {
       for (const auto& f : std::filesystem::directory_iterator(dir)) {
         EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << f.path();

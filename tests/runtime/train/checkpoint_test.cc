@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -184,6 +185,86 @@ TEST(Checkpoint, InitialParametersByNameWithClearErrors) {
   EXPECT_EQ(p.w.value().f32()[0], 9.0f);
   EXPECT_EQ(p.w.value().f32()[3], 6.0f);
   EXPECT_EQ(p.b.value().f32()[1], 2.0f);
+}
+
+// A save keeps the checkpoint it replaces as checkpoint.previous.pb; a newest checkpoint that is
+// missing, cut short or damaged is passed over for it, saying why; another run's is not.
+TEST(Checkpoint, ADamagedNewestCheckpointFallsBackToThePreviousOne) {
+  const std::string d = Dir("fg_ckpt_previous");
+  Params p;
+  nn::Optimizer opt(nn::OptimizerKind::kAdam, p.named(), {.lr = 0.1f, .weight_decay = 0});
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name("gcn");
+  const RunIdentity run = IdentityOf(config, 1);
+  TrainResult progress;
+  progress.losses = {1.0};
+  progress.epoch_seconds = {0.1};
+  ASSERT_TRUE(SaveCheckpoint(d, run, 1, opt, progress).ok());
+  p.w.mutable_value().f32()[0] = 7.0f;
+  progress.losses = {1.0, 0.5};
+  progress.epoch_seconds = {0.1, 0.1};
+  ASSERT_TRUE(SaveCheckpoint(d, run, 2, opt, progress).ok());
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(d)) files.push_back(e.path().filename());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"checkpoint.pb", "checkpoint.previous.pb"}));
+  auto load = [&](const RunIdentity& as, std::string* passed_over, float* w0) {
+    Params q;
+    nn::Optimizer fresh(nn::OptimizerKind::kAdam, q.named(), {});
+    TrainResult r;
+    auto epoch = LoadCheckpoint(d, as, fresh, &r, passed_over);
+    *w0 = q.w.value().f32()[0];
+    if (epoch.ok()) EXPECT_EQ(static_cast<int>(r.losses.size()), *epoch);
+    return epoch;
+  };
+  std::string why;
+  float w0 = 0;
+  auto newest = load(run, &why, &w0);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(*newest, 2);
+  EXPECT_EQ(w0, 7.0f);
+  EXPECT_EQ(why, "");
+
+  const std::string path = d + "/checkpoint.pb";
+  auto good = graph::io::ReadFileToString(path);
+  ASSERT_TRUE(good.ok());
+  ASSERT_TRUE(graph::io::WriteFileAtomically(path, good->substr(0, good->size() / 2)).ok());
+  auto previous = load(run, &why, &w0);
+  ASSERT_TRUE(previous.ok()) << previous.status();
+  EXPECT_EQ(*previous, 1);
+  EXPECT_EQ(w0, 1.0f);  // the parameters of epoch 1
+  EXPECT_NE(why.find("checkpoint.pb: truncated checkpoint"), std::string::npos) << why;
+  EXPECT_TRUE(HasCheckpoint(d));
+
+  // Another run: the previous checkpoint is refused too, and the error names both files.
+  flexgraph::RunConfig other = config;
+  other.mutable_train()->set_lr(0.5f);
+  auto refused = load(IdentityOf(other, 1), &why, &w0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("checkpoint.pb: truncated"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("checkpoint.previous.pb: checkpoint of another run"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(w0, 1.0f);  // untouched
+
+  // An intact newest checkpoint of another run does not fall back.
+  ASSERT_TRUE(graph::io::WriteFileAtomically(path, *good).ok());
+  auto other_run = load(IdentityOf(other, 1), &why, &w0);
+  ASSERT_FALSE(other_run.ok());
+  EXPECT_EQ(other_run.status().message().find("checkpoint.previous.pb"), std::string::npos) << other_run.status();
+
+  // A missing newest checkpoint falls back; a damaged previous one too fails, naming both.
+  std::filesystem::remove(path);
+  EXPECT_TRUE(HasCheckpoint(d));
+  auto missing = load(run, &why, &w0);
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_EQ(*missing, 1);
+  ASSERT_TRUE(graph::io::WriteFileAtomically(path, good->substr(0, 30)).ok());
+  ASSERT_TRUE(graph::io::WriteFileAtomically(d + "/checkpoint.previous.pb", "FGCKPT").ok());
+  auto both = load(run, &why, &w0);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("checkpoint.pb: truncated"), std::string::npos) << both.status();
+  EXPECT_NE(both.status().message().find("checkpoint.previous.pb: not a FlexGraph checkpoint"), std::string::npos)
+      << both.status();
 }
 
 TEST(Summary, JsonCarriesEveryFieldAndNullForNonFinite) {

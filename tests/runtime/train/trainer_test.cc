@@ -87,6 +87,7 @@ TEST(Trainer, DeterministicAndResumesBitExactly) {
   second.mutable_train()->set_resume(true);
   TrainResult resumed = TrainOrDie(second);
   EXPECT_EQ(resumed.epochs, 12);
+  EXPECT_EQ(resumed.resumed_from_epoch, 5);
   EXPECT_EQ(resumed.losses, full.losses);
   EXPECT_EQ(resumed.test_accuracy, full.test_accuracy);
   std::filesystem::remove_all(dir);
