@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
@@ -142,13 +144,20 @@ int64_t Append(const Forest& src, int k, int64_t row, const std::unordered_map<i
                Forest* out) {
   const int i = k - 1;
   const int64_t mine = static_cast<int64_t>(out->indptr[i].size()) - 1;
-  std::vector<int32_t> children;
+  std::vector<std::pair<int32_t, float>> children;  // (child, weight)
   for (int64_t e = src.indptr[i][row]; e < src.indptr[i][row + 1]; ++e) {
     const int32_t c = src.indices[i][e];
-    children.push_back(k == 1 ? static_cast<int32_t>(SourceOf(source, c)) : static_cast<int32_t>(Append(src, k - 1, c, source, out)));
-    if (src.weighted[i]) out->weights[i].push_back(src.weights[i][e]);
+    children.emplace_back(k == 1 ? static_cast<int32_t>(SourceOf(source, c))
+                                 : static_cast<int32_t>(Append(src, k - 1, c, source, out)),
+                          src.weighted[i] ? src.weights[i][e] : 0.0f);
   }
-  out->indices[i].insert(out->indices[i].end(), children.begin(), children.end());
+  // A flat neighbourhood is a set: its order follows the workers' vertex ids (GCN places the root
+  // among its neighbours by id), so it is written by source id.
+  if (src.levels() == 1) std::sort(children.begin(), children.end());
+  for (const auto& [c, w] : children) {
+    out->indices[i].push_back(c);
+    if (src.weighted[i]) out->weights[i].push_back(w);
+  }
   out->indptr[i].push_back(static_cast<int64_t>(out->indices[i].size()));
   return mine;
 }

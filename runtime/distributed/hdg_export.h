@@ -5,7 +5,8 @@
 //   layer<i>.level<k>.indices.npy      int32: level 1, vertex ids; above, rows of level k - 1
 //   layer<i>.level<k>.weights.npy      float, where the schema weighs level k
 // Level L's rows are the roots; every level's rows follow their parents' order, so each root's
-// subtree is contiguous at every level.
+// subtree is contiguous at every level. A flat (one-level) neighbourhood is a set and is written
+// by ascending source id (then weight); deeper levels keep the selection's order.
 #pragma once
 
 #include <string>

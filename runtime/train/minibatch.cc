@@ -58,6 +58,8 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     const flexgraph::RunConfig& config, Parts parts) {
   const flexgraph::TrainConfig& tc = config.train();
   std::unique_ptr<MiniBatchTraining> m(new MiniBatchTraining());
+  // Batch steps alternate with full-graph evaluations, whose blocks are many times theirs.
+  SetHostCacheForAlternatingPhases(true);
   m->parts_ = parts;
   m->batch_size_ = tc.batch_size();
   int64_t n = parts.task->NumTrainingItems();
@@ -359,6 +361,8 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
   sampled_edges_ = 0;
   sampling_wait_ = 0;
   double loss_sum = 0;
+  // [0]: the epoch's loss sum; [1 + b]: batch b's loss (this worker's share of it).
+  std::vector<double> total(1 + num, 0.0);
   // The epoch's first bulk is sampled with every thread while training waits; each next one in
   // the background while the current one trains, on cycles the training leaves idle.
   auto sample_behind = [&](int64_t first, std::vector<InputDropout> dropouts) {
@@ -382,17 +386,20 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
     for (size_t k = 0; k < bulk->batches.size(); ++k) {
       const sampling::MiniBatch& b = bulk->batches[k];
       sampled_edges_ += b.sampled_edges;
-      loss_sum += TrainBatch(b, bulk->dropped[k], mine[b.index], batches[b.index].numel(), epoch,
-                             Step(epoch, b.index));
+      const double loss = TrainBatch(b, bulk->dropped[k], mine[b.index], batches[b.index].numel(),
+                                     epoch, Step(epoch, b.index));
+      loss_sum += loss;
+      total[1 + b.index] = loss;
       if (!parts_.exec->status().ok()) {
         if (next.valid()) next.wait();
         return parts_.exec->status();
       }
     }
   }
-  std::vector<double> total = {loss_sum};
+  total[0] = loss_sum;
   parts_.exec->SumDoubles(&total, epoch, kStepEpochLoss);
   FG_RETURN_IF_ERROR(parts_.exec->status());
+  batch_losses_.assign(total.begin() + 1, total.end());
   return total[0] / static_cast<double>(num);
 }
 

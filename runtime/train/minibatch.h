@@ -57,6 +57,9 @@ class MiniBatchTraining {
                                   const std::vector<Tensor>& root_keys = {});
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // Of the last epoch: each batch's loss in batch order, the whole batch's (every worker's share
+  // summed), as a single process computes it.
+  const std::vector<double>& batch_losses() const { return batch_losses_; }
   // Batches sampled together (train.bulk, or the automatic choice for 0).
   int bulk() const { return bulk_; }
   // Of the last epoch: HDG entries sampled, and the seconds training waited for samples.
@@ -120,6 +123,7 @@ class MiniBatchTraining {
   // worker's), items numbered in source-id order as a single process numbers them.
   std::vector<int32_t> local_item_;
   int64_t batches_per_epoch_ = 0;
+  std::vector<double> batch_losses_;
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices_;
   // Sampling on the device (train.sample_on): the sampler, and the layers' matrices it copied
   // (held, so that a new matrix is never taken for one of them).

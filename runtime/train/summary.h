@@ -59,6 +59,9 @@ struct TrainResult {
   // Mini-batch training (zero otherwise): batches and sampled HDG entries per epoch (the last),
   // and the seconds training waited for samples over the run.
   int64_t batches_per_epoch = 0, sampled_edges_per_epoch = 0;
+  // Mini-batch training: every batch's loss (the whole batch's), epoch after epoch of those this
+  // process trained, in batch order (batches_per_epoch per epoch; not in the summary JSON).
+  std::vector<double> batch_losses;
   int bulk = 0;  // batches sampled together
   double sampling_wait_seconds = 0;
   // Over a partitioned dataset (-1 otherwise): other workers' input rows fetched and read from the

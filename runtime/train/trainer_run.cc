@@ -257,6 +257,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     r.losses.push_back(loss);
     if (minibatch_ != nullptr) {
       r.batches_per_epoch = minibatch_->batches_per_epoch();
+      r.batch_losses.insert(r.batch_losses.end(), minibatch_->batch_losses().begin(),
+                            minibatch_->batch_losses().end());
       r.bulk = minibatch_->bulk();
       r.sampled_edges_per_epoch = minibatch_->sampled_edges();
       r.sampling_wait_seconds += minibatch_->sampling_wait_seconds();

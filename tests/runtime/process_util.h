@@ -2,8 +2,10 @@
 // output, and fields of a run summary.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -35,18 +37,28 @@ inline int Shell(const std::string& cmd, std::string* output = nullptr) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+// The summary's per-epoch losses; a summary without a "losses" list is a test failure (and gives
+// an empty list).
 inline std::vector<double> Losses(const std::string& json) {
   std::smatch m;
   std::vector<double> v;
-  if (!std::regex_search(json, m, std::regex("\"losses\": \\[([^\\]]*)\\]"))) return v;
+  if (!std::regex_search(json, m, std::regex("\"losses\": \\[([^\\]]*)\\]"))) {
+    ADD_FAILURE() << "no \"losses\" list in the summary: " << json.substr(0, 2000);
+    return v;
+  }
   std::stringstream ss(m[1].str());
   for (std::string item; std::getline(ss, item, ',');) v.push_back(std::stod(item));
   return v;
 }
 
+// A numeric field of a summary; a missing key is a test failure and gives NaN, which equals
+// nothing, so two summaries that both lack it never compare equal.
 inline double Field(const std::string& json, const std::string& key) {
   std::smatch m;
-  if (!std::regex_search(json, m, std::regex("\"" + key + "\": ([-0-9.eE+]+)"))) return -1;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": ([-0-9.eE+]+)"))) {
+    ADD_FAILURE() << "no numeric field \"" << key << "\" in the summary: " << json.substr(0, 2000);
+    return std::nan("");
+  }
   return std::stod(m[1].str());
 }
 

@@ -1,6 +1,7 @@
 // Distributed training in one process: P workers as threads over the in-process communicator
-// must match the single-process trainer (loss within 1e-4 relative at every epoch, same test
-// accuracy), for row fetch, partial aggregation and the per-peer choice.
+// must match the single-process trainer (loss within 1e-4 relative at every epoch, and at every
+// batch of mini-batch training; same test accuracy), for row fetch, partial aggregation and the
+// per-peer choice.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,6 +49,17 @@ void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
       }
       EXPECT_EQ(results[r].test_accuracy, base->test_accuracy) << model << " P=" << parts;
       EXPECT_EQ(results[r].traffic.world_size, parts);
+      if (o.train().batch_size() == 0) continue;
+      // Batch by batch: every batch's loss (the workers' shares summed) is the single process's.
+      ASSERT_GT(base->batches_per_epoch, 1) << model;
+      ASSERT_EQ(base->batch_losses.size(), base->losses.size() * base->batches_per_epoch) << model;
+      const std::vector<double>& want = base->batch_losses;
+      ASSERT_EQ(results[r].batch_losses.size(), want.size()) << model << " P=" << parts;
+      for (size_t b = 0; b < want.size(); ++b) {
+        EXPECT_NEAR(results[r].batch_losses[b], want[b], 1e-4 * std::fabs(want[b]))
+            << model << " P=" << parts << " worker " << r << " epoch "
+            << b / base->batches_per_epoch + 1 << " batch " << b % base->batches_per_epoch;
+      }
     }
     if (parts == 1) continue;
     // Every worker sent something: features or partials, and gradients back (mini-batches

@@ -9,6 +9,7 @@
 // clear errors.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -86,18 +87,29 @@ std::vector<absl::StatusOr<TrainResult>> RunWorkers(
   return results;
 }
 
-// Every worker's losses within 1e-4 relative of `base`'s at every epoch, and the same test accuracy.
+// Every worker's losses within 1e-4 relative of `base`'s at every epoch (and, mini-batch training,
+// at every batch), and the same test accuracy.
 void ExpectSameRun(const std::vector<absl::StatusOr<TrainResult>>& results, const TrainResult& base,
                    const std::string& what) {
   for (size_t r = 0; r < results.size(); ++r) {
     ASSERT_TRUE(results[r].ok()) << what << ": " << results[r].status();
     const TrainResult& got = *results[r];
+    ASSERT_FALSE(base.losses.empty()) << what;
     ASSERT_EQ(got.losses.size(), base.losses.size()) << what;
     for (size_t e = 0; e < base.losses.size(); ++e) {
       EXPECT_NEAR(got.losses[e], base.losses[e], 1e-4 * std::fabs(base.losses[e]))
           << what << " worker " << r << " epoch " << e + 1;
     }
     EXPECT_EQ(got.test_accuracy, base.test_accuracy) << what;
+    if (base.batches_per_epoch == 0) continue;
+    // Mini-batches: every batch's loss (the workers' shares summed) is the single process's.
+    ASSERT_EQ(base.batch_losses.size(), base.losses.size() * base.batches_per_epoch) << what;
+    ASSERT_EQ(got.batch_losses.size(), base.batch_losses.size()) << what << " worker " << r;
+    for (size_t b = 0; b < base.batch_losses.size(); ++b) {
+      EXPECT_NEAR(got.batch_losses[b], base.batch_losses[b], 1e-4 * std::fabs(base.batch_losses[b]))
+          << what << " worker " << r << " epoch " << b / base.batches_per_epoch + 1 << " batch "
+          << b % base.batches_per_epoch;
+    }
   }
 }
 
@@ -338,8 +350,17 @@ void ExpectSameFiles(const std::string& a, const std::string& b) {
   }
 }
 
+// Each root's entries in order of source id (a flat neighbourhood as the set it is).
+void SortEach(Selection* s) {
+  for (auto& [root, entries] : *s) std::sort(entries.begin(), entries.end());
+}
+
+// The parts' selections are the single process's (`as_sets`: each root's flat neighbourhood as a
+// set, where its order follows the vertices' ids, as GCN's), the losses its losses, and
+// --export_hdg's files its files byte for byte.
 void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts_list,
-                           partition::Method method = partition::Method::kMetis) {
+                           partition::Method method = partition::Method::kMetis,
+                           bool as_sets = false) {
   const std::string exported = ::testing::TempDir() + "/fg_export_hdg_" + std::to_string(getpid());
   std::filesystem::remove_all(exported);
   o.mutable_output()->set_export_hdg(exported + "/single");
@@ -350,6 +371,7 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
   for (int i = 0; i < layers; ++i) AddSelection((*single)->layer_hdg(i), nullptr, &want[i]);
   auto base = (*single)->Run();
   ASSERT_TRUE(base.ok()) << base.status();
+  ASSERT_EQ(base->losses.size(), static_cast<size_t>(o.train().epochs()));
   for (int parts : parts_list) {
     const std::string dir = WriteParts(o, parts, method);
     const std::vector<int64_t> source = SourceIds(dir, parts);
@@ -362,18 +384,37 @@ void ExpectSelectionsMatch(flexgraph::RunConfig o, const std::vector<int>& parts
     for (int r = 0; r < parts; ++r) {
       ASSERT_TRUE(results[r].ok()) << "P=" << parts << ": " << results[r].status();
       for (int i = 0; i < layers; ++i) AddSelection(trainers[r]->layer_hdg(i), &source, &got[i]);
+      ASSERT_EQ(results[r]->losses.size(), base->losses.size()) << "P=" << parts << " worker " << r;
       for (size_t e = 0; e < base->losses.size(); ++e) {
         EXPECT_NEAR(results[r]->losses[e], base->losses[e], 1e-4 * std::fabs(base->losses[e]))
             << "P=" << parts << " epoch " << e + 1;
       }
       EXPECT_EQ(results[r]->test_accuracy, base->test_accuracy) << "P=" << parts;
     }
-    for (int i = 0; i < layers; ++i) EXPECT_EQ(got[i], want[i]) << "P=" << parts << " layer " << i;
+    for (int i = 0; i < layers; ++i) {
+      if (as_sets) {
+        ASSERT_EQ((*single)->layer_hdg(i).num_levels(), 1) << "layer " << i << " is not flat";
+        SortEach(&want[i]);
+        SortEach(&got[i]);
+      }
+      EXPECT_EQ(got[i], want[i]) << "P=" << parts << " layer " << i;
+    }
     // --export_hdg writes the same files for any worker count.
     ExpectSameFiles(exported + "/single", exported + "/p" + std::to_string(parts));
     std::filesystem::remove_all(dir);
   }
   std::filesystem::remove_all(exported);
+}
+
+// GCN, SAGE and GIN: direct neighbours over the parts are the single process's (GCN's in the
+// order of the parts' ids: as sets), and --export_hdg's files are its files byte for byte.
+TEST(PartitionedTraining, DnfaSelectionsAndExportedHdgsAreTheSingleProcessOnes) {
+  for (const std::string model : {"gcn", "sage", "gin"}) {
+    SCOPED_TRACE(model);
+    flexgraph::RunConfig o = Options(model, kCora);
+    o.mutable_train()->set_epochs(2);
+    ExpectSelectionsMatch(o, {2, 3}, partition::Method::kMetis, /*as_sets=*/model == "gcn");
+  }
 }
 
 TEST(PartitionedTraining, PinSageWalksAcrossWorkersSelectTheSingleProcessHdg) {
