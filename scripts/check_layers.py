@@ -33,6 +33,7 @@ runtime/distributed:     runtime/comm nau sampling partition
 runtime/train:           runtime/distributed runtime/tasks
 runtime/cluster:         runtime/train
 runtime/cli:             runtime/cluster
+python:                  runtime/cli
 """
 
 # Outside libraries: an include matching the pattern is allowed only in the listed units.
@@ -41,9 +42,10 @@ LIBRARIES = {
     "MPI": (re.compile(r'^<mpi\.h>'), {"runtime/comm"}),
     "NCCL": (re.compile(r'^<nccl\.h>'), {"runtime/comm"}),
     "OpenSSL": (re.compile(r'^<openssl/'), {"runtime/comm"}),
+    "pybind11": (re.compile(r'^<pybind11/|^<Python\.h>'), {"python"}),
 }
 
-CHECKED_TOPS = ("proto", "flexgraph", "hdg", "nau", "sampling", "partition", "udf_examples", "runtime")
+CHECKED_TOPS = ("proto", "flexgraph", "hdg", "nau", "sampling", "partition", "udf_examples", "runtime", "python")
 SOURCE = re.compile(r"\.(h|cc|cu|cuh)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"][^>"]+[>"])')
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -63,7 +65,29 @@ std::string CacheKey(const std::string& source, const LoadOptions& o) {
   return absl::StrFormat("%016x", h);
 }
 
+std::mutex& MemoryDatasetsMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+std::map<std::string, Dataset>& MemoryDatasets() {
+  static auto* datasets = new std::map<std::string, Dataset>;  // never destroyed: no exit order
+  return *datasets;
+}
+
+absl::StatusOr<Dataset> FindMemoryDataset(const std::string& src) {
+  const std::string name = src.substr(std::string(kMemoryDatasetPrefix).size());
+  std::lock_guard<std::mutex> lock(MemoryDatasetsMutex());
+  auto it = MemoryDatasets().find(name);
+  if (it == MemoryDatasets().end()) {
+    return absl::NotFoundError(absl::StrCat(src, ": no in-memory dataset of this name (", MemoryDatasets().size(),
+                                            " registered)"));
+  }
+  return it->second;  // shares the tensors
+}
+
 absl::StatusOr<Dataset> LoadUncached(const std::string& src, const LoadOptions& options) {
+  if (src.rfind(kMemoryDatasetPrefix, 0) == 0) return FindMemoryDataset(src);
   if (IsGeneratorSpec(src)) return GenerateFromSpec(src);
   if (EndsWith(src, ".fgc")) {
     FG_ASSIGN_OR_RETURN(Dataset ds, io::ReadCache(src));
@@ -180,7 +204,9 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadO
   } restore{saved_threads, options.threads > 0};
   std::string src = path_or_spec;
   while (src.size() > 1 && src.back() == '/') src.pop_back();
-  if (options.cache_dir.empty() || EndsWith(src, ".fgc")) return LoadUncached(src, options);
+  if (options.cache_dir.empty() || EndsWith(src, ".fgc") || src.rfind(kMemoryDatasetPrefix, 0) == 0) {
+    return LoadUncached(src, options);
+  }
   std::string base = src;
   if (IsGeneratorSpec(src)) {
     base = src.substr(0, src.find(':'));
@@ -200,6 +226,22 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadO
   if (made.ok()) made = io::WriteCache(ds, cache);
   if (!made.ok()) FG_LOG(Warning) << "could not write the dataset cache: " << made.message();
   return ds;
+}
+
+void RegisterMemoryDataset(const std::string& name, Dataset dataset) {
+  std::lock_guard<std::mutex> lock(MemoryDatasetsMutex());
+  MemoryDatasets()[name] = std::move(dataset);
+}
+
+void UnregisterMemoryDataset(const std::string& name) {
+  Dataset gone;  // destroyed outside the lock (a borrowed tensor's release may take other locks)
+  {
+    std::lock_guard<std::mutex> lock(MemoryDatasetsMutex());
+    auto it = MemoryDatasets().find(name);
+    if (it == MemoryDatasets().end()) return;
+    gone = std::move(it->second);
+    MemoryDatasets().erase(it);
+  }
 }
 
 std::vector<std::string> NormalizeFeatureRows(Dataset* dataset) {

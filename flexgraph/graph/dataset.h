@@ -115,6 +115,15 @@ struct LoadOptions {
 // (io/trackml_csv.h), or a .npy workload directory with indptr.npy), a SNAP edge list file, a binary cache file (*.fgc), or a generator
 // spec (see gen/spec.h): "sbm:nodes=..,classes=..,features=..[,avg_degree=..,p_in=..,seed=..]"
 // or "rmat:scale=..,edge_factor=..,features=..[,classes=..,seed=..]". Errors name the file and line.
+// "memory:NAME" is a dataset a program registered (RegisterMemoryDataset): loads share its
+// tensors and ignore the options' cache.
 absl::StatusOr<Dataset> LoadDataset(const std::string& path_or_spec, const LoadOptions& options);
+
+// In-memory datasets (built from a program's arrays, such as the Python package's) that LoadDataset
+// finds as "memory:NAME", so that they train, predict and embed through the same code as files.
+// Registering a name again replaces its dataset. Thread-safe.
+inline constexpr char kMemoryDatasetPrefix[] = "memory:";
+void RegisterMemoryDataset(const std::string& name, Dataset dataset);
+void UnregisterMemoryDataset(const std::string& name);
 
 }  // namespace fg::graph

@@ -316,8 +316,15 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   }
 }
 
+Storage::Storage(void* data, size_t bytes, std::function<void()> release)
+    : data_(data), bytes_(bytes), device_(Device::kCpu), release_(std::move(release)) {
+  FG_CHECK(release_ != nullptr) << "a borrowed storage needs a release function";
+}
+
 Storage::~Storage() {
-  if (device_ == Device::kCpu) {
+  if (release_ != nullptr) {
+    release_();
+  } else if (device_ == Device::kCpu) {
     Cache().Free(data_, capacity_);
   } else {
     DeviceFree(data_, bytes_);
@@ -346,6 +353,21 @@ Tensor Tensor::Empty(const Shape& shape, DType dtype, Device device) {
     throw OutOfMemory(std::string(e.what()) + ", allocating a " + DTypeName(dtype) + " tensor " +
                       ShapeToString(shape) + " on " + DeviceName(device));
   }
+  return t;
+}
+
+Tensor Tensor::Borrow(void* data, const Shape& shape, DType dtype, std::function<void()> release) {
+  FG_CHECK(shape.size() <= 3) << "tensors have rank <= 3, got " << ShapeToString(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.numel_ = 1;
+  for (int64_t d : shape) {
+    FG_CHECK(d >= 0) << "negative dimension in " << ShapeToString(shape);
+    t.numel_ *= d;
+  }
+  t.dtype_ = dtype;
+  t.device_ = Device::kCpu;
+  t.storage_ = std::make_shared<Storage>(data, t.numel_ * DTypeSize(dtype), std::move(release));
   return t;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -72,6 +73,9 @@ void MakeRoomForHostBuffers(size_t bytes);
 class Storage {
  public:
   Storage(size_t bytes, Device device);
+  // Host memory owned elsewhere (a NumPy array): never freed here; `release` runs once the
+  // storage dies (it lets the owner go).
+  Storage(void* data, size_t bytes, std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -84,6 +88,7 @@ class Storage {
   size_t bytes_ = 0;
   size_t capacity_ = 0;  // CPU: the bytes of the block holding the data (at least bytes_)
   Device device_;
+  std::function<void()> release_;  // set for borrowed memory
 };
 
 class Tensor {
@@ -100,6 +105,12 @@ class Tensor {
   static Tensor FromVector(const std::vector<T>& values) {
     return FromVector(values, {static_cast<int64_t>(values.size())});
   }
+
+  // A host tensor over `data` (contiguous, row-major, as aligned as its owner made it) without a
+  // copy; `release` runs when the last tensor sharing it dies. Writes go to the owner's memory.
+  //
+  //   Tensor x = Tensor::Borrow(array.data(), {n, d}, DType::kFloat32, [keep = array] {});
+  static Tensor Borrow(void* data, const Shape& shape, DType dtype, std::function<void()> release);
 
   bool defined() const { return storage_ != nullptr; }
   // True when no other tensor shares this storage: its holder may write over it (autograd reuses

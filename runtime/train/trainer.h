@@ -7,6 +7,7 @@
 // Thread-compatible: one Trainer per thread; kernels inside use all configured threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,11 @@ class Trainer {
 
   // Trains for the configured epochs (continuing from a checkpoint with train.resume).
   absl::StatusOr<TrainResult> Run();
+  // Called by Run() after each epoch with its record (as the summary's history holds it); an error
+  // ends the run with that status (absl::CancelledError for a user's interrupt). Single process:
+  // in a distributed run every worker would have to stop at the same epoch.
+  using EpochCallback = std::function<absl::Status(const EpochRecord&)>;
+  void set_epoch_callback(EpochCallback callback) { epoch_callback_ = std::move(callback); }
 
   // Training at `epoch` (0-based): forward, loss, backward, optimizer — once over the whole graph,
   // or per batch in mini-batch training. Returns the loss (the mean over batches).
@@ -128,6 +134,7 @@ class Trainer {
   nau::ExecStats stats_;
   std::unique_ptr<MiniBatchTraining> minibatch_;  // train.batch_size > 0
   std::optional<OwnedRows> owned_rows_;            // mini-batches over a partitioned dataset
+  EpochCallback epoch_callback_;
 };
 
 }  // namespace fg::runtime

@@ -322,6 +322,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     if (events != nullptr) FG_RETURN_IF_ERROR(events->AddScalars(record.epoch, EpochScalars(record)));
     r.history.push_back(std::move(record));
+    if (epoch_callback_ != nullptr) FG_RETURN_IF_ERROR(epoch_callback_(r.history.back()));
     // Parameters are identical on every worker: rank 0 writes the checkpoint for all.
     if (tc.checkpoint_every() > 0 && (epoch + 1) % tc.checkpoint_every() == 0 &&
         exec_.rank() == 0) {
