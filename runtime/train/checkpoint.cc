@@ -161,6 +161,9 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
       return absl::InternalError(
           absl::StrCat(link, ": cannot rename to ", PreviousPath(dir), ": ", ec.message()));
     }
+    // A rename onto another name of the same file (a save cut short after this point) does
+    // nothing and leaves `link`.
+    std::filesystem::remove(link, ec);
   }
   return graph::io::WriteFileAtomically(path, EncodeCheckpoint(run, epochs_done, optimizer, progress));
 }

@@ -208,6 +208,24 @@ TEST(Checkpoint, ADamagedNewestCheckpointFallsBackToThePreviousOne) {
   for (const auto& e : std::filesystem::directory_iterator(d)) files.push_back(e.path().filename());
   std::sort(files.begin(), files.end());
   EXPECT_EQ(files, (std::vector<std::string>{"checkpoint.pb", "checkpoint.previous.pb"}));
+  // A save cut short after keeping the previous checkpoint leaves both names on one file; the
+  // next save leaves no other name behind.
+  std::filesystem::remove(d + "/checkpoint.previous.pb");
+  std::filesystem::create_hard_link(d + "/checkpoint.pb", d + "/checkpoint.previous.pb");
+  ASSERT_TRUE(SaveCheckpoint(d, run, 2, opt, progress).ok());
+  files.clear();
+  for (const auto& e : std::filesystem::directory_iterator(d)) files.push_back(e.path().filename());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"checkpoint.pb", "checkpoint.previous.pb"}));
+  // Back to epochs 1 and 2.
+  p.w.mutable_value().f32()[0] = 1.0f;
+  progress.losses = {1.0};
+  progress.epoch_seconds = {0.1};
+  ASSERT_TRUE(SaveCheckpoint(d, run, 1, opt, progress).ok());
+  p.w.mutable_value().f32()[0] = 7.0f;
+  progress.losses = {1.0, 0.5};
+  progress.epoch_seconds = {0.1, 0.1};
+  ASSERT_TRUE(SaveCheckpoint(d, run, 2, opt, progress).ok());
   auto load = [&](const RunIdentity& as, std::string* passed_over, float* w0) {
     Params q;
     nn::Optimizer fresh(nn::OptimizerKind::kAdam, q.named(), {});
