@@ -33,6 +33,18 @@ TEST(SummaryFields, AMissingOrNonNumericKeyIsAFailure) {
   EXPECT_NE(a, b);
 }
 
+// The per-epoch history's fields are not the summary's: only top-level keys are read.
+TEST(SummaryFields, OnlyTopLevelKeysAreRead) {
+  const std::string nested =
+      R"({"history": [{"epoch": 1, "test_accuracy": 0.125, "losses": [9]}], )"
+      R"("test_accuracy": 0.625, "losses": [2, 1], "name": "a \"test_accuracy\": 3"})";
+  EXPECT_EQ(Field(nested, "test_accuracy"), 0.625);
+  EXPECT_EQ(Losses(nested), (std::vector<double>{2, 1}));
+  EXPECT_NONFATAL_FAILURE(Field(R"({"history": [{"test_accuracy": 0.125}]})", "test_accuracy"),
+                          "no numeric field");
+  EXPECT_NONFATAL_FAILURE(Field(nested, "epoch"), "no numeric field \"epoch\"");
+}
+
 TEST(SummaryFields, AMissingLossListIsAFailure) {
   std::vector<double> losses = {1};
   EXPECT_NONFATAL_FAILURE(losses = Losses(R"({"epochs": 2})"), "no \"losses\" list");
