@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -172,10 +173,17 @@ def test_ctrl_c_stops_a_run_with_keyboard_interrupt(tmp_path):
         """))
     child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=dict(os.environ))
-    first = child.stdout.readline()
-    assert first.strip() == "1", child.stderr.read()
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=120)
+    try:
+        ready, _, _ = select.select([child.stdout], [], [], 120)
+        assert ready, "no epoch reported within 120 s"
+        first = child.stdout.readline()
+        assert first.strip() == "1", first + child.stderr.read()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
     assert child.returncode != 0
     assert "KeyboardInterrupt" in err
     assert len(out.split()) < 1000  # stopped long before the end
@@ -214,3 +222,14 @@ def test_generator_specs_and_saved_models(tmp_path):
     again = flexgraph.load_model(tmp_path / "m")
     np.testing.assert_array_equal(again.predict(ds), run.model.predict(ds))
     assert again.predict(ds).shape == (600, 4)
+
+
+def test_workers_train_through_the_launcher(dataset):
+    # The flexgraph binary of this build (FLEXGRAPH_BIN, as ctest sets it) or the installed one.
+    one = flexgraph.train(dataset, epochs=4, seed=1)
+    two = flexgraph.train(dataset, epochs=4, seed=1, workers=2)
+    assert two.summary["world_size"] == 2 and len(two.history) == 4
+    assert two.summary["losses"] == pytest.approx(one.summary["losses"], rel=1e-4)
+    assert two.model.predict(dataset).shape == (N, CLASSES)
+    with pytest.raises(flexgraph.Error, match="--lr"):
+        flexgraph.train(dataset, epochs=1, workers=2, lr="fast")
