@@ -25,7 +25,9 @@
 
 namespace fg::nau {
 
-enum class Task { kNodeClassification, kLinkPrediction };
+// What a model's output rows are: vertices, vertex pairs, the entries of a graph batch's in-edge
+// Csr (edge classification) or the graphs of a batch (graph classification).
+enum class Task { kNodeClassification, kLinkPrediction, kEdgeClassification, kGraphClassification };
 
 // What a model builds against: the resolved hyperparameters of the run (runtime/train/config.h resolves
 // them from the RunConfig), its options and the data.
@@ -64,6 +66,17 @@ class Model : public nn::Module {
   // gradient, mini-batch training reads them ahead on its sampling thread, concurrently with
   // training: an override then reads only the dataset and changes no state.
   virtual ag::Var InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids);
+  // Edge-state models (Layer::UpdatesEdges): the initial edge state, one row per entry of the
+  // in-edge Csr of spec.dataset (entry_features: [nnz, f] edge features per entry, or undefined).
+  // Default: none (undefined).
+  virtual ag::Var InitialEdgeState(LayerContext& ctx, const ModelSpec& spec,
+                                   const Tensor& entry_features) {
+    return ag::Var();
+  }
+  // The task's output rows from the last layer's output `h` (and ctx.edge_state): one row per
+  // entry of ctx.edge_matrix for edge classification, per graph of spec.dataset->graphs for graph
+  // classification (a readout). Default: h.
+  virtual ag::Var Head(LayerContext& ctx, const ModelSpec& spec, const ag::Var& h) { return h; }
   // Roots (global vertex ids) of layer i. Default: every vertex for hidden layers, the target
   // type's vertices for the last layer.
   virtual std::vector<int32_t> Roots(int i, const ModelSpec& spec) const;

@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/status.h"
+#include "runtime/tasks/graph_tasks.h"
 #include "runtime/tasks/link_prediction.h"
 #include "runtime/tasks/node_classification.h"
 
@@ -19,6 +21,14 @@ ag::Var Task::BatchLoss(const ag::Var&, const Tensor&, const Tensor&, int) const
 
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset,
                                                const flexgraph::RunConfig& config) {
+  // A graph set without node labels: edge classification (edge labels) or graph classification.
+  if (dataset->IsGraphSet() && dataset->labels.empty()) {
+    nau::OptionValues options(EdgeClassificationTask::Options(),
+                              std::map<std::string, std::string>(config.model().options().begin(),
+                                                                 config.model().options().end()));
+    FG_ASSIGN_OR_RETURN(auto task, MakeGraphSetTask(dataset, options));
+    return std::unique_ptr<Task>(std::move(task));
+  }
   if (dataset->labels.empty() && !dataset->edge_splits.empty()) {
     return LinkPredictionTask::Create(dataset, config);
   }
