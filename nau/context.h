@@ -114,6 +114,11 @@ class LayerContext {
   // Set by the framework in distributed runs: sums a small Var over the workers, differentiably
   // (null: one process). Layers use the declared reductions below, never this directly.
   std::function<ag::Var(const ag::Var&)> sum_across_workers;
+  // Edge-state layers (Layer::UpdatesEdges): the state per entry of `edge_matrix` (the level-1
+  // structure of the last such layer's HDG: rows = roots, columns = vertex-table rows), read and
+  // replaced by the executor. The model sets the initial state (Model::InitialEdgeState).
+  ag::Var edge_state;
+  SparseMatrixPtr edge_matrix;
   // When set, the executor stores here the aggregated neighbourhood that Update reads (inference).
   ag::Var* capture_nbr = nullptr;
 

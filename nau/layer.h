@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "flexgraph/autograd/edge_functions.h"
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/nn/module.h"
 #include "hdg/builder.h"
@@ -72,6 +73,18 @@ class Layer : public nn::Module {
   virtual Aggregator LevelAggregator(int level) const = 0;
   // Update UDF: `self` is the layer input at the roots, `nbr` the aggregated neighborhood.
   virtual ag::Var Update(UpdateContext& ctx, const ag::Var& self, const ag::Var& nbr) = 0;
+  // Edge state (DESIGN.md, "Edges are first-class"): a layer over a flat HDG may carry a state per
+  // level-1 entry (one per edge of an in-neighbour selection). When UpdatesEdges(), the executor
+  // hands UpdateEdges the rows [message(source) | self(root) | ctx.edge_state] of every entry
+  // (ag::EdgeInput), stores its result as the new ctx.edge_state (ctx.edge_matrix: the entries'
+  // structure), aggregates it into the roots with EdgeAggregation() (ag::AggregateEdges, by
+  // destination) and passes that to Update as `nbr`. LevelAggregator is then not called.
+  virtual bool UpdatesEdges() const { return false; }
+  virtual ag::Var UpdateEdges(LayerContext& ctx, const ag::Var& edge_input, const ag::Var& edge) {
+    return edge;
+  }
+  virtual std::vector<ag::EdgeReduce> EdgeAggregation() const { return {ag::EdgeReduce::kSum}; }
+
   // True when `nbr` is the roots' embedding and Update only maps it to the output (attention
   // models fuse their metapaths into it): `flexgraph embed` then writes it for the last layer.
   virtual bool NbrIsEmbedding() const { return false; }

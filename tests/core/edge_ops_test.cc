@@ -6,6 +6,7 @@
 
 #include "flexgraph/autograd/edge_functions.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/nn/layer_norm.h"
 #include "flexgraph/ops/edge_ops.h"
 #include "tests/core/gradcheck.h"
 
@@ -117,6 +118,20 @@ TEST(EdgeOpsTest, ParseEdgeReductions) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("median"), std::string::npos);
   EXPECT_FALSE(ag::ParseEdgeReductions("sum,sum", "aggregation").ok());
+}
+
+// LayerNorm and SiLU, the Interaction Network's MLP blocks.
+TEST(EdgeOpsTest, LayerNormNormalisesRowsAndMatchesFiniteDifferences) {
+  nn::LayerNorm norm(4);
+  Tensor y = norm.Forward(Var(Tensor::FromVector<float>({1, 2, 3, 6}, {1, 4}))).value();
+  // mean 3, variance (4 + 1 + 0 + 9) / 4 = 3.5.
+  EXPECT_NEAR(y.f32()[3], 3 / std::sqrt(3.5 + 1e-5), 1e-5);
+  EXPECT_NEAR(y.f32()[0] + y.f32()[1] + y.f32()[2] + y.f32()[3], 0.0, 1e-5);
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::LayerNormRows(v[0], v[1], v[2]); },
+      {RandomTensor({3, 5}, 21), RandomTensor({5}, 22), RandomTensor({5}, 23)}, 1e-3f, 2e-2f);
+  ExpectGradientsMatch([](const std::vector<Var>& v) { return ag::Silu(v[0]); },
+                       {RandomTensor({3, 4}, 24, -3.0f, 3.0f)}, 1e-3f, 2e-2f);
 }
 
 }  // namespace

@@ -1,0 +1,174 @@
+// The Interaction Network edge classifier as Exa.TrkX uses it (Battaglia et al. 2016; Ju et al.,
+// "Performance of a geometric deep learning pipeline for HL-LHC particle tracking", 2021), as NAU
+// UDFs with an edge state:
+//   encoders:   h = MLP_node(x),  e = MLP_edge(edge features)
+//   K layers:   NeighborSelection: the in-neighbours (one HDG entry per edge, both directions when
+//               the dataset stores reverse edges, so a hit hears its inner and outer neighbours);
+//               edge update: e' = MLP_e([h_src, h_dst, e]) + e;
+//               Aggregation: the options' reductions (sum, mean, max, std) of e' at each hit;
+//               Update: h' = MLP_n([h, aggregated]) + h
+//   head:       logit = MLP_out([h_src, h_dst, e]) per entry (the task averages an edge's entries).
+// Every MLP is Linear-LayerNorm-SiLU blocks (mlp_layers of them); the head's last Linear is bare.
+#include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/edge_functions.h"
+#include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/status.h"
+#include "flexgraph/nn/layer_norm.h"
+#include "nau/model.h"
+
+namespace fg::udf {
+namespace {
+
+// Linear-LayerNorm-SiLU blocks in -> hidden -> ... -> out; with `bare_output`, the last block is a
+// plain Linear (a head's logits).
+class Mlp : public nn::Module {
+ public:
+  Mlp(int64_t in, int64_t hidden, int64_t out, int blocks, bool layer_norm, bool bare_output,
+      uint64_t seed, uint64_t stream)
+      : bare_output_(bare_output) {
+    for (int b = 0; b < blocks; ++b) {
+      const int64_t d_in = b == 0 ? in : hidden, d_out = b == blocks - 1 ? out : hidden;
+      linears_.push_back(std::make_unique<nn::Linear>(d_in, d_out, true, nn::Init::kGlorot, seed,
+                                                      stream * 16 + b));
+      AddChild(absl::StrCat("linear", b), *linears_.back());
+      if (layer_norm && !(bare_output && b == blocks - 1)) {
+        norms_.push_back(std::make_unique<nn::LayerNorm>(d_out));
+        AddChild(absl::StrCat("norm", b), *norms_.back());
+      } else {
+        norms_.push_back(nullptr);
+      }
+    }
+  }
+  ag::Var Forward(const ag::Var& x) const {
+    ag::Var h = x;
+    for (size_t b = 0; b < linears_.size(); ++b) {
+      h = linears_[b]->Forward(h);
+      if (bare_output_ && b + 1 == linears_.size()) break;
+      if (norms_[b]) h = norms_[b]->Forward(h);
+      h = ag::Silu(h);
+    }
+    return h;
+  }
+
+ private:
+  bool bare_output_;
+  std::vector<std::unique_ptr<nn::Linear>> linears_;
+  std::vector<std::unique_ptr<nn::LayerNorm>> norms_;
+};
+
+struct InteractionOptions {
+  int64_t hidden = 128;
+  int blocks = 2;
+  bool layer_norm = true;
+  std::vector<ag::EdgeReduce> aggregation;
+};
+
+class InteractionLayer : public nau::Layer {
+ public:
+  InteractionLayer(const InteractionOptions& o, uint64_t seed, int index)
+      : edge_mlp_(3 * o.hidden, o.hidden, o.hidden, o.blocks, o.layer_norm, false, seed, 10 + 2 * index),
+        node_mlp_((1 + o.aggregation.size()) * o.hidden, o.hidden, o.hidden, o.blocks, o.layer_norm,
+                  false, seed, 11 + 2 * index),
+        aggregation_(o.aggregation) {
+    AddChild("edge_mlp", edge_mlp_);
+    AddChild("node_mlp", node_mlp_);
+  }
+
+  hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor"); }
+  std::string SelectionKey() const override { return "in-neighbors"; }
+  bool LocalSelection() const override { return true; }
+  void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
+                       hdg::NeighborWriter& out) const override {
+    for (int32_t u : ctx.InNeighbors(v)) out.Add(u);
+  }
+  nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Sum(); }
+
+  bool UpdatesEdges() const override { return true; }
+  ag::Var UpdateEdges(nau::LayerContext&, const ag::Var& in, const ag::Var& e) override {
+    return ag::Add(edge_mlp_.Forward(in), e);
+  }
+  std::vector<ag::EdgeReduce> EdgeAggregation() const override { return aggregation_; }
+  ag::Var Update(nau::UpdateContext&, const ag::Var& self, const ag::Var& nbr) override {
+    return ag::Add(node_mlp_.Forward(ag::Concat({self, nbr})), self);
+  }
+
+ private:
+  Mlp edge_mlp_, node_mlp_;
+  std::vector<ag::EdgeReduce> aggregation_;
+};
+
+class InteractionNetwork : public nau::Model {
+ public:
+  absl::Status Build(const nau::ModelSpec& spec) override {
+    const graph::Dataset& ds = *spec.dataset;
+    if (!ds.IsGraphSet() || !ds.graphs->edge_feat.defined() || !ds.graph.IsHomogeneous()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "interaction: dataset ", ds.name, " is not a set of graphs with edge features"));
+    }
+    InteractionOptions o;
+    o.hidden = spec.hidden;
+    FG_ASSIGN_OR_RETURN(int64_t blocks, spec.options.Int("mlp_layers"));
+    FG_ASSIGN_OR_RETURN(int64_t norm, spec.options.Int("layernorm"));
+    FG_ASSIGN_OR_RETURN(o.aggregation,
+                        ag::ParseEdgeReductions(spec.options.String("aggregation"), "aggregation"));
+    if (blocks < 1 || blocks > 8) {
+      return absl::InvalidArgumentError(absl::StrCat("mlp_layers: ", blocks, " outside [1, 8]"));
+    }
+    if (spec.layers < 1) return absl::InvalidArgumentError("layers (iterations) must be positive");
+    if (spec.num_classes < 1) return absl::InvalidArgumentError("interaction: no edge classes");
+    o.blocks = static_cast<int>(blocks);
+    o.layer_norm = norm != 0;
+    const int64_t f = spec.FeatureDim("node"), fe = ds.graphs->edge_feat.dim(1);
+    node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);
+    edge_encoder_ = std::make_unique<Mlp>(fe, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 2);
+    head_ = std::make_unique<Mlp>(3 * o.hidden, o.hidden, spec.num_classes, o.blocks, o.layer_norm, true,
+                                  spec.seed, 3);
+    AddChild("node_encoder", *node_encoder_);
+    AddChild("edge_encoder", *edge_encoder_);
+    AddChild("head", *head_);
+    layers_.clear();
+    for (int i = 0; i < spec.layers; ++i) {
+      layers_.push_back(std::make_unique<InteractionLayer>(o, spec.seed, i));
+    }
+    AdoptLayerParameters();
+    return absl::OkStatus();
+  }
+  int num_layers() const override { return static_cast<int>(layers_.size()); }
+  nau::Layer& layer(int i) override { return *layers_[i]; }
+  nau::Task task() const override { return nau::Task::kEdgeClassification; }
+
+  ag::Var Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) override {
+    return node_encoder_->Forward(ag::Var(spec.dataset->features.at("node")));
+  }
+  ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec&, const Tensor& entry_features) override {
+    return edge_encoder_->Forward(ag::Var(entry_features));
+  }
+  ag::Var Head(nau::LayerContext& ctx, const nau::ModelSpec&, const ag::Var& h) override {
+    return head_->Forward(ag::EdgeInput(ctx.edge_matrix, h, h, ctx.edge_state));
+  }
+
+ private:
+  std::unique_ptr<Mlp> node_encoder_, edge_encoder_, head_;
+  std::vector<std::unique_ptr<InteractionLayer>> layers_;
+};
+
+}  // namespace
+
+FG_REGISTER_MODEL(
+    interaction,
+    "Interaction Network edge classifier (Exa.TrkX): node and edge encoders, K edge-state "
+    "message-passing layers (edge MLP on [h_src, h_dst, e], node MLP on [h, aggregated edges], "
+    "residuals, LayerNorm, SiLU), an edge output head",
+    R"pb(model { hidden: 128 layers: 8 dropout: 0 }
+         train { epochs: 50 lr: 0.001 batch_size: 1 })pb",
+    {{"aggregation", nau::OptionType::kString, "sum",
+      "edge messages into hits: comma-separated sum, mean, max, std (concatenated)"},
+     {"mlp_layers", nau::OptionType::kInt, "2", "Linear-LayerNorm-SiLU blocks per MLP"},
+     {"layernorm", nau::OptionType::kInt, "1", "LayerNorm in the MLPs: 0 or 1"},
+     {"pos_weight", nau::OptionType::kFloat, "1", "edge task: weight of a true edge in the loss"},
+     {"class_weights", nau::OptionType::kString, "",
+      "edge task, multi-class: comma-separated weight per class"},
+     {"cut", nau::OptionType::kFloat, "0.5", "edge task: an edge is kept when its score > cut"}},
+    [] { return std::make_unique<InteractionNetwork>(); });
+
+}  // namespace fg::udf
