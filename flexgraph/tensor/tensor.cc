@@ -166,6 +166,11 @@ class CpuBlockCache {
     while (cached_ > max_) EvictOldest();  // the least recently freed go
   }
 
+  void SetAlternatingPhases(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    alternating_phases_ = on;
+  }
+
   void MakeRoom(size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     while (cached_ > 0 && in_use_ + cached_ + bytes > Budget()) EvictOldest();
@@ -201,11 +206,15 @@ class CpuBlockCache {
   }
   // The most the blocks held (in use and cached) may reach before a fresh block: the peak in use,
   // plus an eighth of it for blocks that the next step of a varying workload (mini-batches) takes
-  // back, or the largest block ever in use where that is more: two alternating phases (mini-batch
-  // steps, and a full-graph evaluation of blocks many times theirs) hold more at once than either
-  // alone, and within an eighth they evicted each other's blocks every epoch (a gigabyte faulted
-  // in again per evaluation of RMAT-20). Requires mu_.
-  size_t Budget() const { return peak_in_use_ + std::max(peak_in_use_ / 8, largest_in_use_); }
+  // back — or, for alternating phases (SetHostCacheForAlternatingPhases), the largest block ever
+  // in use where that is more: mini-batch steps and a full-graph evaluation of blocks many times
+  // theirs hold more at once than either alone, and within an eighth they evicted each other's
+  // blocks every epoch (a gigabyte faulted in again per evaluation of RMAT-20). Full-graph
+  // training repeats one phase, and its workers' largest blocks (features, exchange buffers) would
+  // stay cached above the peak for nothing (410 MiB of RSS per RMAT-20 worker). Requires mu_.
+  size_t Budget() const {
+    return peak_in_use_ + std::max(peak_in_use_ / 8, alternating_phases_ ? largest_in_use_ : size_t{0});
+  }
   void TakeInUse(size_t size) {
     in_use_ += size;
     peak_in_use_ = std::max(peak_in_use_, in_use_);
@@ -255,6 +264,7 @@ class CpuBlockCache {
   SizeIndex by_size_;
   size_t cached_ = 0;
   size_t in_use_ = 0, peak_in_use_ = 0, largest_in_use_ = 0;
+  bool alternating_phases_ = false;
   int64_t fresh_ = 0, hits_ = 0;
   size_t fresh_bytes_ = 0;
   size_t max_ = size_t{4} << 30;
@@ -288,6 +298,7 @@ size_t CpuRounded(size_t bytes) {
 
 CpuAllocatorStats GetCpuAllocatorStats() { return Cache().Stats(); }
 void MakeRoomForHostBuffers(size_t bytes) { Cache().MakeRoom(bytes); }
+void SetHostCacheForAlternatingPhases(bool on) { Cache().SetAlternatingPhases(on); }
 
 OutOfMemory::OutOfMemory(size_t bytes) {
   long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -63,10 +63,16 @@ struct CpuAllocatorStats {
 };
 CpuAllocatorStats GetCpuAllocatorStats();
 // Makes room for `bytes` of buffers outside tensors (an exchange's messages) under the cache's
-// budget (the most host tensors ever in use, plus an eighth of it or their largest block): cached
+// budget (the most host tensors ever in use, plus an eighth of it or, for alternating phases,
+// their largest block): cached
 // blocks are returned to the system until the blocks held plus `bytes` fit, so that the buffers
 // reuse memory the cache would have kept instead of adding to the peak.
 void MakeRoomForHostBuffers(size_t bytes);
+// For a process whose work alternates phases of widely different block sizes (mini-batch steps
+// and full-graph evaluations): the host cache may keep up to the largest block ever in use beside
+// the peak (instead of an eighth of the peak), so that neither phase evicts the other's blocks.
+// Off by default; process-wide.
+void SetHostCacheForAlternatingPhases(bool on);
 
 // Raw memory on one device. Allocation goes through the device's allocator; a host allocation
 // that fails throws OutOfMemory.
