@@ -208,10 +208,7 @@ absl::Status WritePartitionedDataset(const graph::Dataset& dataset, const Partit
     }
   }
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("--out ", dir, ": exists and is not empty (choose a new directory or remove it)"));
-  }
+  FG_RETURN_IF_ERROR(graph::io::RequireNewOrEmptyDirectory("--out", dir));
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("--out ", dir, ": cannot create: ", ec.message()));
   const Renumbering r = Renumber(ds.graph, plan);

@@ -5,12 +5,15 @@
 //   flexgraph convert DATASET [--cache FILE.fgc] [--npy_dir DIR] [--ogb_dir DIR]
 // DATASET is anything LoadDataset accepts (an OGB raw directory, a .npy workload directory, an edge
 // list, a .fgc cache or a generator spec). Errors print the Status (naming file and line) and exit 1.
+// generate and convert write a dataset directory only into a new or empty one (exit status 2
+// otherwise, before anything is loaded); summaries are written whole (a temporary file renamed).
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/str_cat.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
@@ -69,6 +72,21 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// A refusal before anything is read or written: exit status 2, as for a usage error.
+int UsageFail(const absl::Status& s) {
+  std::fprintf(stderr, "flexgraph: %s\n", std::string(s.message()).c_str());
+  return 2;
+}
+
+// A dataset directory (formats ogb and npy) is written only into a new or empty directory, as
+// `partition --out` is: files already there would mix with the new ones or outlive them (old
+// splits, another layout). A .fgc cache is one file, replaced whole.
+absl::Status RefuseFilledOutput(const std::string& flag, const std::string& out,
+                                const std::string& format) {
+  if (format == "fgc") return absl::OkStatus();
+  return graph::io::RequireNewOrEmptyDirectory(flag, out);
+}
+
 absl::StatusOr<graph::Dataset> Load(const std::string& what, const graph::LoadOptions& o) {
   Stopwatch watch;
   FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(what, o));
@@ -88,7 +106,7 @@ int InfoPartitioned(const FlagSet& flags) {
     if (!google::protobuf::util::MessageToJsonString(*meta, &json, options).ok()) {
       return Fail(absl::InternalError("cannot print the metadata as JSON"));
     }
-    if (absl::Status s = graph::io::WriteStringToFile(flags.Get("summary_json"), json); !s.ok()) {
+    if (absl::Status s = graph::io::WriteFileAtomically(flags.Get("summary_json"), json); !s.ok()) {
       return Fail(s);
     }
   }
@@ -110,7 +128,9 @@ int Info(const std::vector<std::string>& args) {
   const graph::DatasetSummary summary = graph::Summarize(*ds);
   std::printf("%s", summary.ToText().c_str());
   if (!flags.Get("summary_json").empty()) {
-    if (absl::Status s = graph::io::WriteStringToFile(flags.Get("summary_json"), summary.ToJson()); !s.ok()) {
+    if (absl::Status s =
+            graph::io::WriteFileAtomically(flags.Get("summary_json"), summary.ToJson());
+        !s.ok()) {
       return Fail(s);
     }
   }
@@ -149,6 +169,11 @@ int Generate(const std::vector<std::string>& args) {
     return Fail(absl::InvalidArgumentError("generate: SPEC must start with sbm, rmat or trackml, got '" +
                                            spec + "'"));
   }
+  // A dataset directory is written into a new or empty one only, checked before generating.
+  if (absl::Status s = RefuseFilledOutput("--out", flags.Get("out"), flags.Get("format"));
+      !s.ok()) {
+    return UsageFail(s);
+  }
   auto ds = Load(spec, o);
   if (!ds.ok()) return Fail(ds.status());
   Stopwatch watch;
@@ -175,10 +200,18 @@ int Convert(const std::vector<std::string>& args) {
   }
   auto o = LoadOptionsFrom(flags);
   if (!o.ok()) return Fail(o.status());
+  const std::pair<const char*, const char*> outputs[] = {
+      {"cache", "fgc"}, {"npy_dir", "npy"}, {"ogb_dir", "ogb"}};
+  for (const auto& [flag, format] : outputs) {  // before loading anything
+    if (flags.Get(flag).empty()) continue;
+    if (absl::Status s = RefuseFilledOutput(absl::StrCat("--", flag), flags.Get(flag), format);
+        !s.ok()) {
+      return UsageFail(s);
+    }
+  }
   if (partition::IsPartitionedDataset(flags.positional()[0])) return InfoPartitioned(flags);
   auto ds = Load(flags.positional()[0], *o);
   if (!ds.ok()) return Fail(ds.status());
-  const std::pair<const char*, const char*> outputs[] = {{"cache", "fgc"}, {"npy_dir", "npy"}, {"ogb_dir", "ogb"}};
   for (const auto& [flag, format] : outputs) {
     if (flags.Get(flag).empty()) continue;
     Stopwatch watch;

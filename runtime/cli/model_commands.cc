@@ -5,6 +5,7 @@
 // The model's saved configuration is the base; the dataset and model flags override it, and a
 // change the model cannot take (another model, width, option, feature width...) is refused,
 // naming what differs. Exit status: 0 ok, 1 failure, 2 usage error.
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ absl::StatusOr<std::vector<int64_t>> Nodes(const FlagSet& flags, const runtime::
   return runtime::ReadNodeList(flags.Get("nodes"), space.type_size(space.TypeIndex(type)));
 }
 
+// A number for a JSON summary: null when it is not finite (a metric of an absent split).
+std::string JsonNumber(double v) { return std::isfinite(v) ? absl::StrFormat("%.6f", v) : "null"; }
+
 absl::Status WriteSummary(const FlagSet& flags, const std::string& json) {
   if (!flags.IsSet("summary_json")) return absl::OkStatus();
   return graph::io::WriteFileAtomically(flags.Get("summary_json"), json + "\n");
@@ -111,10 +115,13 @@ int Predict(const std::vector<std::string>& args) {
                 static_cast<long long>(probs.rows()), target.c_str(), static_cast<long long>(c),
                 flags.Get("out").c_str(), m.test, m.test_macro_f1, model->saved.epoch(),
                 model->saved.test_accuracy(), model->saved.test_macro_f1());
-    return WriteSummary(flags, absl::StrFormat(
-        R"({"nodes": %d, "classes": %d, "test_accuracy": %.6f, "test_macro_f1": %.6f, "test_micro_f1": %.6f, "saved_epoch": %d, "saved_test_accuracy": %.6f})",
-        probs.rows(), c, m.test, m.test_macro_f1, m.test_micro_f1, model->saved.epoch(),
-        model->saved.test_accuracy()));
+    return WriteSummary(
+        flags,
+        absl::StrFormat(
+            R"({"nodes": %d, "classes": %d, "test_accuracy": %s, "test_macro_f1": %s, "test_micro_f1": %s, "saved_epoch": %d, "saved_test_accuracy": %s})",
+            probs.rows(), c, JsonNumber(m.test), JsonNumber(m.test_macro_f1),
+            JsonNumber(m.test_micro_f1), model->saved.epoch(),
+            JsonNumber(model->saved.test_accuracy())));
   };
   if (absl::Status s = run(); !s.ok()) {
     std::fprintf(stderr, "flexgraph predict: %s\n", std::string(s.message()).c_str());
@@ -134,6 +141,24 @@ int Embed(const std::vector<std::string>& args) {
   int code = 0;
   auto model = Load("embed", flags, args, &code);
   if (model == nullptr) return code;
+  // --top_k is checked before anything is computed or written: at least 1, at most the candidates.
+  int64_t k = 0;
+  if (const auto* lp = dynamic_cast<const runtime::LinkPredictionTask*>(&model->trainer->task());
+      lp != nullptr && flags.IsSet("recommend")) {
+    auto top_k = flags.GetInt("top_k");
+    const nau::VertexSpace& space = model->trainer->vertices();
+    const int64_t candidates = space.type_size(space.TypeIndex(lp->target_type()));
+    if (!top_k.ok() || *top_k < 1 || *top_k > candidates) {
+      std::fprintf(
+          stderr,
+          "flexgraph embed: --top_k must lie in [1, %lld] (the '%s' vertices a source can be "
+          "recommended), got '%s'\n",
+          static_cast<long long>(candidates), lp->target_type().c_str(),
+          flags.Get("top_k").c_str());
+      return 2;
+    }
+    k = *top_k;
+  }
   auto run = [&]() -> absl::Status {
     const std::string type = flags.IsSet("node_type") ? flags.Get("node_type") : model->trainer->task().target_type();
     if (model->trainer->vertices().TypeIndex(type) < 0) {
@@ -158,8 +183,6 @@ int Embed(const std::vector<std::string>& args) {
                                        rows.rows(), rows.row_width(), source.layer,
                                        source.nbr ? "true" : "false");
     if (flags.IsSet("recommend")) {
-      FG_ASSIGN_OR_RETURN(int64_t k, flags.GetInt("top_k"));
-      if (k < 1) return absl::InvalidArgumentError(absl::StrCat("--top_k must be at least 1, got ", k));
       Tensor ids;
       const int last = model->trainer->model().num_layers() - 1;
       FG_ASSIGN_OR_RETURN(Tensor out, model->trainer->Infer(model->epoch, last, &ids));

@@ -42,8 +42,10 @@ void AddFlags(FlagSet* f) {
   // The dataset and the model whose HDGs and layer costs weigh the vertices, as `train` takes them
   // (the seed also keys hashing and METIS).
   AddModelFlags(f);
-  f->AddString("parts", "2", "number of parts (workers)");
-  f->AddString("method", "balanced", "hash, range, metis or balanced (METIS + cost-model rebalancing)");
+  f->AddString("parts", "2", "number of parts (workers); over --config's partition.parts");
+  f->AddString("method", "balanced",
+               "hash, range, metis or balanced (METIS + cost-model rebalancing); over --config's "
+               "partition.method");
   f->AddString("out", "", "directory of the partitioned dataset to write, new or empty (default: <dataset>-<method>-<parts>)");
   f->AddString("summary_json", "", "also write a JSON summary to this file");
   f->AddString("calibration", "",
@@ -70,10 +72,22 @@ absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
     if (v < min) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least ", min, ", got ", v));
     return v;
   };
-  FG_ASSIGN_OR_RETURN(int64_t parts, f.GetInt("parts"));
+  // --parts and --method, else the --config file's partition section (checked with the rest of
+  // the configuration), else the flags' defaults.
+  flexgraph::PartitionConfig from_file;
+  if (f.IsSet("config")) {
+    FG_ASSIGN_OR_RETURN(const flexgraph::RunConfig file, runtime::ReadConfigFile(f.Get("config")));
+    from_file = file.partition();
+  }
+  int64_t parts = from_file.parts();
+  if (f.IsSet("parts") || !from_file.has_parts()) {
+    FG_ASSIGN_OR_RETURN(parts, f.GetInt("parts"));
+  }
   if (parts < 1) return absl::InvalidArgumentError(absl::StrCat("--parts must be at least 1, got ", parts));
   inv.request.num_parts = static_cast<int>(parts);
-  FG_ASSIGN_OR_RETURN(inv.request.method, partition::ParseMethod(f.Get("method")));
+  const std::string method =
+      f.IsSet("method") || !from_file.has_method() ? f.Get("method") : from_file.method();
+  FG_ASSIGN_OR_RETURN(inv.request.method, partition::ParseMethod(method));
   if (f.IsSet("network_gbps")) {
     FG_ASSIGN_OR_RETURN(double gbps, f.GetDouble("network_gbps"));
     if (!(gbps > 0)) return absl::InvalidArgumentError("--network_gbps must be positive");
@@ -93,6 +107,8 @@ absl::StatusOr<Invocation> FromFlags(const FlagSet& f) {
     SetNumThreads(static_cast<int>(t));
   }
   inv.out = f.Get("out");
+  // Refused before any work, as generate and convert refuse a filled directory.
+  if (!inv.out.empty()) FG_RETURN_IF_ERROR(graph::io::RequireNewOrEmptyDirectory("--out", inv.out));
   inv.summary_json = f.Get("summary_json");
   inv.calibration = f.Get("calibration");
   inv.recalibrate = f.GetBool("recalibrate");

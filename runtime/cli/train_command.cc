@@ -58,12 +58,7 @@ int Train(const std::vector<std::string>& args) {
     std::fprintf(stderr, "flexgraph train: %s\n", std::string(result.status().message()).c_str());
     return 1;
   }
-  std::printf(
-      "%s on %s: test accuracy %.4f, macro-F1 %.4f, micro-F1 %.4f (best valid %.4f, macro-F1 %.4f, "
-      "at epoch %d), final loss %.4f\n",
-      result->model.c_str(), result->dataset.c_str(), result->test_accuracy, result->test_macro_f1,
-      result->test_micro_f1, result->valid_accuracy, result->valid_macro_f1, result->best_epoch,
-      result->final_loss);
+  std::printf("%s\n", runtime::ResultLine(*result).c_str());
   if (const std::string& path = options->output().summary_json(); !path.empty()) {
     if (auto s = graph::io::WriteFileAtomically(path, runtime::SummaryJson(*result));
         !s.ok()) {

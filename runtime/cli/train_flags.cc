@@ -218,9 +218,10 @@ absl::Status PrepareSummaryFile(const std::string& path) {
     return absl::PermissionDeniedError(absl::StrCat("--summary_json: cannot write into ",
                                                     dir.empty() ? "." : dir, ": ", std::strerror(errno)));
   }
-  std::error_code ec;
-  if (graph::io::IsDirectory(path) || (std::filesystem::remove(path, ec), ec)) {
-    return absl::PermissionDeniedError(absl::StrCat("--summary_json: cannot replace ", path));
+  // Nothing is removed here: the summary is written whole at the end of a run that finishes (a
+  // temporary file renamed over `path`), so a run that fails leaves whatever `path` held.
+  if (graph::io::IsDirectory(path)) {
+    return absl::PermissionDeniedError(absl::StrCat("--summary_json: ", path, " is a directory"));
   }
   return absl::OkStatus();
 }

@@ -17,7 +17,8 @@ void AddModelFlags(FlagSet* flags);
 absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& flags,
                                                         const flexgraph::RunConfig& base = {});
 // Before a run that writes its summary to `path` ("" = none): checks that its directory is writable
-// and removes a previous summary there, so that a failed run leaves none behind.
+// and that `path` is not a directory. Nothing is removed: the summary replaces `path` whole (a
+// temporary file renamed over it) only when the run finishes; a failed run leaves `path` as it was.
 absl::Status PrepareSummaryFile(const std::string& path);
 // Before a run: its summary file (PrepareSummaryFile) and its --save_model directory
 // (runtime::PrepareModelDir) can be written, so that a run never fails at its end for them.

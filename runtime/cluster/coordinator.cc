@@ -158,6 +158,15 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     }
     if (!req->error().empty()) {
       Fail(absl::AbortedError(absl::StrCat("worker ", r, " (", peers_[r], ") failed: ", req->error())));
+    } else if (req->final() && r == 0 && !StructFromJson(req->summary_json(), "").ok()) {
+      // A final report the run summary cannot be made from fails the run now, and the worker that
+      // sent it, rather than the coordinator alone once every worker has finished.
+      const std::string why =
+          absl::StrCat("the final report of worker 0 (", peers_[r],
+                       ") is malformed: the summary of worker 0 is not a JSON object");
+      Fail(absl::DataLossError(why));
+      cv_.notify_all();
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
     } else if (req->final()) {
       worker_metrics_[r] = *req;
       finals_[r] = true;

@@ -196,7 +196,12 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   heartbeat.join();
   comm.reset();
   server->Shutdown();
-  // A run whose results never reached the coordinator did not finish: it has no summary.
+  // A run whose results never reached the coordinator, or that it refused, did not finish: it has
+  // no summary, and this worker fails too.
+  if (result.ok() && reported.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    return absl::DataLossError(absl::StrCat("the coordinator at ", options.coordinator,
+                                            " refused the results: ", reported.error_message()));
+  }
   if (result.ok() && !reported.ok()) {
     return absl::UnavailableError(absl::StrCat("coordinator at ", options.coordinator,
                                                " unreachable, the results were not reported: ",

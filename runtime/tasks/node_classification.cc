@@ -1,6 +1,7 @@
 #include "runtime/tasks/node_classification.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -162,7 +163,9 @@ EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const Worker
   tally(valid_rows_, 2, static_cast<int>(6 + 3 * C));
   tally(test_rows_, 4, 6);
   sum(&counts);
-  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  // An empty split (no validation or test vertices in any worker) has no metrics: NaN, which the
+  // summary reports as null and the trainer as an absent split, never as 0.
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : std::nan(""); };
   EpochMetrics m;
   m.train = ratio(counts[0], counts[1]);
   m.valid = ratio(counts[2], counts[3]);
@@ -177,8 +180,8 @@ EpochMetrics NodeClassificationTask::Evaluate(const Tensor& output, const Worker
     }
     return nn::MacroF1FromCounts(tp, fp, fn);
   };
-  m.test_macro_f1 = macro_f1(6);
-  m.valid_macro_f1 = macro_f1(6 + 3 * C);
+  m.test_macro_f1 = counts[5] > 0 ? macro_f1(6) : std::nan("");
+  m.valid_macro_f1 = counts[3] > 0 ? macro_f1(6 + 3 * C) : std::nan("");
   return m;
 }
 

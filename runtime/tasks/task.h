@@ -27,6 +27,7 @@ namespace fg::runtime {
 
 struct EpochMetrics {
   // Model selection uses `valid` (accuracy for node classification, ROC-AUC for link prediction).
+  // A split without vertices or pairs has NaN metrics (absent, not 0).
   double train = 0, valid = 0, test = 0;
   double valid_macro_f1 = 0, test_macro_f1 = 0, test_micro_f1 = 0;
   std::map<std::string, double> extra;  // task-specific, reported at the top of the summary

@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include <zlib.h>
 
@@ -24,7 +27,8 @@ namespace {
 
 // File framing: magic, format version, payload length and CRC-32, then the serialized Checkpoint.
 constexpr char kMagic[8] = {'F', 'G', 'C', 'K', 'P', 'T', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 2;
+// Version 3: the dataset's files, the selection value and the task's metrics at the best epoch.
+constexpr uint32_t kFormatVersion = 3;
 constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8 + 4;
 
 std::string CheckpointPath(const std::string& dir) { return absl::StrCat(dir, "/checkpoint.pb"); }
@@ -85,7 +89,128 @@ void Copy(const flexgraph::TensorProto& p, Tensor* t) {
   CopyBytes(t->raw(), t->device(), p.data().data(), Device::kCpu, t->nbytes());
 }
 
+// "feat.npy: contents differ; test_idx.npy: missing" (checkpoint -> this run); "" when the same.
+std::string DatasetDifferences(
+    const google::protobuf::RepeatedPtrField<flexgraph::DatasetFile>& saved,
+    const std::vector<flexgraph::DatasetFile>& now) {
+  std::map<std::string, const flexgraph::DatasetFile*> before, after;
+  for (const auto& f : saved) before[f.path()] = &f;
+  for (const auto& f : now) after[f.path()] = &f;
+  auto name = [](const std::string& p) { return p.empty() ? std::string("the file") : p; };
+  std::vector<std::string> diffs;
+  for (const auto& [path, f] : before) {
+    auto it = after.find(path);
+    if (it == after.end()) {
+      diffs.push_back(absl::StrCat(name(path), ": missing"));
+    } else if (it->second->size() != f->size()) {
+      diffs.push_back(
+          absl::StrCat(name(path), ": ", f->size(), " -> ", it->second->size(), " bytes"));
+    } else if (it->second->crc32() != f->crc32()) {
+      diffs.push_back(absl::StrCat(name(path), ": contents differ (same size)"));
+    }
+  }
+  for (const auto& [path, f] : after) {
+    if (!before.count(path)) diffs.push_back(absl::StrCat(name(path), ": new"));
+  }
+  if (diffs.size() > 8) {
+    const size_t more = diffs.size() - 8;
+    diffs.resize(8);
+    diffs.push_back(absl::StrCat("and ", more, " more"));
+  }
+  return absl::StrJoin(diffs, "; ");
+}
+
+// CRC-32 of a file's contents: all of it up to kWholeFileBytes, else kSamples evenly spaced
+// samples of kSampleBytes (the first and the last included).
+constexpr int64_t kWholeFileBytes = int64_t{64} << 20, kSampleBytes = int64_t{256} << 10;
+constexpr int kSamples = 64;
+
+absl::StatusOr<uint32_t> ContentCrc(const std::string& path, int64_t size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read (dataset fingerprint)"));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<char> buf(1 << 20);
+  auto add = [&](int64_t offset, int64_t n) -> absl::Status {
+    in.seekg(offset);
+    while (n > 0) {
+      const int64_t chunk = std::min<int64_t>(n, static_cast<int64_t>(buf.size()));
+      if (!in.read(buf.data(), chunk))
+        return absl::DataLossError(absl::StrCat(path, ": read failed (dataset fingerprint)"));
+      crc = crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), static_cast<uInt>(chunk));
+      n -= chunk;
+    }
+    return absl::OkStatus();
+  };
+  if (size <= kWholeFileBytes) {
+    FG_RETURN_IF_ERROR(add(0, size));
+  } else {
+    for (int k = 0; k < kSamples; ++k)
+      FG_RETURN_IF_ERROR(add((size - kSampleBytes) * k / (kSamples - 1), kSampleBytes));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<flexgraph::DatasetFile>> DatasetFingerprint(
+    const std::string& path, const std::vector<std::string>& skip) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<flexgraph::DatasetFile> files;
+  if (!fs::exists(path, ec)) return files;  // a generator spec
+  auto add = [&](const fs::path& file, const std::string& relative) -> absl::Status {
+    const int64_t size = static_cast<int64_t>(fs::file_size(file, ec));
+    if (ec)
+      return absl::NotFoundError(
+          absl::StrCat(file.string(), ": ", ec.message(), " (dataset fingerprint)"));
+    FG_ASSIGN_OR_RETURN(const uint32_t crc, ContentCrc(file.string(), size));
+    flexgraph::DatasetFile f;
+    f.set_path(relative);
+    f.set_size(size);
+    f.set_crc32(crc);
+    files.push_back(std::move(f));
+    return absl::OkStatus();
+  };
+  if (!fs::is_directory(path, ec)) {
+    FG_RETURN_IF_ERROR(add(path, ""));
+    return files;
+  }
+  const fs::path root = fs::weakly_canonical(fs::absolute(path), ec);
+  std::vector<fs::path> skipped;
+  for (const std::string& s : skip) {
+    if (!s.empty()) skipped.push_back(fs::weakly_canonical(fs::absolute(s), ec));
+  }
+  auto is_skipped = [&](const fs::path& p) {
+    for (const fs::path& s : skipped) {
+      auto [a, b] = std::mismatch(s.begin(), s.end(), p.begin(), p.end());
+      if (a == s.end()) return true;  // p is s or under it
+    }
+    return false;
+  };
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path p = it->path();
+    if (is_skipped(p)) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    const std::string name = p.filename().string();
+    if (!it->is_regular_file(ec) || name.find(".tmp.") != std::string::npos) continue;
+    FG_RETURN_IF_ERROR(add(p, p.lexically_relative(root).string()));
+  }
+  if (ec)
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot list the dataset's files: ", ec.message()));
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.path() < b.path(); });
+  return files;
+}
+
+absl::StatusOr<std::unique_ptr<graph::io::DirectoryLock>> LockCheckpointDirectory(
+    const std::string& dir) {
+  return graph::io::DirectoryLock::Acquire(dir, "checkpoint.lock", "--checkpoint_dir");
+}
 
 RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size) {
   RunIdentity id;
@@ -127,6 +252,9 @@ std::string EncodeCheckpoint(const RunIdentity& run, int epochs_done, nn::Optimi
   ck.set_best_test_accuracy(progress.test_accuracy);
   ck.set_best_test_macro_f1(progress.test_macro_f1);
   ck.set_best_test_micro_f1(progress.test_micro_f1);
+  ck.set_best_selection(progress.best_selection);
+  for (const auto& [key, value] : progress.extra) (*ck.mutable_best_extra())[key] = value;
+  for (const flexgraph::DatasetFile& f : run.dataset_files) *ck.add_dataset_files() = f;
   for (double l : progress.losses) ck.add_losses(l);
   for (double s : progress.epoch_seconds) ck.add_epoch_seconds(s);
   const std::string payload = ck.SerializeAsString();
@@ -202,9 +330,14 @@ absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string&
         path, ": checkpoint format version ", version, ", this build reads version ", kFormatVersion));
   }
   const std::string_view payload(file.data() + kHeaderBytes, file.size() - kHeaderBytes);
+  if (payload.size() > length) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": ", payload.size() - length,
+        " trailing bytes after the checkpoint (its header says ", length, " bytes of payload)"));
+  }
   if (payload.size() != length) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated checkpoint (", payload.size(), " of ",
-                                            length, " bytes)"));
+    return absl::DataLossError(
+        absl::StrCat(path, ": truncated checkpoint (", payload.size(), " of ", length, " bytes)"));
   }
   if (Crc32(payload) != crc) {
     return absl::DataLossError(absl::StrCat(path, ": damaged checkpoint (checksum mismatch)"));
@@ -218,6 +351,13 @@ absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string&
   if (const std::string diff = ConfigDifferences(saved, run.config); !diff.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": checkpoint of another run (checkpoint -> this run): ", diff));
+  }
+  if (const std::string diff = DatasetDifferences(ck.dataset_files(), run.dataset_files);
+      !diff.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": the dataset changed since the checkpoint (", run.config.dataset().path(),
+        "): ", diff,
+        "; resume over the data it was written with, or start afresh in another --checkpoint_dir"));
   }
   if (ck.world_size() != run.world_size) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": checkpoint of a run on ",
@@ -255,6 +395,9 @@ absl::StatusOr<int> DecodeCheckpoint(const std::string& file, const std::string&
   progress->test_accuracy = ck.best_test_accuracy();
   progress->test_macro_f1 = ck.best_test_macro_f1();
   progress->test_micro_f1 = ck.best_test_micro_f1();
+  progress->best_selection = ck.best_selection();
+  progress->extra.clear();
+  for (const auto& [key, value] : ck.best_extra()) progress->extra[key] = value;
   progress->losses.assign(ck.losses().begin(), ck.losses().end());
   progress->epoch_seconds.assign(ck.epoch_seconds().begin(), ck.epoch_seconds().end());
   progress->epochs = ck.epoch();

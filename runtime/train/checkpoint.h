@@ -4,12 +4,15 @@
 // values from .npy files. Thread-compatible.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "flexgraph/graph/io/file.h"
 #include "flexgraph/nn/module.h"
 #include "flexgraph/nn/optim.h"
+#include "proto/checkpoint.pb.h"
 #include "proto/config.pb.h"
 #include "runtime/train/summary.h"
 
@@ -21,8 +24,25 @@ namespace fg::runtime {
 struct RunIdentity {
   flexgraph::RunConfig config;
   int world_size = 1;
+  // The dataset's contents (DatasetFingerprint), set by runs that checkpoint or resume: a
+  // checkpoint resumes only over the same files.
+  std::vector<flexgraph::DatasetFile> dataset_files;
 };
 RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size);
+
+// What a checkpoint remembers of a dataset's contents, cheaply: every regular file under `path`
+// (or `path` itself when it is a file; nothing when it does not exist, as a generator spec), by
+// its path relative to `path`, with its size and a CRC-32 of its contents — all of them up to 64
+// MiB, of 64 evenly spaced samples of 256 KiB above. Paths under `skip` (the run's own outputs,
+// a cache, the checkpoints) and temporary files (".tmp.") are left out. Errors name the file.
+absl::StatusOr<std::vector<flexgraph::DatasetFile>> DatasetFingerprint(
+    const std::string& path, const std::vector<std::string>& skip);
+
+// One run per checkpoint directory: an exclusive lock on <dir>/checkpoint.lock, held until the
+// returned object is destroyed or the process ends, however it ends. Refused, naming the directory
+// and the process that holds it, while another run holds it.
+absl::StatusOr<std::unique_ptr<graph::io::DirectoryLock>> LockCheckpointDirectory(
+    const std::string& dir);
 
 // True when `dir` holds a checkpoint or a previous one.
 bool HasCheckpoint(const std::string& dir);
@@ -35,9 +55,10 @@ absl::Status SaveCheckpoint(const std::string& dir, const RunIdentity& run, int 
 
 // Restores what SaveCheckpoint wrote into `optimizer` and `progress`; returns the epochs done.
 // Refused, naming the path and what is wrong, and leaving `optimizer` untouched: a file that is
-// not a checkpoint, of another format version, truncated or damaged (checksum), of another run
-// (the differing fields of the identity), or with other parameters (names or shapes). A newest
-// checkpoint that is missing, truncated or damaged is passed over for the previous one, and
+// not a checkpoint, of another format version, truncated, with trailing bytes or damaged
+// (checksum), of another run (the differing fields of the identity, or the dataset files that
+// changed), or with other parameters (names or shapes). A newest checkpoint that is missing,
+// truncated or damaged is passed over for the previous one, and
 // `passed_over` (when given) says why; only when both are refused is the result an error, naming
 // both.
 absl::StatusOr<int> LoadCheckpoint(const std::string& dir, const RunIdentity& run,

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
+#include "partition/partitioner.h"
 #include "proto/text_format.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/tasks/link_prediction.h"
@@ -210,6 +211,14 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   }
   if (t.batch_size() > 0) FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers()).status());
   if (c.dataset().path().empty()) return bad("dataset", "is empty");
+  // The partition section (flexgraph partition --config) is checked as the flags are.
+  if (c.partition().has_parts() && c.partition().parts() < 1) {
+    return bad("partition.parts", absl::StrCat("must be at least 1, got ", c.partition().parts()));
+  }
+  if (auto method = partition::ParseMethod(c.partition().method());
+      c.partition().has_method() && !method.ok()) {
+    return bad("partition.method", std::string(method.status().message()));
+  }
   return absl::OkStatus();
 }
 

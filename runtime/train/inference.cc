@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& dir,
   model->epoch = std::max(0, saved.epoch() - 1);
   FG_ASSIGN_OR_RETURN(model->trainer, Trainer::Create(config));
   FG_RETURN_IF_ERROR(CheckCompatible(dir, saved, model->trainer->Describe()));
-  FG_RETURN_IF_ERROR(LoadSavedParameters(dir, model->trainer->model().parameters()));
+  FG_RETURN_IF_ERROR(LoadSavedParameters(dir, saved, model->trainer->model().parameters()));
   return model;
 }
 

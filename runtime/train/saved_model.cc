@@ -1,7 +1,9 @@
 #include "runtime/train/saved_model.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -24,6 +26,12 @@ constexpr char kParams[] = "params";
 
 std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+// CRC-32 of a host tensor's bytes.
+uint32_t DataCrc(const Tensor& t) {
+  return static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(t.raw()), static_cast<uInt>(t.nbytes())));
 }
 
 }  // namespace
@@ -65,8 +73,15 @@ absl::Status SaveModel(const std::string& dir, const flexgraph::SavedModel& mode
   for (const auto& [name, value] : params) {
     FG_RETURN_IF_ERROR(graph::io::WriteNpy((staging / kParams / (name + ".npy")).string(), value));
   }
+  // Each parameter's checksum, of the data just written.
+  flexgraph::SavedModel manifest = model;
+  std::map<std::string, uint32_t> crcs;
+  for (const auto& [name, value] : params) crcs[name] = DataCrc(value.To(Device::kCpu));
+  for (auto& p : *manifest.mutable_params()) {
+    if (auto it = crcs.find(p.name()); it != crcs.end()) p.set_crc32(it->second);
+  }
   std::string text;
-  google::protobuf::TextFormat::PrintToString(model, &text);
+  google::protobuf::TextFormat::PrintToString(manifest, &text);
   FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically((staging / kManifest).string(), text));
   // The new model is complete: swap it in, then drop the old one.
   fs::remove_all(previous, ec);
@@ -105,6 +120,10 @@ absl::StatusOr<flexgraph::SavedModel> ParseSavedModel(const std::string& text, c
     return absl::InvalidArgumentError(absl::StrCat(path, ": epoch ", model.epoch(), " is negative"));
   }
   for (const auto& p : model.params()) {
+    if (!p.has_crc32()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": parameter ", p.name(), " has no crc32"));
+    }
     for (int64_t d : p.shape()) {
       if (d < 0) return absl::InvalidArgumentError(absl::StrCat(path, ": parameter ", p.name(), " has a negative dimension"));
     }
@@ -170,9 +189,52 @@ absl::Status CheckCompatible(const std::string& dir, const flexgraph::SavedModel
       absl::StrJoin(diffs, "; ")));
 }
 
-absl::Status LoadSavedParameters(const std::string& dir,
+absl::Status LoadSavedParameters(const std::string& dir, const flexgraph::SavedModel& saved,
                                  const std::vector<nn::NamedParameter>& params) {
-  return LoadInitialParameters(graph::io::JoinPath(dir, kParams), params);
+  std::map<std::string, uint32_t> crcs;
+  for (const auto& p : saved.params()) crcs[p.name()] = p.crc32();
+  std::vector<Tensor> values;  // every file is checked before any parameter is set
+  for (const nn::NamedParameter& p : params) {
+    const std::string path =
+        graph::io::JoinPath(graph::io::JoinPath(dir, kParams), p.name + ".npy");
+    if (!graph::io::PathExists(path)) {
+      return absl::NotFoundError(
+          absl::StrCat("--model_dir ", dir, ": no file for parameter ", p.name, " (", path, ")"));
+    }
+    FG_ASSIGN_OR_RETURN(Tensor t, graph::io::ReadNpy(path));
+    const Tensor& value = p.var.value();
+    if (t.dtype() != DType::kFloat32 || t.shape() != value.shape()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": shape [", absl::StrJoin(t.shape(), ","), "]",
+          t.dtype() != DType::kFloat32 ? " (not float32)" : "", " does not match parameter ",
+          p.name, " of shape [", absl::StrJoin(value.shape(), ","), "]"));
+    }
+    auto crc = crcs.find(p.name);
+    if (crc == crcs.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": parameter ", p.name, " is not in ", kManifest));
+    }
+    if (DataCrc(t) != crc->second) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": checksum mismatch (changed or damaged after it was saved; ",
+                       kManifest, " says ", crc->second, ")"));
+    }
+    const float* x = t.f32();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (!std::isfinite(x[i])) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path, ": parameter ", p.name, " holds ",
+                         std::isnan(x[i]) ? "NaN" : (x[i] > 0 ? "inf" : "-inf"), " at element ", i,
+                         "; a model with values that are not finite is not used"));
+      }
+    }
+    values.push_back(std::move(t));
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    Tensor& value = params[k].var.mutable_value();
+    CopyBytes(value.raw(), value.device(), values[k].raw(), Device::kCpu, value.nbytes());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fg::runtime

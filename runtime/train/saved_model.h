@@ -15,13 +15,16 @@
 
 namespace fg::runtime {
 
-inline constexpr int kSavedModelVersion = 1;
+// Version 2: every parameter carries the CRC-32 of its data (version 1 models are refused: save
+// them again).
+inline constexpr int kSavedModelVersion = 2;
 
 // Before a run that saves into `dir`: `dir` must be absent, empty or a saved model (which the new
 // one replaces once it is complete); anything else is refused, so nothing is overwritten.
 absl::Status PrepareModelDir(const std::string& dir);
 
-// Writes `model` (DIR/model.txtpb) and `params` (DIR/params/<name>.npy) into a new directory beside
+// Writes `model` (DIR/model.txtpb, with each parameter's checksum set from `params`) and `params`
+// (DIR/params/<name>.npy) into a new directory beside
 // `dir`, then renames it into place: a saved model already there is replaced only by a whole one.
 absl::Status SaveModel(const std::string& dir, const flexgraph::SavedModel& model,
                        const std::vector<std::pair<std::string, Tensor>>& params);
@@ -41,8 +44,10 @@ flexgraph::RunConfig ModelSettings(const flexgraph::RunConfig& resolved);
 absl::Status CheckCompatible(const std::string& dir, const flexgraph::SavedModel& saved,
                              const flexgraph::SavedModel& now);
 
-// Sets every parameter from DIR/params/<name>.npy.
-absl::Status LoadSavedParameters(const std::string& dir,
+// Sets every parameter from DIR/params/<name>.npy once all of them are checked: the dtype and
+// shape, the checksum `saved` holds for it (a mismatch names the file), and finite values (a NaN
+// or infinity names the parameter and the element). Nothing is set when one is refused.
+absl::Status LoadSavedParameters(const std::string& dir, const flexgraph::SavedModel& saved,
                                  const std::vector<nn::NamedParameter>& params);
 
 }  // namespace fg::runtime

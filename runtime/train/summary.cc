@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace fg::runtime {
 
@@ -134,16 +135,60 @@ absl::StatusOr<google::protobuf::Struct> StructFromJson(const std::string& json,
 
 std::string SummaryJson(const TrainResult& r) { return StructToJson(SummaryStruct(r)); }
 
+namespace {
+
+// A metric with 4 decimals, or "n/a" when absent (NaN).
+std::string Metric(double v) { return std::isnan(v) ? "n/a" : absl::StrFormat("%.4f", v); }
+
+double Extra(const TrainResult& r, const char* key) {
+  auto it = r.extra.find(key);
+  return it == r.extra.end() ? std::nan("") : it->second;
+}
+
+bool LinkPrediction(const TrainResult& r) { return r.task == nau::Task::kLinkPrediction; }
+
+}  // namespace
+
+std::string ResultLine(const TrainResult& r) {
+  std::string test, valid;
+  if (LinkPrediction(r)) {
+    test = absl::StrCat("test AUC ", Metric(Extra(r, "test_auc")), ", hits@10 ",
+                        Metric(Extra(r, "test_hits_at_10")));
+    valid = absl::StrCat("best valid AUC ", Metric(Extra(r, "valid_auc")));
+  } else {
+    test = std::isnan(r.test_accuracy)
+               ? std::string("no test split")
+               : absl::StrCat("test accuracy ", Metric(r.test_accuracy), ", macro-F1 ",
+                              Metric(r.test_macro_f1), ", micro-F1 ", Metric(r.test_micro_f1));
+    valid = absl::StrCat("best valid ", Metric(r.valid_accuracy), ", macro-F1 ",
+                         Metric(r.valid_macro_f1));
+  }
+  const std::string selected =
+      std::isnan(r.best_selection) && r.best_epoch > 0
+          ? absl::StrCat("no validation split: the last epoch, ", r.best_epoch)
+          : absl::StrCat(valid, ", at epoch ", r.best_epoch);
+  return absl::StrFormat("%s on %s: %s (%s), final loss %.4f", r.model, r.dataset, test, selected,
+                         r.final_loss);
+}
+
 void PrintSummary(const TrainResult& r, std::FILE* out) {
+  const std::string metrics =
+      LinkPrediction(r)
+          ? absl::StrCat("valid AUC ", Metric(Extra(r, "valid_auc")), "  test AUC ",
+                         Metric(Extra(r, "test_auc")), "  hits@10 ",
+                         Metric(Extra(r, "test_hits_at_10")))
+          : absl::StrCat("valid ", Metric(r.valid_accuracy), " (macro-F1 ",
+                         Metric(r.valid_macro_f1), ")  test ", Metric(r.test_accuracy),
+                         "  macro-F1 ", Metric(r.test_macro_f1), "  micro-F1 ",
+                         Metric(r.test_micro_f1));
   std::fprintf(out,
-               "summary: model %s  dataset %s  epochs %d  best epoch %d  valid %.4f (macro-F1 %.4f)  "
-               "test %.4f  macro-F1 %.4f  micro-F1 %.4f  median epoch %.4fs  HDG %.1f MiB  peak RSS "
-               "%.1f MiB (tensors %.1f MiB)\n"
+               "summary: model %s  dataset %s  epochs %d  best epoch %d  %s  median epoch %.4fs  "
+               "HDG %.1f MiB  "
+               "peak RSS %.1f MiB (tensors %.1f MiB)\n"
                "stages: %s\n",
-               r.model.c_str(), r.dataset.c_str(), r.epochs, r.best_epoch, r.valid_accuracy,
-               r.valid_macro_f1, r.test_accuracy, r.test_macro_f1, r.test_micro_f1,
-               r.epoch_seconds_median, r.hdg_bytes / 1048576.0,
-               r.peak_rss_bytes / 1048576.0, r.peak_tensor_bytes / 1048576.0, r.stats.Shares().c_str());
+               r.model.c_str(), r.dataset.c_str(), r.epochs, r.best_epoch, metrics.c_str(),
+               r.epoch_seconds_median, r.hdg_bytes / 1048576.0, r.peak_rss_bytes / 1048576.0,
+               r.peak_tensor_bytes / 1048576.0, r.stats.Shares().c_str());
   if (r.peak_device_bytes > 0) {
     std::fprintf(out, "GPU: peak %.1f MiB in use, the host waited %.0f times per training step\n",
                  r.peak_device_bytes / 1048576.0, Median(r.epoch_host_syncs));

@@ -38,6 +38,13 @@ struct TrainResult {
   int epochs = 0;      // epochs completed in total
   int best_epoch = 0;  // 1-based epoch with the best validation metric
   int resumed_from_epoch = 0;  // epochs restored from a checkpoint (0: trained from epoch 1)
+  // The task's metrics: accuracies and F1 scores for node classification (NaN for a split that is
+  // empty or absent: null in the summary), the `extra` ROC-AUC and hits@10 for link prediction (its
+  // accuracy fields are NaN).
+  nau::Task task = nau::Task::kNodeClassification;
+  // The validation value model selection compared at best_epoch (accuracy, macro-F1, or ROC-AUC);
+  // NaN without a validation split, where the last evaluated epoch is the one selected.
+  double best_selection = std::nan("");
   double final_loss = 0;
   double train_accuracy = 0, valid_accuracy = 0, valid_macro_f1 = 0;
   double test_accuracy = 0, test_macro_f1 = 0, test_micro_f1 = 0;
@@ -102,5 +109,10 @@ google::protobuf::Value NumberValue(double v);
 
 // The "summary:" and "stages:" lines for stderr.
 void PrintSummary(const TrainResult& r, std::FILE* out);
+// The result in one line, in the task's own metrics: "gcn on cora: test accuracy 0.8130, macro-F1
+// ..., micro-F1 ... (best valid 0.7940, macro-F1 ..., at epoch 57), final loss 0.4512";
+// "no test split" without one; "(no validation split: the last epoch, 200)" without that;
+// "pinsage on lastfm: test AUC 0.91, hits@10 0.42 (best valid AUC 0.90, at epoch 3), ...".
+std::string ResultLine(const TrainResult& r);
 
 }  // namespace fg::runtime

@@ -182,7 +182,24 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.seed = tc.seed();
   r.num_vertices = space_.size();
   r.num_edges = dataset_.graph.TotalEdges();
-  const RunIdentity run = IdentityOf(config_, exec_.distributed() ? exec_.setup().comm->size() : 1);
+  RunIdentity run = IdentityOf(config_, exec_.distributed() ? exec_.setup().comm->size() : 1);
+  r.task = task_->kind();
+  const bool link = r.task == nau::Task::kLinkPrediction;
+  // One run per checkpoint directory (rank 0 writes the checkpoints for every worker; the lock is
+  // held until Run returns), and a checkpoint remembers the dataset's contents, not only its path.
+  std::unique_ptr<graph::io::DirectoryLock> checkpoint_lock;
+  if (tc.checkpoint_every() > 0 || tc.resume()) {
+    if (exec_.rank() == 0) {
+      FG_ASSIGN_OR_RETURN(checkpoint_lock, LockCheckpointDirectory(tc.checkpoint_dir()));
+    }
+    std::vector<std::string> outputs = {tc.checkpoint_dir(), config_.dataset().cache_dir(),
+                                        out.summary_json(), out.export_hdg(), out.tensorboard()};
+    if (!out.save_model().empty()) {
+      for (const char* suffix : {"", ".partial", ".previous"})
+        outputs.push_back(out.save_model() + suffix);
+    }
+    FG_ASSIGN_OR_RETURN(run.dataset_files, DatasetFingerprint(config_.dataset().path(), outputs));
+  }
   int start = 0;
   const bool macro_f1 = tc.select_on() == "macro_f1";
   double best_valid = -1;
@@ -208,7 +225,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     std::fprintf(stderr, "resumed from checkpoint at epoch %d (%s%s)\n", start,
                  tc.checkpoint_dir().c_str(), passed_over.empty() ? "" : ", the previous one");
-    best_valid = macro_f1 ? r.valid_macro_f1 : r.valid_accuracy;
+    best_valid = std::isnan(r.best_selection) ? -1 : r.best_selection;
     since_best = (start - r.best_epoch) / tc.eval_every();
   }
   if (out.explain()) std::fprintf(stderr, "%s", Explain().c_str());
@@ -236,6 +253,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     return total;
   };
   int ran = 0;
+  bool said_no_valid = false;
   for (int epoch = start; epoch < tc.epochs(); ++epoch) {
     RunEpochHooks(exec_.rank(), epoch + 1);
     FaultPoint("epoch.start");
@@ -280,17 +298,36 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if ((epoch + 1) % tc.eval_every() == 0 || last) {
       const EpochMetrics m = Evaluate(epoch);
       FG_RETURN_IF_ERROR(status());
+      // What the run reports: link prediction's metrics are its own (ROC-AUC, hits@10 in `extra`),
+      // not accuracies; `m.valid` (its validation AUC) still drives model selection.
+      EpochMetrics shown = m;
+      if (link) {
+        shown.train = shown.valid = shown.valid_macro_f1 = std::nan("");
+        shown.test = shown.test_macro_f1 = shown.test_micro_f1 = std::nan("");
+      }
       record.evaluated = true;
-      record.metrics = m;
+      record.metrics = shown;
       const double valid = macro_f1 ? m.valid_macro_f1 : m.valid;
-      if (valid > best_valid) {
-        best_valid = valid;
+      // Without a validation split (NaN) there is nothing to select on: the last evaluated epoch is
+      // selected, as a DGL or PyG script without validation keeps its final model, and patience
+      // never runs out. Never "epoch 1" by a comparison with nothing.
+      const bool no_valid = std::isnan(valid);
+      if (no_valid && !said_no_valid) {
+        said_no_valid = true;
+        if (!out.quiet()) {
+          std::fprintf(stderr,
+                       "no validation split: the last epoch is selected (no early stopping)\n");
+        }
+      }
+      if (no_valid || valid > best_valid) {
+        if (!no_valid) best_valid = valid;
+        r.best_selection = valid;
         r.best_epoch = epoch + 1;
-        r.valid_accuracy = m.valid;
-        r.valid_macro_f1 = m.valid_macro_f1;
-        r.test_accuracy = m.test;
-        r.test_macro_f1 = m.test_macro_f1;
-        r.test_micro_f1 = m.test_micro_f1;
+        r.valid_accuracy = shown.valid;
+        r.valid_macro_f1 = shown.valid_macro_f1;
+        r.test_accuracy = shown.test;
+        r.test_macro_f1 = shown.test_macro_f1;
+        r.test_micro_f1 = shown.test_micro_f1;
         for (const auto& [key, value] : m.extra) r.extra[key] = value;
         since_best = 0;
         if (!out.save_model().empty()) {  // the parameters the run selects
@@ -302,7 +339,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       } else {
         ++since_best;
       }
-      r.train_accuracy = m.train;
+      r.train_accuracy = shown.train;
       if (!out.quiet()) {
         std::fprintf(stderr, "epoch %4d  %s\n", epoch + 1, task_->EpochLine(loss, m, seconds).c_str());
       }

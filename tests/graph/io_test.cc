@@ -1,6 +1,7 @@
 // .npy arrays, the binary cache, SNAP edge lists and the .npy workload directory.
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -263,6 +264,98 @@ TEST(NpyDirectoryTest, ReadsInt64Indices) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("indices.npy: expected a rank-1 int32 array, found float32"));
+}
+
+// meta.json of a .npy workload: invalid JSON, or a num_classes that is not a non-negative integer
+// at least as large as every label, is refused naming the file and the field (a label of 50 once
+// trained 51 classes).
+TEST(NpyDirectoryTest, RefusesABadMetaJsonNamingTheFileAndField) {
+  TempDir dir;
+  const std::string w = dir.path() + "/w";
+  ASSERT_TRUE(WriteNpyDirectory(TinyDataset(), w, false).ok());
+  const std::string meta = w + "/meta.json";
+  auto why = [&](const std::string& text) {
+    std::ofstream(meta, std::ios::trunc) << text;
+    auto ds = LoadDataset(w, LoadOptions());
+    return ds.ok() ? std::string("ok") : std::string(ds.status().message());
+  };
+  EXPECT_EQ(why(R"({"name": "tiny", "num_classes": 3, "normalize_features": false})"), "ok");
+  EXPECT_EQ(why(R"({"name": "tiny", "normalize_features": false, "extra": [1, {"a": null}]})"),
+            "ok");
+  EXPECT_THAT(why(R"({"name": "tiny", "num_classes": 3,)"), HasSubstr(meta + ": invalid JSON"));
+  EXPECT_THAT(why("num_classes = 3"), HasSubstr(meta + ": invalid JSON"));
+  EXPECT_THAT(why(R"({"num_classes": "3"})"),
+              HasSubstr(meta + ": num_classes: expected a non-negative integer, got \"3\""));
+  EXPECT_THAT(why(R"({"num_classes": -2})"),
+              HasSubstr(meta + ": num_classes: expected a non-negative integer, got -2"));
+  EXPECT_THAT(why(R"({"num_classes": 2.5})"),
+              HasSubstr(meta + ": num_classes: expected a non-negative integer"));
+  EXPECT_THAT(why(R"({"num_classes": 2})"),
+              HasSubstr(meta + ": num_classes: 2, but " + w + "/label.npy holds label 2"));
+  EXPECT_THAT(why(R"({"name": 7})"), HasSubstr(meta + ": name: expected a string"));
+  // A larger num_classes than the labels use is a class without examples: kept.
+  EXPECT_EQ(why(R"({"num_classes": 5})"), "ok");
+  auto five = LoadDataset(w, LoadOptions());
+  ASSERT_TRUE(five.ok());
+  EXPECT_EQ(five->num_classes.at("node"), 5);
+}
+
+// Renames a cache image's section `from` to `to` in its table, with the table and header checksums
+// recomputed: a file whose every checksum holds.
+std::string RenameSection(std::string img, const std::string& from, const std::string& to) {
+  constexpr size_t kHeader = 64, kEntry = 136;
+  uint32_t sections = 0;
+  std::memcpy(&sections, img.data() + 12, 4);
+  bool found = false;
+  for (uint32_t i = 0; i < sections; ++i) {
+    char* name = img.data() + kHeader + i * kEntry;
+    if (from == name) {
+      std::memset(name, 0, 80);
+      std::memcpy(name, to.data(), to.size());
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << from;
+  const uint32_t table_crc =
+      crc32(0, reinterpret_cast<const Bytef*>(img.data() + kHeader), sections * kEntry);
+  std::memcpy(img.data() + 32, &table_crc, 4);
+  const uint32_t header_crc = crc32(0, reinterpret_cast<const Bytef*>(img.data()), 36);
+  std::memcpy(img.data() + 36, &header_crc, 4);
+  return img;
+}
+
+TEST(CacheTest, RefusesADuplicatedSectionWithEveryChecksumIntact) {
+  // The test split renamed to the validation split's name: two 'valid' sections, the test split
+  // gone.
+  const std::string img = EncodeCache(TinyDataset());
+  ASSERT_TRUE(ParseCache(img, "c.fgc").ok());
+  auto dup = ParseCache(RenameSection(img, "t0.test", "t0.valid"), "c.fgc");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_THAT(std::string(dup.status().message()),
+              HasSubstr("c.fgc: corrupt cache: section 't0.valid' appears twice"));
+}
+
+TEST(CacheTest, RefusesAByDstThatIsNotTheTransposeOfBySrc) {
+  // A directed relation 0 -> 1, 1 -> 2, 2 -> 0; by_dst claims 2 -> 1 where the edge is 0 -> 1 (the
+  // same sizes, every id in range, every checksum right).
+  Dataset ds;
+  ds.name = "directed";
+  ds.graph.node_types = {"node"};
+  ds.graph.num_nodes = {3};
+  Relation r;
+  r.src_type = r.dst_type = "node";
+  r.name = "edge";
+  r.by_src = Csr::FromVectors(3, 3, {0, 1, 2, 3}, {1, 2, 0});
+  r.by_dst = r.by_src.Transpose();
+  ds.graph.relations.push_back(r);
+  auto good = ParseCache(EncodeCache(ds), "d.fgc");
+  ASSERT_TRUE(good.ok()) << good.status();
+  ds.graph.relations[0].by_dst = Csr::FromVectors(3, 3, {0, 1, 2, 3}, {2, 2, 1});
+  auto bad = ParseCache(EncodeCache(ds), "d.fgc");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(
+      std::string(bad.status().message()),
+      HasSubstr("d.fgc: corrupt cache: node___edge___node: by_dst is not the transpose of by_src"));
 }
 
 }  // namespace

@@ -217,6 +217,40 @@ std::string HeaderAndTable(const std::vector<Section>& sections, std::vector<uin
   return out;
 }
 
+// Whether two Csr of the same shape hold the same entries row by row (column ids and values,
+// in any order within a row).
+bool SameEntries(const Csr& a, const Csr& b) {
+  if (a.num_rows != b.num_rows || a.num_cols != b.num_cols || a.nnz() != b.nnz() ||
+      a.values.defined() != b.values.defined()) {
+    return false;
+  }
+  auto ids = [](const Csr& c, int64_t k) -> int64_t {
+    return c.has_int64_indices() ? c.col64()[k] : c.indices.i32()[k];
+  };
+  // The common case, rows in the same order (a Transpose sorts each row by column): one pass.
+  bool same_order = true;
+  for (int64_t r = 0; same_order && r <= a.num_rows; ++r)
+    same_order = a.row_ptr()[r] == b.row_ptr()[r];
+  for (int64_t k = 0; same_order && k < a.nnz(); ++k) {
+    same_order = ids(a, k) == ids(b, k) && (!a.val() || a.val()[k] == b.val()[k]);
+  }
+  if (same_order) return true;
+  std::vector<std::pair<int64_t, float>> x, y;
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    if (a.degree(r) != b.degree(r)) return false;
+    x.clear();
+    y.clear();
+    for (int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k)
+      x.push_back({ids(a, k), a.val() ? a.val()[k] : 0.0f});
+    for (int64_t k = b.row_ptr()[r]; k < b.row_ptr()[r + 1]; ++k)
+      y.push_back({ids(b, k), b.val() ? b.val()[k] : 0.0f});
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    if (x != y) return false;
+  }
+  return true;
+}
+
 absl::Status Corrupt(const std::string& name, const std::string& msg) {
   return absl::DataLossError(absl::StrCat(name, ": corrupt cache: ", msg));
 }
@@ -303,6 +337,9 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
   for (Entry& e : table) {
     e.name[sizeof(e.name) - 1] = '\0';
     const std::string sname = e.name;
+    if (arrays.count(sname) != 0 || (sname == "meta" && have_meta)) {
+      return Corrupt(name, absl::StrCat("section '", sname, "' appears twice"));
+    }
     if (e.offset % kAlign != 0 || e.offset > image.size() || e.nbytes > image.size() - e.offset) {
       return Corrupt(name, absl::StrCat("section '", sname, "' out of bounds"));
     }
@@ -474,6 +511,9 @@ absl::StatusOr<Dataset> ParseCache(std::string_view image, const std::string& na
         FG_RETURN_IF_ERROR(csr(p + ".dst", g.num_nodes[d], g.num_nodes[s], &r.by_dst));
         if (r.by_dst.nnz() != r.by_src.nnz()) {
           return Corrupt(name, absl::StrCat(r.Key(), ": by_src and by_dst differ in size"));
+        }
+        if (!SameEntries(r.by_dst, r.by_src.Transpose())) {
+          return Corrupt(name, absl::StrCat(r.Key(), ": by_dst is not the transpose of by_src"));
         }
       }
       r.edge_feat = take(p + ".efeat");

@@ -1,7 +1,10 @@
 #include "flexgraph/graph/io/edge_list.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <limits>
+#include <map>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -27,22 +30,110 @@ std::string StemOf(const std::string& path) {
   return base;
 }
 
-// Value of "key": <int or "string"> in a small JSON object (meta.json).
-std::string JsonValue(const std::string& json, const std::string& key) {
-  size_t p = json.find("\"" + key + "\"");
-  if (p == std::string::npos) return "";
-  p = json.find(':', p);
-  if (p == std::string::npos) return "";
-  ++p;
-  while (p < json.size() && json[p] == ' ') ++p;
-  if (p < json.size() && json[p] == '"') {
-    const size_t e = json.find('"', p + 1);
-    return e == std::string::npos ? "" : json.substr(p + 1, e - p - 1);
+// The top-level members of a JSON object (meta.json): key -> the value's text as written (a string
+// with its quotes). Strict JSON; nested values are checked and kept as text. Errors say where.
+class JsonObjectReader {
+ public:
+  explicit JsonObjectReader(const std::string& text) : t_(text) {}
+
+  absl::StatusOr<std::map<std::string, std::string>> Read() {
+    std::map<std::string, std::string> members;
+    Space();
+    if (!Eat('{')) return Bad("expected '{'");
+    Space();
+    if (!Eat('}')) {
+      for (;;) {
+        Space();
+        const size_t key_at = p_;
+        FG_RETURN_IF_ERROR(String());
+        const std::string key = t_.substr(key_at + 1, p_ - key_at - 2);
+        Space();
+        if (!Eat(':')) return Bad("expected ':'");
+        Space();
+        const size_t value_at = p_;
+        FG_RETURN_IF_ERROR(Value(0));
+        members[key] = t_.substr(value_at, p_ - value_at);
+        Space();
+        if (Eat('}')) break;
+        if (!Eat(',')) return Bad("expected ',' or '}'");
+      }
+    }
+    Space();
+    if (p_ != t_.size()) return Bad("text after the object");
+    return members;
   }
-  size_t e = p;
-  while (e < json.size() && json[e] != ',' && json[e] != '}' && json[e] != '\n') ++e;
-  return json.substr(p, e - p);
-}
+
+ private:
+  absl::Status Bad(const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat(what, " at byte ", p_));
+  }
+  bool Eat(char c) {
+    if (p_ < t_.size() && t_[p_] == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  void Space() {
+    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r'))
+      ++p_;
+  }
+  absl::Status String() {
+    if (!Eat('"')) return Bad("expected a string");
+    while (p_ < t_.size() && t_[p_] != '"') {
+      if (static_cast<unsigned char>(t_[p_]) < 0x20) return Bad("control character in a string");
+      p_ += t_[p_] == '\\' ? 2 : 1;
+    }
+    if (!Eat('"')) return Bad("unterminated string");
+    return absl::OkStatus();
+  }
+  absl::Status Value(int depth) {
+    if (depth > 64) return Bad("nested too deeply");
+    if (p_ >= t_.size()) return Bad("expected a value");
+    const char c = t_[p_];
+    if (c == '"') return String();
+    if (c == '{' || c == '[') {
+      const char close = c == '{' ? '}' : ']';
+      ++p_;
+      Space();
+      if (Eat(close)) return absl::OkStatus();
+      for (;;) {
+        Space();
+        if (c == '{') {
+          FG_RETURN_IF_ERROR(String());
+          Space();
+          if (!Eat(':')) return Bad("expected ':'");
+          Space();
+        }
+        FG_RETURN_IF_ERROR(Value(depth + 1));
+        Space();
+        if (Eat(close)) return absl::OkStatus();
+        if (!Eat(',')) return Bad(absl::StrCat("expected ',' or '", std::string(1, close), "'"));
+      }
+    }
+    for (const char* word : {"true", "false", "null"}) {
+      if (t_.compare(p_, std::strlen(word), word) == 0) {
+        p_ += std::strlen(word);
+        return absl::OkStatus();
+      }
+    }
+    const size_t start = p_;
+    Eat('-');
+    while (p_ < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[p_])) || t_[p_] == '.' ||
+                              t_[p_] == 'e' || t_[p_] == 'E' || t_[p_] == '+' || t_[p_] == '-')) {
+      ++p_;
+    }
+    double ignored;
+    if (p_ == start || !absl::SimpleAtod(t_.substr(start, p_ - start), &ignored)) {
+      p_ = start;
+      return Bad("expected a value");
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& t_;
+  size_t p_ = 0;
+};
 
 absl::Status Expect(const Tensor& t, const std::string& path, DType dtype, int rank) {
   if (t.dtype() != dtype || t.rank() != rank) {
@@ -109,12 +200,26 @@ absl::StatusOr<Dataset> LoadNpyDirectory(const std::string& dir) {
     return absl::InvalidArgumentError(absl::StrCat(ix, ": ", s.message()));
   }
   Dataset ds;
+  // meta.json (optional): a JSON object; "name" a string, "num_classes" a non-negative integer no
+  // smaller than any label. Anything else is refused, naming the file and the field.
   const std::string meta_path = JoinPath(dir, "meta.json");
-  std::string meta;
+  std::map<std::string, std::string> meta;
   if (PathExists(meta_path)) {
-    FG_ASSIGN_OR_RETURN(meta, ReadFileToString(meta_path));
+    FG_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(meta_path));
+    auto members = JsonObjectReader(text).Read();
+    if (!members.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(meta_path, ": invalid JSON: ", members.status().message()));
+    }
+    meta = std::move(*members);
   }
-  ds.name = JsonValue(meta, "name");
+  if (auto it = meta.find("name"); it != meta.end()) {
+    if (it->second.size() < 2 || it->second.front() != '"') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(meta_path, ": name: expected a string, got ", it->second));
+    }
+    ds.name = it->second.substr(1, it->second.size() - 2);
+  }
   if (ds.name.empty()) ds.name = StemOf(dir);
   ds.graph.node_types = {"node"};
   ds.graph.num_nodes = {n};
@@ -134,7 +239,11 @@ absl::StatusOr<Dataset> LoadNpyDirectory(const std::string& dir) {
     ds.features["node"] = f;
   }
   int64_t classes = 0;
-  absl::SimpleAtoi(JsonValue(meta, "num_classes"), &classes);
+  const bool meta_classes = meta.count("num_classes") != 0;
+  if (meta_classes && (!absl::SimpleAtoi(meta.at("num_classes"), &classes) || classes < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        meta_path, ": num_classes: expected a non-negative integer, got ", meta.at("num_classes")));
+  }
   const std::string lp = JoinPath(dir, "label.npy");
   if (PathExists(lp)) {
     FG_ASSIGN_OR_RETURN(Tensor l, ReadNpy(lp));
@@ -142,7 +251,13 @@ absl::StatusOr<Dataset> LoadNpyDirectory(const std::string& dir) {
     if (l.dim(0) != n) {
       return absl::InvalidArgumentError(absl::StrCat(lp, ": ", l.dim(0), " rows but ", ip, " has ", n, " nodes"));
     }
-    for (int64_t i = 0; i < n; ++i) classes = std::max(classes, l.i64()[i] + 1);
+    int64_t largest = -1;
+    for (int64_t i = 0; i < n; ++i) largest = std::max(largest, l.i64()[i]);
+    if (meta_classes && largest >= classes) {
+      return absl::InvalidArgumentError(absl::StrCat(meta_path, ": num_classes: ", classes,
+                                                     ", but ", lp, " holds label ", largest));
+    }
+    classes = std::max(classes, largest + 1);
     ds.labels["node"] = l;
   }
   if (classes > 0) ds.num_classes["node"] = classes;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -319,6 +320,64 @@ std::vector<std::string> ListDirectory(const std::string& path) {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+absl::Status RequireNewOrEmptyDirectory(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return absl::OkStatus();
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(flag, " ", dir, ": exists and is not a directory (choose a new directory)"));
+  }
+  if (!std::filesystem::is_empty(dir, ec) || ec) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        flag, " ", dir, ": exists and is not empty (choose a new directory or remove it)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DirectoryLock>> DirectoryLock::Acquire(const std::string& dir,
+                                                                      const std::string& name,
+                                                                      const std::string& what) {
+  FG_RETURN_IF_ERROR(MakeDirectories(dir));
+  const std::string path = JoinPath(dir, name);
+  const int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " ", dir, ": cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::string holder(512, '\0');
+    const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
+    holder.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " ", dir, " is in use by another run (",
+        holder.empty() ? "its holder has not said who it is" : holder,
+        "); runs cannot share it: choose another directory, or wait for that run to end"));
+  }
+  // Who holds it: pid, host and command line.
+  char host[256] = "";
+  ::gethostname(host, sizeof(host) - 1);
+  std::string command;
+  if (auto cmdline = ReadFileToString("/proc/self/cmdline"); cmdline.ok()) {
+    command = *cmdline;
+    std::replace(command.begin(), command.end(), '\0', ' ');
+    while (!command.empty() && command.back() == ' ') command.pop_back();
+    if (command.size() > 300) command = command.substr(0, 300) + "...";
+  }
+  const std::string me =
+      absl::StrCat("pid ", ::getpid(), " on ", host, command.empty() ? "" : ": ", command, "\n");
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    // The lock holds regardless; only the holder's description is missing.
+  }
+  return std::unique_ptr<DirectoryLock>(new DirectoryLock(fd));
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::string ResolveCompressed(const std::string& base) {

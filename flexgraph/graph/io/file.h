@@ -88,4 +88,29 @@ std::vector<std::string> ListDirectory(const std::string& path);
 // The first of `base + ".gz"` and `base` that exists, or `base + ".gz"` when neither does.
 std::string ResolveCompressed(const std::string& base);
 
+// Before a command writes a directory of outputs (a dataset, a partitioned dataset): `dir` must be
+// absent or an empty directory, so that nothing already there mixes with the new files or stays
+// among them. The error names the flag that chose it: "--out D: exists and is not empty (choose a
+// new directory or remove it)".
+absl::Status RequireNewOrEmptyDirectory(const std::string& flag, const std::string& dir);
+
+// An exclusive lock (flock) on the file `dir`/`name`, created with `dir` when absent; released at
+// destruction or when the process ends, however it ends. The holder writes its pid, host and
+// command line into the file, so that a refused process can name it. Move-only.
+class DirectoryLock {
+ public:
+  // Fails when another process holds the lock: "<what> <dir> is in use by another run (pid P on
+  // host H: <command line>)".
+  static absl::StatusOr<std::unique_ptr<DirectoryLock>> Acquire(const std::string& dir,
+                                                                const std::string& name,
+                                                                const std::string& what);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  explicit DirectoryLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 }  // namespace fg::graph::io

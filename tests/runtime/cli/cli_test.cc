@@ -1,7 +1,14 @@
 // Single-process commands of the real `flexgraph` binary: an out-of-tree model loaded with
 // --udf_library, a saved model predicting and embedding as trained, every command's flags checked
 // with errors naming the flag, file or field, and training under a per-process memory limit.
+// What an adversarial pass over the binary found (each fails before its fix): a failed run's
+// summary path is left alone; generate and convert refuse a filled directory; two runs cannot share
+// a checkpoint directory; resume refuses changed dataset files; absent splits are reported as such;
+// link prediction reports its own metrics; embed checks --top_k before writing; partition reads its
+// config's parts and method; predict refuses a parameter file that fails its checksum.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +16,8 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/runtime/process_util.h"
 #include "tests/runtime/scratch_dir.h"
@@ -16,6 +25,18 @@
 namespace {
 
 using namespace fg::testing;  // NOLINT: the process helpers
+
+// An .npy file of an empty int64 array, as numpy.save(np.zeros(0, np.int64)) writes it.
+std::string EmptyInt64Npy() {
+  std::string header = "{'descr': '<i8', 'fortran_order': False, 'shape': (0,), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header;
+}
 
 TEST(Cli, UdfLibraryRegistersAnOutOfTreeModel) {
   const std::string lib = std::string(FG_BINARY_DIR) + "/udf_examples/external_model/libsgc_model.so";
@@ -121,8 +142,9 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_NE(out.find("is a directory"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " train --summary_json /nonexistent-dir/s.json", &out), 2);
   EXPECT_NE(out.find("--summary_json"), std::string::npos) << out;
+  // A failed run leaves the file its summary would have replaced as it was.
   EXPECT_EQ(Shell(kFlexgraph + " train --dataset /nonexistent/dir --summary_json " + json, &out), 1);
-  EXPECT_FALSE(std::filesystem::exists(json)) << "a failed run left the previous summary";
+  EXPECT_EQ(Field(Read(json), "epochs"), 2) << "a failed run removed the previous summary";
   // Launch flags are checked before any process starts.
   for (const char* bad : {"--workers 4294967298", "--exchange foo", "--partition foo", "--heartbeat_timeout 0"}) {
     EXPECT_EQ(Shell(kFlexgraph + " launch " + bad + " -- train", &out), 2) << bad;
@@ -158,6 +180,286 @@ TEST(Train, UnderAPerProcessDataLimitEndsTrainingOrSaysOutOfMemory) {
   }
   EXPECT_GT(trained, 0);  // the largest limit leaves room
   EXPECT_GT(refused, 0);  // the smallest does not
+}
+
+// --- What an adversarial pass over the binary found (issue 53, item 7) ---------------------------
+
+// Files of a directory, sorted (empty when it does not exist).
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::string kSbm = "sbm:nodes=300,classes=3,features=8";
+
+TEST(Cli, AFailedRunLeavesTheFileItsSummaryWouldReplace) {
+  // `--summary_json D/raw/edge.csv.gz` once deleted a dataset file at start-up, before the run
+  // failed.
+  const std::string d = ScratchDir("fg_cli_summary_kept");
+  const std::string file = d + "/edge.csv.gz";
+  std::ofstream(file) << "a dataset file";
+  std::string out;
+  EXPECT_EQ(Shell(kFlexgraph + " train --dataset /nonexistent/dir --summary_json " + file, &out), 1)
+      << out;
+  EXPECT_EQ(Read(file), "a dataset file");
+  EXPECT_NE(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d +
+                      "/logs -- train --dataset "
+                      "/nonexistent/dir --summary_json " +
+                      file,
+                  &out),
+            0)
+      << out;
+  EXPECT_EQ(Read(file), "a dataset file");
+  EXPECT_EQ(
+      Shell(kFlexgraph + " train --dataset " + kSbm + " --lr -1 --summary_json " + file, &out), 2)
+      << out;
+  EXPECT_EQ(Read(file), "a dataset file");
+  // A run that finishes replaces it whole, leaving no temporary file.
+  ASSERT_EQ(
+      Shell(kFlexgraph + " train --quiet --dataset " + kSbm + " --epochs 2 --summary_json " + file,
+            &out),
+      0)
+      << out;
+  EXPECT_EQ(Field(Read(file), "epochs"), 2);
+  EXPECT_EQ(Files(d), (std::vector<std::string>{"edge.csv.gz", "logs"}));
+}
+
+TEST(Cli, GenerateAndConvertRefuseADirectoryThatHoldsFiles) {
+  // Writing into an existing dataset directory mixes layouts or leaves old splits behind: refused,
+  // as `partition --out` refuses, before anything is generated or loaded, and nothing is touched.
+  const std::string d = ScratchDir("fg_cli_out_dirs");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " generate " + kSbm + " --out " + d + "/data", &out), 0) << out;
+  const std::vector<std::string> before = Files(d + "/data");
+  ASSERT_FALSE(before.empty());
+  for (const std::string format : {"ogb", "npy"}) {
+    EXPECT_EQ(Shell(kFlexgraph + " generate " + kSbm + ",seed=9 --format " + format + " --out " +
+                        d + "/data",
+                    &out),
+              2)
+        << format;
+    EXPECT_NE(out.find("--out " + d + "/data: exists and is not empty"), std::string::npos) << out;
+  }
+  for (const std::string flag : {"--ogb_dir", "--npy_dir"}) {
+    EXPECT_EQ(Shell(kFlexgraph + " convert " + kCora + " " + flag + " " + d + "/data", &out), 2)
+        << flag;
+    EXPECT_NE(out.find(flag + " " + d + "/data: exists and is not empty"), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("loaded"), std::string::npos) << "refused only after loading: " << out;
+  }
+  EXPECT_EQ(Files(d + "/data"), before);
+  // The same check and words as partition's.
+  EXPECT_EQ(Shell(kFlexgraph + " partition --quiet --dataset " + kSbm +
+                      " --parts 2 --method hash --out " + d + "/data",
+                  &out),
+            2);
+  EXPECT_NE(out.find("--out " + d + "/data: exists and is not empty"), std::string::npos) << out;
+  // New and empty directories are written.
+  std::filesystem::create_directories(d + "/empty");
+  EXPECT_EQ(Shell(kFlexgraph + " convert " + d + "/data --npy_dir " + d + "/empty --ogb_dir " + d +
+                      "/new",
+                  &out),
+            0)
+      << out;
+  EXPECT_TRUE(std::filesystem::exists(d + "/empty/indptr.npy"));
+  EXPECT_EQ(Shell(kFlexgraph + " info " + d + "/new", &out), 0) << out;
+}
+
+TEST(Cli, TwoRunsCannotShareACheckpointDirectory) {
+  // Two runs sharing --checkpoint_dir clobbered each other's checkpoints, and one resumed from the
+  // other's: the second is refused, naming the directory and the run holding it.
+  const std::string d = ScratchDir("fg_cli_ckpt_lock");
+  const std::string train = kFlexgraph + " train --dataset " + kCora +
+                            " --threads 1 --quiet --checkpoint_every 1 "
+                            "--checkpoint_dir " +
+                            d + "/ckpt";
+  const pid_t first = fork();
+  if (first == 0) {
+    const std::string cmd = "exec " + train + " --epochs 5000 > " + d + "/first.out 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; i < 1200 && !std::filesystem::exists(d + "/ckpt/checkpoint.pb"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(std::filesystem::exists(d + "/ckpt/checkpoint.pb")) << Read(d + "/first.out");
+  std::string out;
+  EXPECT_EQ(Shell(train + " --epochs 3", &out), 1);
+  EXPECT_NE(out.find("--checkpoint_dir " + d + "/ckpt is in use by another run"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("pid " + std::to_string(first)), std::string::npos) << out;
+  EXPECT_EQ(Shell(train + " --epochs 5000 --resume --stop_after 1", &out), 1);
+  EXPECT_NE(out.find("is in use by another run"), std::string::npos) << out;
+  // The lock dies with its holder: a killed run's directory resumes.
+  kill(first, SIGKILL);
+  int st = 0;
+  waitpid(first, &st, 0);
+  EXPECT_EQ(Shell(train + " --epochs 5000 --resume --stop_after 1", &out), 0) << out;
+}
+
+TEST(Cli, ResumeRefusesADatasetWhoseContentsChanged) {
+  // The checkpoint compared only the dataset's path: a run resumed over other data, silently.
+  const std::string d = ScratchDir("fg_cli_resume_changed");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " generate " + kSbm + " --format npy --out " + d + "/data", &out), 0)
+      << out;
+  ASSERT_EQ(
+      Shell(kFlexgraph + " generate " + kSbm + ",seed=7 --format npy --out " + d + "/other", &out),
+      0)
+      << out;
+  const std::string train = kFlexgraph + " train --dataset " + d +
+                            "/data --epochs 6 --threads 1 --quiet "
+                            "--checkpoint_every 1 --checkpoint_dir " +
+                            d + "/ckpt --stop_after 2";
+  ASSERT_EQ(Shell(train, &out), 0) << out;
+  ASSERT_EQ(Shell(train + " --resume", &out), 0) << out;  // the same data resumes
+  // Other features of the same size, the file's time kept: the contents differ.
+  const auto when = std::filesystem::last_write_time(d + "/data/feat.npy");
+  std::filesystem::copy_file(d + "/other/feat.npy", d + "/data/feat.npy",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::last_write_time(d + "/data/feat.npy", when);
+  EXPECT_EQ(Shell(train + " --resume", &out), 1);
+  EXPECT_NE(out.find("feat.npy"), std::string::npos) << out;
+  EXPECT_NE(out.find("dataset changed since the checkpoint"), std::string::npos) << out;
+  // A file added to the dataset is named too.
+  std::filesystem::copy_file(d + "/other/feat.npy", d + "/data/feat.npy",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::remove(d + "/data/test_idx.npy");
+  EXPECT_EQ(Shell(train + " --resume", &out), 1);
+  EXPECT_NE(out.find("test_idx.npy"), std::string::npos) << out;
+}
+
+TEST(Cli, MissingSplitsAreReportedAsAbsentNotAsZero) {
+  const std::string d = ScratchDir("fg_cli_splits");
+  std::string out;
+  // No test split: no test metrics (null in the summary), said in the result line, not 0.0000.
+  ASSERT_EQ(Shell(kFlexgraph + " generate " + kSbm + " --format npy --out " + d + "/no_test", &out),
+            0)
+      << out;
+  std::filesystem::remove(d + "/no_test/test_idx.npy");
+  ASSERT_EQ(Shell(kFlexgraph + " train --quiet --dataset " + d +
+                      "/no_test --epochs 3 --summary_json " + d + "/nt.json",
+                  &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("no test split"), std::string::npos) << out;
+  EXPECT_EQ(out.find("test accuracy 0.0000"), std::string::npos) << out;
+  const std::string nt = Read(d + "/nt.json");
+  for (const char* key : {"test_accuracy", "test_macro_f1", "test_micro_f1"}) {
+    EXPECT_NE(nt.find("\"" + std::string(key) + "\": null"), std::string::npos)
+        << key << ": " << nt;
+  }
+  // An empty validation split: the last epoch is the one selected (what a DGL or PyG script
+  // without validation keeps), and the run says so; never epoch 1 by a comparison with nothing.
+  ASSERT_EQ(
+      Shell(kFlexgraph + " generate " + kSbm + " --format npy --out " + d + "/no_valid", &out), 0)
+      << out;
+  { std::ofstream(d + "/no_valid/valid_idx.npy", std::ios::binary) << EmptyInt64Npy(); }
+  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + d + "/no_valid --epochs 4 --summary_json " +
+                      d + "/nv.json",
+                  &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("no validation split: the last epoch is selected"), std::string::npos) << out;
+  const std::string nv = Read(d + "/nv.json");
+  EXPECT_EQ(Field(nv, "best_epoch"), 4) << nv;
+  EXPECT_NE(nv.find("\"valid_accuracy\": null"), std::string::npos) << nv;
+  EXPECT_GE(Field(nv, "test_accuracy"), 0) << nv;
+}
+
+TEST(Cli, LinkPredictionReportsItsOwnMetricsAndEmbedChecksTopKBeforeWriting) {
+  const std::string d = ScratchDir("fg_cli_links");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --quiet --model pinsage --dataset " +
+                      std::string(FG_SHARED_DATA_DIR) + "/lastfm --epochs 2 --summary_json " + d +
+                      "/lp.json --save_model " + d + "/model",
+                  &out),
+            0)
+      << out;
+  // Its own metric names: no accuracy (an AUC is not one), the AUC under its name.
+  EXPECT_NE(out.find("test AUC"), std::string::npos) << out;
+  EXPECT_EQ(out.find("accuracy"), std::string::npos) << out;
+  const std::string lp = Read(d + "/lp.json");
+  for (const char* key : {"test_accuracy", "valid_accuracy", "valid_macro_f1", "test_macro_f1"}) {
+    EXPECT_NE(lp.find("\"" + std::string(key) + "\": null"), std::string::npos)
+        << key << ": " << lp;
+  }
+  EXPECT_GT(Field(lp, "valid_auc"), 0) << lp;
+  EXPECT_GT(Field(lp, "test_auc"), 0) << lp;
+  // --top_k is checked before anything is written (it ended in std::bad_alloc after --out).
+  for (const std::string k : {"0", "100000000"}) {
+    EXPECT_EQ(Shell(kFlexgraph + " embed --model_dir " + d + "/model --out " + d +
+                        "/h.npy --recommend " + d + "/r.csv --top_k " + k,
+                    &out),
+              2)
+        << k;
+    EXPECT_NE(out.find("--top_k"), std::string::npos) << out;
+    EXPECT_EQ(out.find("bad_alloc"), std::string::npos) << out;
+    EXPECT_FALSE(std::filesystem::exists(d + "/h.npy")) << k;
+    EXPECT_FALSE(std::filesystem::exists(d + "/r.csv")) << k;
+  }
+  EXPECT_EQ(Shell(kFlexgraph + " embed --model_dir " + d + "/model --out " + d +
+                      "/h.npy --recommend " + d + "/r.csv --top_k 3",
+                  &out),
+            0)
+      << out;
+}
+
+TEST(Cli, PartitionTakesPartsAndMethodFromItsConfig) {
+  const std::string d = ScratchDir("fg_cli_partition_config");
+  std::ofstream(d + "/p.txt") << "dataset { path: \"" << kSbm
+                              << "\" }\npartition { parts: 3 method: \"hash\" }\n";
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " partition --config " + d + "/p.txt --out " + d + "/parts", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("3 parts, method hash"), std::string::npos) << out;
+  // Flags still win over the file.
+  ASSERT_EQ(
+      Shell(kFlexgraph + " partition --config " + d + "/p.txt --parts 2 --out " + d + "/parts2",
+            &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("2 parts, method hash"), std::string::npos) << out;
+  std::ofstream(d + "/bad.txt") << "dataset { path: \"" << kSbm
+                                << "\" }\npartition { parts: -3 }\n";
+  EXPECT_EQ(Shell(kFlexgraph + " partition --config " + d + "/bad.txt --out " + d + "/bad", &out),
+            2);
+  EXPECT_NE(out.find("partition.parts: must be at least 1, got -3"), std::string::npos) << out;
+  std::ofstream(d + "/bad_method.txt")
+      << "dataset { path: \"" << kSbm << "\" }\npartition { method: \"best\" }\n";
+  EXPECT_EQ(
+      Shell(kFlexgraph + " partition --config " + d + "/bad_method.txt --out " + d + "/bad", &out),
+      2);
+  EXPECT_NE(out.find("partition.method"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(d + "/bad"));
+}
+
+TEST(Cli, PredictRefusesADamagedSavedModel) {
+  const std::string d = ScratchDir("fg_cli_model_checksum");
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --quiet --dataset " + kSbm + " --epochs 2 --save_model " +
+                      d + "/model",
+                  &out),
+            0)
+      << out;
+  ASSERT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + "/model --out " + d + "/p.csv", &out),
+            0)
+      << out;
+  // One bit of a parameter's data flipped (the .npy header intact): refused, naming the file.
+  const std::string param = d + "/model/params/layer0.linear.weight.npy";
+  std::string bytes = Read(param);
+  ASSERT_GT(bytes.size(), 200u);
+  bytes[bytes.size() - 3] ^= 0x10;
+  { std::ofstream(param, std::ios::binary) << bytes; }
+  EXPECT_EQ(Shell(kFlexgraph + " predict --model_dir " + d + "/model --out " + d + "/q.csv", &out),
+            1);
+  EXPECT_NE(out.find(param + ": checksum mismatch"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(d + "/q.csv"));
 }
 
 }  // namespace

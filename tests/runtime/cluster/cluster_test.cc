@@ -6,6 +6,7 @@
 // Slurm: workers started as srun would start them (SLURM_* variables) find each other through the
 // coordinator that task 0 runs, and match single-process training.
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -16,8 +17,12 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/comm/mpi_communicator.h"
+#include "proto/flexgraph.grpc.pb.h"
+#include "runtime/cluster/coordinator.h"
 #include "runtime/cluster/worker.h"
+#include "runtime/comm/auth.h"
+#include "runtime/comm/mpi_communicator.h"
+#include "runtime/train/config.h"
 #include "tests/runtime/process_util.h"
 #include "tests/runtime/scratch_dir.h"
 
@@ -175,6 +180,51 @@ TEST(Slurm, TasksOfAStepTrainThroughTheCoordinatorOfTaskZero) {
   EXPECT_EQ(Shell("env SLURM_PROCID=0 SLURM_NTASKS=two SLURM_NODELIST=localhost FG_RUN_TOKEN=t " + kFlexgraph +
                   " worker" + train, &out), 2);
   EXPECT_NE(out.find("$SLURM_NTASKS is 'two'"), std::string::npos) << out;
+}
+
+// A final report the coordinator cannot use (worker 0's summary is not JSON) is refused to the
+// worker that sent it, which then fails, instead of finishing with exit status 0 while the
+// coordinator fails writing the summary.
+TEST(Coordinator, AMalformedFinalReportIsRefusedToTheWorkerThatSentIt) {
+  const std::string d = ScratchDir("fg_coordinator_report");
+  flexgraph::RunConfig user;
+  user.mutable_dataset()->set_path("sbm:nodes=100,classes=2,features=4");
+  user.mutable_output()->set_summary_json(d + "/summary.json");
+  auto train = fg::runtime::ResolveConfig(user);
+  ASSERT_TRUE(train.ok()) << train.status();
+  fg::runtime::CoordinatorOptions o;
+  o.workers = 1;
+  o.token = "t";
+  o.partition_method = "hash";
+  auto c = fg::runtime::Coordinator::Start(o, *train);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto stub = flexgraph::Coordinator::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string((*c)->port()), grpc::InsecureChannelCredentials()));
+  flexgraph::RegisterRequest reg;
+  reg.set_address("127.0.0.1:1");
+  reg.set_rank_hint(0);
+  reg.set_settings(fg::runtime::SharedSettings(*train).SerializeAsString());
+  flexgraph::RegisterReply registered;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(fg::runtime::kTokenMetadata, "t");
+    const grpc::Status s = stub->Register(&ctx, reg, &registered);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  flexgraph::MetricsRequest report;
+  report.set_rank(0);
+  report.set_final(true);
+  report.set_summary_json("{\"losses\": [1.0,");
+  flexgraph::MetricsReply reply;
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(fg::runtime::kTokenMetadata, "t");
+  const grpc::Status s = stub->ReportMetrics(&ctx, report, &reply);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.error_message().find("summary of worker 0"), std::string::npos) << s.error_message();
+  const absl::Status run = (*c)->Wait();
+  EXPECT_FALSE(run.ok());
+  EXPECT_NE(run.message().find("worker 0"), std::string::npos) << run;
+  EXPECT_FALSE(std::filesystem::exists(d + "/summary.json"));
 }
 
 }  // namespace

@@ -90,6 +90,22 @@ TEST(NodeClassification, MetricsAreComputedFromTheSummedCounts) {
   EXPECT_EQ(m.test, 1.0);
 }
 
+TEST(NodeClassification, AnEmptySplitHasNoMetricsRatherThanZero) {
+  // No validation vertices, no test split at all: NaN (null in the summary), which a reader cannot
+  // take for an accuracy of 0 and model selection cannot take for a value to beat.
+  graph::Dataset ds = SixVertices();
+  ds.splits["node"].valid = Tensor::Empty({0}, DType::kInt64);
+  ds.splits["node"].test = Tensor();
+  auto task = NodeClassificationTask::Create(ds, "node", "six");
+  ASSERT_TRUE(task.ok()) << task.status();
+  ASSERT_TRUE(
+      (*task)->SetOutputRows(Tensor::FromVector(std::vector<int64_t>{0, 1, 2, 3, 4, 5})).ok());
+  EpochMetrics m = (*task)->Evaluate(Logits({0, 1, 0, 0, 1, 1}), kAlone);
+  EXPECT_NEAR(m.train, 2.0 / 3, 1e-12);
+  for (double v : {m.valid, m.valid_macro_f1, m.test, m.test_macro_f1, m.test_micro_f1})
+    EXPECT_TRUE(std::isnan(v)) << v;
+}
+
 TEST(NodeClassification, ErrorsNameTheSplitAndTheVertex) {
   graph::Dataset ds = SixVertices();
   ds.splits["node"].test = Tensor::FromVector(std::vector<int64_t>{4, 1});

@@ -124,6 +124,10 @@ TEST(Checkpoint, DamagedFilesAreRefusedAndNothingIsRestored) {
                 why.find("not a FlexGraph checkpoint") != std::string::npos)
         << "cut at " << cut << ": " << why;
   }
+  // Bytes after the payload: named as such, not as a truncation.
+  const std::string trailing = refused(good + "extra");
+  EXPECT_NE(trailing.find("5 trailing bytes after the checkpoint"), std::string::npos) << trailing;
+  EXPECT_EQ(trailing.find("truncated"), std::string::npos) << trailing;
   // A flipped byte in the payload: the checksum.
   std::string flipped = good;
   flipped[good.size() - 3] ^= 0x40;

@@ -272,6 +272,54 @@ TEST_F(SavedModelTest, NothingIsOverwrittenButASavedModel) {
   EXPECT_FALSE(graph::io::PathExists(model_dir() + "/params/layer0.linear.weight.npy"));  // gcn's
 }
 
+TEST_F(SavedModelTest, ParametersThatAreNotFiniteOrDoNotMatchTheirChecksumAreRefused) {
+  TrainAndSave(Config("gcn", "sbm:nodes=200,classes=2,features=4", 2));
+  auto saved = ReadSavedModel(model_dir());
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  for (const auto& p : saved->params()) EXPECT_TRUE(p.has_crc32()) << p.name();
+  auto load = [&]() -> absl::Status {
+    auto again = ReadSavedModel(model_dir());
+    if (!again.ok()) return again.status();
+    auto resolved = ResolveConfig(again->config());
+    EXPECT_TRUE(resolved.ok());
+    return LoadModel(model_dir(), *again, *resolved).status();
+  };
+  ASSERT_TRUE(load().ok());
+  std::vector<std::pair<std::string, Tensor>> params;
+  for (const auto& p : saved->params()) {
+    auto t = graph::io::ReadNpy(model_dir() + "/params/" + p.name() + ".npy");
+    ASSERT_TRUE(t.ok()) << t.status();
+    params.emplace_back(p.name(), *t);
+  }
+  const std::string name = params[0].first;
+  // Saved that way (the checksum is of the NaN): refused, naming the parameter and the element.
+  for (float bad : {std::nanf(""), INFINITY}) {
+    Tensor t = params[0].second.Clone();
+    t.f32()[1] = bad;
+    auto with = params;
+    with[0].second = t;
+    ASSERT_TRUE(SaveModel(model_dir(), *saved, with).ok());
+    const absl::Status s = load();
+    ASSERT_FALSE(s.ok());
+    EXPECT_THAT(s.message(), HasSubstr("parameter " + name + " holds " +
+                                       (std::isnan(bad) ? "NaN" : "inf") + " at element 1"));
+  }
+  // Changed after saving: the checksum names the file.
+  ASSERT_TRUE(SaveModel(model_dir(), *saved, params).ok());
+  ASSERT_TRUE(load().ok());
+  Tensor t = params[0].second.Clone();
+  t.f32()[0] += 1;
+  ASSERT_TRUE(graph::io::WriteNpy(model_dir() + "/params/" + name + ".npy", t).ok());
+  const absl::Status s = load();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr(model_dir() + "/params/" + name + ".npy: checksum mismatch"));
+  // A model saved before checksums is refused by its format version.
+  auto old =
+      ParseSavedModel("format_version: 1\nconfig { model { name: \"gcn\" } }\n", "m/model.txtpb");
+  ASSERT_FALSE(old.ok());
+  EXPECT_THAT(old.status().message(), HasSubstr("saved-model format version 1"));
+}
+
 TEST(SavedModelFiles, ManifestAndNodeListErrorsNameTheFileAndLine) {
   auto bad = ParseSavedModel("format_version: 1\nconfig { model { nme: \"gcn\" } }\n", "m/model.txtpb");
   ASSERT_FALSE(bad.ok());
