@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
@@ -103,7 +104,10 @@ absl::StatusOr<Hdg> HdgBuilder::Build(const std::vector<int32_t>& roots,
   const int types = schema_.num_types();
   const bool metapath = schema_.kind() == SchemaKind::kMetapath;
   std::vector<NeighborWriter::Buffer> buffers(chunks);
-  Progress progress("hdg", n);
+  // Progress lines only for a selection long enough to be waited for (not per graph of a batch).
+  constexpr int64_t kProgressRoots = int64_t{1} << 20;
+  std::optional<Progress> progress;
+  if (n >= kProgressRoots) progress.emplace("hdg", n);
   std::atomic<int64_t> done{0};
   ParallelForDynamic(0, chunks, 1, [&](int64_t c) {
     NeighborWriter::Buffer& buf = buffers[c];
@@ -119,7 +123,7 @@ absl::StatusOr<Hdg> HdgBuilder::Build(const std::vector<int32_t>& roots,
       NeighborWriter writer(&schema_, num_vertices_, &buf, roots[i]);
       select(roots[i], writer);
     }
-    progress.Update(done += hi - lo);
+    if (progress) progress->Update(done += hi - lo);
   });
   for (const auto& b : buffers) {
     if (!b.error.empty()) return absl::InvalidArgumentError(absl::StrCat("NeighborSelection: ", b.error));
@@ -157,7 +161,7 @@ absl::StatusOr<Hdg> HdgBuilder::Build(const std::vector<int32_t>& roots,
       }
     });
     levels.push_back(MakeLevel(n, num_vertices_, offsets, children, weights, {0, n}));
-    progress.Finish();
+    if (progress) progress->Finish();
     return Hdg(schema_, num_vertices_, root_tensor, std::move(levels));
   }
 
@@ -226,7 +230,7 @@ absl::StatusOr<Hdg> HdgBuilder::Build(const std::vector<int32_t>& roots,
   levels.push_back(MakeLevel(types * n, num_inst, l2_off, l2_children, Tensor(),
                              group_type_offsets));
   levels.push_back(MakeLevel(n, types * n, l3_off, l3_children, Tensor(), {0, n}));
-  progress.Finish();
+  if (progress) progress->Finish();
   return Hdg(schema_, num_vertices_, root_tensor, std::move(levels));
 }
 

@@ -46,18 +46,27 @@ ag::Var GraphSetTask::Loss(const ag::Var& output, int) const {
 
 EpochMetrics GraphSetTask::Evaluate(const Tensor& output, const WorkerSum& sum) {
   const GraphBatch whole = WholeSet(*dataset_);
+  std::map<std::string, double> splits[3];
+  for (int s = 0; s < 3; ++s) splits[s] = Metrics(output, whole, s);
+  return SplitMetrics(splits);
+}
+
+EpochMetrics GraphSetTask::SplitMetrics(const std::map<std::string, double> (&splits)[3]) const {
   EpochMetrics m;
   const char* names[3] = {"train", "valid", "test"};
   double* main[3] = {&m.train, &m.valid, &m.test};
   for (int s = 0; s < 3; ++s) {
-    std::map<std::string, double> got = Metrics(output, whole, s);
-    *main[s] = kind() == nau::Task::kEdgeClassification && got.count("auc") ? got["auc"]
-                                                                             : got["accuracy"];
-    for (const auto& [key, value] : got) {
+    auto get = [&](const char* key) {
+      auto it = splits[s].find(key);
+      return it == splits[s].end() ? std::nan("") : it->second;
+    };
+    *main[s] = kind() == nau::Task::kEdgeClassification && splits[s].count("auc") ? get("auc")
+                                                                                  : get("accuracy");
+    for (const auto& [key, value] : splits[s]) {
       if (key != "items") m.extra[absl::StrCat(names[s], "_", key)] = value;
     }
   }
-  m.test_micro_f1 = m.extra["test_accuracy"];
+  m.test_micro_f1 = m.extra.count("test_accuracy") ? m.extra["test_accuracy"] : std::nan("");
   m.test_macro_f1 = m.valid_macro_f1 = std::nan("");
   return m;
 }
@@ -110,6 +119,17 @@ absl::StatusOr<std::unique_ptr<EdgeClassificationTask>> EdgeClassificationTask::
   t->pos_weight_ = static_cast<float>(pw);
   t->cut_ = static_cast<float>(cut);
   t->class_weights_.assign(t->classes_, 1.0f);
+  // Loss items per graph: labelled entries of the union Csr's rows of training graphs.
+  const GraphBatch whole = WholeSet(*dataset);
+  const std::vector<int64_t> labels = t->EntryLabels(whole);
+  const int64_t* row_ptr = dataset->Adjacency().row_ptr();
+  t->training_items_.assign(gs.num_graphs(), 0);
+  for (int64_t g = 0; g < gs.num_graphs(); ++g) {
+    if (t->split_of_[g] != 0) continue;
+    for (int64_t k = row_ptr[gs.NodeBegin(g)]; k < row_ptr[gs.NodeEnd(g)]; ++k) {
+      t->training_items_[g] += labels[k] >= 0;
+    }
+  }
   const std::string& cw = options.String("class_weights");
   if (!cw.empty()) {
     std::vector<std::string> words = absl::StrSplit(cw, ',');
@@ -140,7 +160,8 @@ std::vector<int64_t> EdgeClassificationTask::EntryLabels(const GraphBatch& batch
   return out;
 }
 
-ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatch& batch) const {
+ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatch& batch,
+                                          double denominator) const {
   const Csr& a = batch.data->Adjacency();
   FG_CHECK(output.rows() == a.nnz()) << "edge classification: " << output.value().ShapeString()
                                      << " output rows for " << a.nnz() << " entries";
@@ -159,16 +180,17 @@ ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatc
     }
   }
   if (n == 0) return ag::Scale(ag::Sum(output), 0.0f);
+  const double d = denominator > 0 ? denominator : static_cast<double>(n);
   const Device device = output.value().device();
   ag::Var loss;
   auto add = [&](const ag::Var& term) { loss = loss.defined() ? ag::Add(loss, term) : term; };
   if (binary_) {
-    // mean over n of w_i * bce_i = sum over classes of w_c |rows_c| / n * mean bce over rows_c.
+    // sum of w_i * bce_i over d = sum over classes of w_c |rows_c| / d * mean bce over rows_c.
     for (int c = 0; c < 2; ++c) {
       if (rows[c].empty()) continue;
       const ag::Var logits = ag::GatherRows(output, Int32(rows[c]).To(device));
       const Tensor target = Tensor::Full({static_cast<int64_t>(rows[c].size())}, static_cast<float>(c));
-      const float w = (c == 1 ? pos_weight_ : 1.0f) * rows[c].size() / static_cast<float>(n);
+      const float w = static_cast<float>((c == 1 ? pos_weight_ : 1.0f) * rows[c].size() / d);
       add(ag::Scale(ag::BceWithLogits(logits, target.To(device)), w));
     }
     return loss;
@@ -177,15 +199,18 @@ ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatc
   Tensor all_labels = Tensor::FromVector(labels);
   for (int64_t c = 0; c < classes_; ++c) {
     if (rows[c].empty()) continue;
-    const float w = class_weights_[c] * rows[c].size() / static_cast<float>(n);
+    const float w = static_cast<float>(class_weights_[c] * rows[c].size() / d);
     add(ag::Scale(ag::NllLoss(logp, all_labels.To(device), Int32(rows[c]).To(device)), w));
   }
   return loss;
 }
 
-std::map<std::string, double> EdgeClassificationTask::Metrics(const Tensor& output_any,
-                                                              const GraphBatch& batch,
-                                                              int split) const {
+std::vector<double> EdgeClassificationTask::EdgeScores(const Tensor& output, const GraphBatch& batch) const {
+  FG_CHECK(binary_) << "edge scores of a multi-class edge task";
+  return MeanEdgeScores(output, batch);
+}
+
+std::vector<double> EdgeClassificationTask::MeanEdgeScores(const Tensor& output_any, const GraphBatch& batch) const {
   const Tensor output = output_any.To(Device::kCpu);
   const graph::GraphSet& bs = *batch.data->graphs;
   const int64_t M = bs.num_edges();
@@ -193,7 +218,7 @@ std::map<std::string, double> EdgeClassificationTask::Metrics(const Tensor& outp
   FG_CHECK(output.rows() == bs.entry_edges.numel() && width == num_classes())
       << "edge classification: output " << output.ShapeString() << " for "
       << bs.entry_edges.numel() << " entries of " << num_classes() << " scores";
-  // Per original edge: the sum of its entries' scores and their count.
+  // Per original edge: the mean of its entries' scores (probabilities for binary, logits else).
   std::vector<double> score(M * width, 0.0);
   std::vector<int> count(M, 0);
   for (int64_t k = 0; k < bs.entry_edges.numel(); ++k) {
@@ -206,6 +231,20 @@ std::map<std::string, double> EdgeClassificationTask::Metrics(const Tensor& outp
       score[edge * width + j] += binary_ ? 1.0 / (1.0 + std::exp(-static_cast<double>(x))) : x;
     }
   }
+  for (int64_t e = 0; e < M; ++e) {
+    for (int64_t j = 0; j < width; ++j) {
+      score[e * width + j] = count[e] > 0 ? score[e * width + j] / count[e] : std::nan("");
+    }
+  }
+  return score;
+}
+
+std::map<std::string, double> EdgeClassificationTask::Metrics(const Tensor& output,
+                                                              const GraphBatch& batch,
+                                                              int split) const {
+  const graph::GraphSet& bs = *batch.data->graphs;
+  const std::vector<double> score = MeanEdgeScores(output, batch);
+  const int64_t width = num_classes();
   double tp = 0, fp = 0, fn = 0, correct = 0, items = 0;
   std::vector<float> scores;
   std::vector<int> truth;
@@ -213,10 +252,10 @@ std::map<std::string, double> EdgeClassificationTask::Metrics(const Tensor& outp
     if (!InSplit(batch, g, split)) continue;
     for (int64_t e = bs.EdgeBegin(g); e < bs.EdgeEnd(g); ++e) {
       const int64_t label = bs.edge_labels.i64()[e];
-      if (label < 0 || count[e] == 0) continue;
+      if (label < 0 || std::isnan(score[e * width])) continue;
       ++items;
       if (binary_) {
-        const double s = score[e] / count[e];
+        const double s = score[e];
         const bool kept = s > cut_;
         tp += kept && label == 1;
         fp += kept && label == 0;
@@ -257,10 +296,16 @@ absl::StatusOr<std::unique_ptr<GraphClassificationTask>> GraphClassificationTask
   }
   std::unique_ptr<GraphClassificationTask> t(new GraphClassificationTask(dataset));
   t->classes_ = std::max<int64_t>(2, dataset->graphs->num_graph_classes);
+  const graph::GraphSet& gs = *dataset->graphs;
+  t->training_items_.assign(gs.num_graphs(), 0);
+  for (int64_t g = 0; g < gs.num_graphs(); ++g) {
+    t->training_items_[g] = t->split_of_[g] == 0 && gs.graph_labels.i64()[g] >= 0;
+  }
   return t;
 }
 
-ag::Var GraphClassificationTask::BatchLoss(const ag::Var& output, const GraphBatch& batch) const {
+ag::Var GraphClassificationTask::BatchLoss(const ag::Var& output, const GraphBatch& batch,
+                                           double denominator) const {
   const graph::GraphSet& bs = *batch.data->graphs;
   FG_CHECK(output.rows() == batch.num_graphs() && output.row_width() == classes_)
       << "graph classification: output " << output.value().ShapeString() << " for "
@@ -272,7 +317,9 @@ ag::Var GraphClassificationTask::BatchLoss(const ag::Var& output, const GraphBat
   }
   if (rows.empty()) return ag::Scale(ag::Sum(output), 0.0f);
   const Device device = output.value().device();
-  return ag::NllLoss(ag::LogSoftmax(output), bs.graph_labels.To(device), Int32(rows).To(device));
+  const ag::Var mean =
+      ag::NllLoss(ag::LogSoftmax(output), bs.graph_labels.To(device), Int32(rows).To(device));
+  return denominator > 0 ? ag::Scale(mean, static_cast<float>(rows.size() / denominator)) : mean;
 }
 
 std::map<std::string, double> GraphClassificationTask::Metrics(const Tensor& output_any,

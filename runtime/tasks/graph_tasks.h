@@ -38,9 +38,17 @@ class GraphSetTask : public Task {
   EpochMetrics Evaluate(const Tensor& output, const WorkerSum& sum) override;
   std::string EpochLine(double loss, const EpochMetrics& m, double seconds) const override;
 
-  // The mean training loss over `batch`'s labelled items of training graphs; `output` has one
-  // row per entry of batch.data->Adjacency() (edge tasks) or per batch graph (graph tasks).
-  virtual ag::Var BatchLoss(const ag::Var& output, const GraphBatch& batch) const = 0;
+  // The training loss over `batch`'s labelled items of training graphs, summed and divided by
+  // `denominator` (0: their count, the batch's mean); `output` has one row per entry of
+  // batch.data->Adjacency() (edge tasks) or per batch graph (graph tasks). A data-parallel
+  // worker passes the whole batch's count (TrainingItems over all its graphs).
+  virtual ag::Var BatchLoss(const ag::Var& output, const GraphBatch& batch,
+                            double denominator = 0) const = 0;
+  // The labelled items dataset graph `graph` adds to a batch loss's count (0 unless a training
+  // graph).
+  int64_t TrainingItems(int64_t graph) const { return training_items_[graph]; }
+  // The run's metrics from each split's Metrics (train, valid, test): `valid` selects the model.
+  EpochMetrics SplitMetrics(const std::map<std::string, double> (&splits)[3]) const;
   // Metrics over the labelled items of `batch`'s graphs of split `split` (0 train, 1 valid, 2
   // test; -1: every graph of the batch): edge tasks "efficiency", "purity", "auc", "accuracy",
   // "items"; graph tasks "accuracy", "auc" (two classes), "items". No items: NaN metrics.
@@ -58,6 +66,7 @@ class GraphSetTask : public Task {
   }
   const graph::Dataset* dataset_;
   std::string target_ = "node";
+  std::vector<int64_t> training_items_;  // per dataset graph, set by Create
 };
 
 class EdgeClassificationTask : public GraphSetTask {
@@ -74,12 +83,19 @@ class EdgeClassificationTask : public GraphSetTask {
   int64_t num_classes() const override { return binary_ ? 1 : classes_; }
   bool binary() const { return binary_; }
   float cut() const { return cut_; }
-  ag::Var BatchLoss(const ag::Var& output, const GraphBatch& batch) const override;
+  ag::Var BatchLoss(const ag::Var& output, const GraphBatch& batch,
+                    double denominator = 0) const override;
   std::map<std::string, double> Metrics(const Tensor& output, const GraphBatch& batch,
                                         int split = -1) const override;
+  // Binary: per original edge of the batch (bs.num_edges()), the mean probability of its entries
+  // (NaN for an edge without entries). Multi-class: not defined (FG_CHECK).
+  std::vector<double> EdgeScores(const Tensor& output, const GraphBatch& batch) const;
 
  private:
   using GraphSetTask::GraphSetTask;
+  // Per original edge of the batch, row-major [M, num_classes()]: the mean over its entries of
+  // the probability (binary) or the logits (multi-class); NaN without entries.
+  std::vector<double> MeanEdgeScores(const Tensor& output, const GraphBatch& batch) const;
   // The label of every entry of the batch's Csr (-1: unlabeled or an added self loop).
   std::vector<int64_t> EntryLabels(const GraphBatch& batch) const;
   bool binary_ = true;
@@ -96,7 +112,8 @@ class GraphClassificationTask : public GraphSetTask {
   nau::Task kind() const override { return nau::Task::kGraphClassification; }
   std::string Describe() const override { return "graph classification"; }
   int64_t num_classes() const override { return classes_; }
-  ag::Var BatchLoss(const ag::Var& output, const GraphBatch& batch) const override;
+  ag::Var BatchLoss(const ag::Var& output, const GraphBatch& batch,
+                    double denominator = 0) const override;
   std::map<std::string, double> Metrics(const Tensor& output, const GraphBatch& batch,
                                         int split = -1) const override;
 

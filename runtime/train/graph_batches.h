@@ -4,18 +4,25 @@
 // once); per batch, the block-diagonal union of its graphs (BatchGraphs) is a dataset of its own,
 // over which every layer selects its HDG, the model runs (input, initial edge state, the layers
 // through the hybrid executor, Head), then the batch loss, backward and one optimizer step.
-// Evaluation runs each split's graphs as one batch. Single process. Thread-compatible.
+//
+// Data-parallel across the workers of a distributed run: every worker holds the whole graph set
+// and draws the same batches; worker r of P takes the batch's graphs k with k % P == r, its loss
+// share divides by the batch's labelled items over all workers (known to each without asking), so
+// the summed gradients and losses are the single process's. Evaluation runs each split's graphs
+// on every worker (identical metrics, no exchange). Thread-compatible.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "flexgraph/nn/optim.h"
 #include "nau/executor.h"
 #include "nau/model.h"
+#include "runtime/distributed/distributed_executor.h"
 #include "runtime/tasks/graph_tasks.h"
 
 namespace fg::runtime {
@@ -29,24 +36,47 @@ class GraphBatchTraining {
     const nau::ModelSpec* spec = nullptr;
     const GraphSetTask* task = nullptr;
     nn::Optimizer* optimizer = nullptr;
+    // The run's workers (gradient and loss sums); nullptr or not distributed: one process.
+    DistributedExecutor* exec = nullptr;
+    nau::ExecStats* stats = nullptr;  // optional: stage times
   };
-  GraphBatchTraining(Parts parts, int64_t batch_size, uint64_t seed)
-      : parts_(parts), batch_size_(batch_size), seed_(seed) {}
+  // Errors: a distributed run of more steps than its messages can number.
+  static absl::StatusOr<std::unique_ptr<GraphBatchTraining>> Create(Parts parts, int64_t batch_size,
+                                                                    uint64_t seed, int epochs);
 
   // The model's output rows for `batch` (the task's rows: entries or graphs). Errors come from
   // neighbour selection.
   absl::StatusOr<ag::Var> Forward(const GraphBatch& batch, int epoch, bool training) const;
-  // One epoch over the training graphs; returns the mean batch loss.
+  // One epoch over the training graphs; returns the mean batch loss (the same on every worker).
   absl::StatusOr<double> RunEpoch(int epoch);
+  // The training loss over all training graphs as one batch, without dropout or update.
+  absl::StatusOr<double> TrainingLoss() const;
   // The task's metrics over the graphs of split `split` (0 train, 1 valid, 2 test), without
   // dropout, in batches of `batch_size` graphs (0: one batch); metrics are of the whole split when
   // it is one batch, else the mean over batches weighted by their items.
   absl::StatusOr<std::map<std::string, double>> Evaluate(int split, int64_t batch_size = 0) const;
+  // Binary edge tasks: the score (probability of a true edge) of every original edge of the
+  // dataset, NaN outside graphs `graphs`; run in batches of `batch_size` graphs (0: one batch).
+  // Errors: another task.
+  absl::StatusOr<std::vector<float>> EdgeScores(const std::vector<int64_t>& graphs,
+                                                int64_t batch_size) const;
+
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  const std::vector<double>& batch_losses() const { return batch_losses_; }
 
  private:
+  GraphBatchTraining(Parts parts, int64_t batch_size, uint64_t seed)
+      : parts_(parts), batch_size_(batch_size), seed_(seed) {}
+  int rank() const { return parts_.exec != nullptr ? parts_.exec->rank() : 0; }
+  int workers() const {
+    return parts_.exec != nullptr && parts_.exec->distributed() ? parts_.exec->setup().comm->size() : 1;
+  }
+
   Parts parts_;
   int64_t batch_size_;
   uint64_t seed_;
+  int64_t batches_per_epoch_ = 0;
+  std::vector<double> batch_losses_;  // the last epoch's, in batch order
 };
 
 }  // namespace fg::runtime

@@ -19,6 +19,7 @@
 #include "runtime/train/dataset_view.h"
 #include "runtime/distributed/hdg_export.h"
 #include "runtime/distributed/distributed_selection.h"
+#include "runtime/tasks/graph_tasks.h"
 #include "runtime/tasks/node_classification.h"
 #include "runtime/train/saved_model.h"
 
@@ -70,6 +71,9 @@ absl::Status Trainer::Init() {
   Progress::SetQuiet(config_.output().quiet());
   FG_RETURN_IF_ERROR(LoadData());
   FG_RETURN_IF_ERROR(BuildModel());
+  if (dataset_.IsGraphSet() && dynamic_cast<GraphSetTask*>(task_.get()) != nullptr) {
+    return InitGraphBatches();
+  }
   PlaceRows();
   if (device_ != Device::kCpu) {  // the inputs' features: placed once, read by the models there
     for (auto& [type, feat] : dataset_.features) feat = feat.To(device_);
@@ -106,6 +110,33 @@ absl::Status Trainer::Init() {
     return task_->SetOutputRows(exec_.all_keys());
   }
   return task_->SetOutputRows(layer_roots_.back().ids);
+}
+
+absl::Status Trainer::InitGraphBatches() {
+  const flexgraph::TrainConfig& tc = config_.train();
+  if (device_ != Device::kCpu) {
+    return absl::UnimplementedError(absl::StrCat(
+        "device: training on batches of whole graphs (", config_.dataset().path(),
+        " is a set of graphs) runs on the CPU; leave --device at cpu"));
+  }
+  if (!config_.output().export_hdg().empty()) {
+    return absl::UnimplementedError(absl::StrCat("export_hdg: ", config_.dataset().path(),
+                                                 " is a set of graphs; each batch selects its own HDGs"));
+  }
+  FG_ASSIGN_OR_RETURN(graph_batches_,
+                      GraphBatchTraining::Create({.model = model_.get(), .spec = &spec_,
+                                                  .task = static_cast<GraphSetTask*>(task_.get()),
+                                                  .optimizer = optimizer_.get(), .exec = &exec_,
+                                                  .stats = &stats_},
+                                                 tc.batch_size(), tc.seed(), tc.epochs()));
+  if (!config_.output().quiet() && exec_.rank() == 0) {
+    std::fprintf(stderr, "%s on batches of %s graphs (%lld batches per epoch%s)\n",
+                 task_->Describe().c_str(),
+                 tc.batch_size() > 0 ? std::to_string(tc.batch_size()).c_str() : "all training",
+                 static_cast<long long>(graph_batches_->batches_per_epoch()),
+                 distributed() ? ", data-parallel over the workers" : "");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::LoadData() {

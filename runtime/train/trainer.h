@@ -19,6 +19,7 @@
 #include "proto/saved_model.pb.h"
 #include "runtime/train/config.h"
 #include "runtime/distributed/distributed_executor.h"
+#include "runtime/train/graph_batches.h"
 #include "runtime/train/minibatch.h"
 #include "runtime/train/summary.h"
 #include "runtime/tasks/task.h"
@@ -71,6 +72,8 @@ class Trainer {
   // The task's metrics of the current parameters at `epoch` (as training evaluates them).
   absl::StatusOr<EpochMetrics> EvaluateAt(int epoch);
   const Task& task() const { return *task_; }
+  // Training on batches of whole graphs, when the dataset is a graph set (else nullptr).
+  const GraphBatchTraining* graph_batches() const { return graph_batches_.get(); }
   const nau::VertexSpace& vertices() const { return space_; }
 
  private:
@@ -134,6 +137,9 @@ class Trainer {
   nau::ExecStats stats_;
   std::unique_ptr<MiniBatchTraining> minibatch_;  // train.batch_size > 0
   std::optional<OwnedRows> owned_rows_;            // mini-batches over a partitioned dataset
+  // A graph-set dataset: batches of whole graphs instead of layer HDGs over one graph.
+  std::unique_ptr<GraphBatchTraining> graph_batches_;
+  absl::Status InitGraphBatches();
   EpochCallback epoch_callback_;
 };
 

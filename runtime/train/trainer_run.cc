@@ -15,6 +15,7 @@
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/tensor/device_alloc.h"
+#include "runtime/tasks/graph_tasks.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/hooks.h"
 #include "runtime/train/saved_model.h"
@@ -92,6 +93,11 @@ ag::Var Trainer::TaskRows(const ag::Var& output) {
 }
 
 double Trainer::TrainStep(int epoch) {
+  if (graph_batches_ != nullptr) {
+    absl::StatusOr<double> loss = graph_batches_->RunEpoch(epoch);
+    if (!loss.ok()) exec_.RecordError(loss.status());
+    return loss.ok() ? *loss : std::nan("");
+  }
   if (auto s = EnsureHdgs(epoch); !s.ok()) {
     exec_.RecordError(s);
     return std::nan("");
@@ -133,6 +139,11 @@ double Trainer::TrainStep(int epoch) {
 }
 
 double Trainer::EvalLoss() {
+  if (graph_batches_ != nullptr) {
+    absl::StatusOr<double> loss = graph_batches_->TrainingLoss();
+    if (!loss.ok()) exec_.RecordError(loss.status());
+    return loss.ok() ? *loss : std::nan("");
+  }
   ag::NoGradGuard guard;
   ag::Var output = Forward(0, false);
   std::vector<double> value = {task_->Loss(TaskRows(output), 0).value().Item()};
@@ -142,6 +153,17 @@ double Trainer::EvalLoss() {
 
 EpochMetrics Trainer::Evaluate(int epoch) {
   ScopedTimer timer(&stats_.evaluation);
+  if (graph_batches_ != nullptr) {
+    std::map<std::string, double> splits[3];
+    for (int s = 0; s < 3; ++s) {
+      // Each split in batches of the training batch size (one batch when it is 0).
+      absl::StatusOr<std::map<std::string, double>> m =
+          graph_batches_->Evaluate(s, config_.train().batch_size());
+      if (!m.ok()) exec_.RecordError(m.status());
+      if (m.ok()) splits[s] = *std::move(m);
+    }
+    return static_cast<const GraphSetTask&>(*task_).SplitMetrics(splits);
+  }
   ag::NoGradGuard guard;
   Tensor output = TaskRows(Forward(epoch, false)).value().To(Device::kCpu);  // metrics: host
   int step = kStepMetrics;
@@ -153,6 +175,11 @@ EpochMetrics Trainer::Evaluate(int epoch) {
 
 absl::StatusOr<Tensor> Trainer::Infer(int epoch, int layer, Tensor* ids, bool nbr) {
   if (distributed()) return absl::UnimplementedError("inference: single-process runs only");
+  if (graph_batches_ != nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "inference: ", config_.dataset().path(), " is a set of graphs; score its edges with "
+        "`flexgraph track`"));
+  }
   if (layer < -1 || layer >= model_->num_layers()) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": the model has layers 0 to ",
                                                    model_->num_layers() - 1, " (-1: its input)"));
@@ -273,6 +300,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                                               epoch + 1, " (try a smaller --lr)"));
     }
     r.losses.push_back(loss);
+    if (graph_batches_ != nullptr) {
+      r.batches_per_epoch = graph_batches_->batches_per_epoch();
+      r.batch_losses.insert(r.batch_losses.end(), graph_batches_->batch_losses().begin(),
+                            graph_batches_->batch_losses().end());
+    }
     if (minibatch_ != nullptr) {
       r.batches_per_epoch = minibatch_->batches_per_epoch();
       r.batch_losses.insert(r.batch_losses.end(), minibatch_->batch_losses().begin(),
@@ -304,6 +336,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       if (link) {
         shown.train = shown.valid = shown.valid_macro_f1 = std::nan("");
         shown.test = shown.test_macro_f1 = shown.test_micro_f1 = std::nan("");
+      }
+      if (r.task == nau::Task::kEdgeClassification) {  // m.valid is its validation AUC (selection)
+        auto accuracy = [&](const char* key) {
+          auto it = m.extra.find(key);
+          return it == m.extra.end() ? std::nan("") : it->second;
+        };
+        shown.train = accuracy("train_accuracy");
+        shown.valid = accuracy("valid_accuracy");
+        shown.test = accuracy("test_accuracy");
       }
       record.evaluated = true;
       record.metrics = shown;

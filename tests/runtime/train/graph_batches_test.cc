@@ -1,0 +1,83 @@
+// Training on batches of whole graphs through the Trainer (a graph-set dataset with an edge task):
+// the run reports the edge metrics at the top of its result, and P data-parallel workers with the
+// same global batches give the single process's losses, epoch by epoch and batch by batch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "flexgraph/graph/dataset.h"
+#include "tests/runtime/in_process_workers.h"
+
+namespace fg::runtime {
+namespace {
+
+constexpr char kEvents[] = "trackml:events=20,particles=15,noise=0.1,seed=7";
+
+flexgraph::RunConfig Config(int64_t batch_size, int epochs) {
+  flexgraph::RunConfig c;
+  c.mutable_dataset()->set_path(kEvents);
+  c.mutable_model()->set_name("interaction");
+  c.mutable_model()->set_hidden(8);
+  c.mutable_model()->set_layers(2);
+  c.mutable_train()->set_epochs(epochs);
+  c.mutable_train()->set_batch_size(batch_size);
+  c.mutable_train()->set_lr(0.01f);
+  c.mutable_train()->set_seed(3);
+  c.mutable_output()->set_quiet(true);
+  return c;
+}
+
+TrainResult Single(const flexgraph::RunConfig& c) {
+  auto t = Trainer::Create(c);
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return {};
+  EXPECT_NE((*t)->graph_batches(), nullptr);
+  auto r = (*t)->Run();
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : TrainResult{};
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  ASSERT_FALSE(want.empty()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << what << " " << i;
+  }
+}
+
+TEST(GraphBatches, TrainsAnEdgeClassifierAndReportsItsMetrics) {
+  const TrainResult r = Single(Config(3, 8));
+  ASSERT_EQ(r.losses.size(), 8u);
+  EXPECT_LT(r.losses.back(), r.losses.front());
+  // 20 events: 16 train, 2 valid, 2 test; batches of 3 graphs (the last of 1).
+  EXPECT_EQ(r.batches_per_epoch, 6);
+  EXPECT_EQ(r.batch_losses.size(), 48u);
+  for (const char* key : {"test_efficiency", "test_purity", "test_auc", "valid_auc", "train_accuracy"}) {
+    ASSERT_TRUE(r.extra.count(key)) << key;
+    EXPECT_GE(r.extra.at(key), 0.0) << key;
+    EXPECT_LE(r.extra.at(key), 1.0) << key;
+  }
+  // Accuracies are accuracies (not the AUC that selects the model).
+  EXPECT_EQ(r.test_accuracy, r.extra.at("test_accuracy"));
+  EXPECT_EQ(r.valid_accuracy, r.extra.at("valid_accuracy"));
+}
+
+TEST(GraphBatches, DataParallelWorkersGiveTheSingleProcessLosses) {
+  const flexgraph::RunConfig c = Config(5, 3);
+  const TrainResult single = Single(c);
+  const int64_t vertices = graph::LoadDataset(kEvents, {})->graph.NumNodes("node");
+  // 16 training events in batches of 5, 5, 5, 1: with 3 workers, two hold nothing of the last.
+  for (int parts : {2, 3}) {
+    SCOPED_TRACE(parts);
+    const auto results = testing::RunWorkers(c, parts, ExchangeMode::kAuto, vertices);
+    for (const TrainResult& r : results) {
+      ExpectNear(r.losses, single.losses, "epoch loss");
+      ExpectNear(r.batch_losses, single.batch_losses, "batch loss");
+      ASSERT_TRUE(r.extra.count("test_auc"));
+      EXPECT_NEAR(r.extra.at("test_auc"), single.extra.at("test_auc"), 1e-5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fg::runtime
