@@ -214,8 +214,7 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
   return ds;
 }
 
-absl::StatusOr<ConstructionQuality> MeasureConstruction(const Dataset& ds, double pt_min,
-                                                        const std::vector<int64_t>& graphs) {
+absl::Status CheckTrackingDataset(const Dataset& ds) {
   if (!ds.graphs)
     return absl::InvalidArgumentError(absl::StrCat(ds.name, ": not a dataset of graphs"));
   const GraphSet& gs = *ds.graphs;
@@ -225,11 +224,21 @@ absl::StatusOr<ConstructionQuality> MeasureConstruction(const Dataset& ds, doubl
   if (hp == gs.node_info.end() || hl == gs.node_info.end() || ppt == gs.particles.end() ||
       !gs.edge_labels.defined() || hp->second.dtype() != DType::kInt64 ||
       hl->second.dtype() != DType::kInt64 || ppt->second.dtype() != DType::kFloat32 ||
-      gs.edge_labels.rank() != 1) {
+      gs.edge_labels.rank() != 1 || !gs.particle_offsets.defined()) {
     return absl::InvalidArgumentError(
         absl::StrCat(ds.name, ": not a tracking dataset (needs edge labels, node_info '",
                      kHitParticle, "' and '", kHitLayer, "', particles '", kParticlePt, "')"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConstructionQuality> MeasureConstruction(const Dataset& ds, double pt_min,
+                                                        const std::vector<int64_t>& graphs) {
+  FG_RETURN_IF_ERROR(CheckTrackingDataset(ds));
+  const GraphSet& gs = *ds.graphs;
+  auto hp = gs.node_info.find(kHitParticle);
+  auto hl = gs.node_info.find(kHitLayer);
+  auto ppt = gs.particles.find(kParticlePt);
   std::vector<int64_t> which = graphs;
   if (which.empty()) {
     which.resize(gs.num_graphs());

@@ -80,6 +80,11 @@ struct TrackingGraphOptions {
 absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& events,
                                              const TrackingGraphOptions& options);
 
+// OK when `ds` is a tracking dataset: a graph set with edge labels (one task), node_info
+// "particle" and "layer" (int64), particles "pt" (float) and particle offsets; else an error
+// naming what is missing.
+absl::Status CheckTrackingDataset(const Dataset& ds);
+
 // Graph construction's quality on a tracking dataset. True segments: pairs of hits of one
 // particle on adjacent layers (l, l + 1), counted for particles with pt > pt_min; found: those
 // among the candidate edges. Candidates and true candidates count every edge (all pT).
