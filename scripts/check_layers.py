@@ -32,7 +32,8 @@ runtime/tasks:           nau proto
 runtime/distributed:     runtime/comm nau sampling partition
 runtime/train:           runtime/distributed runtime/tasks
 runtime/cluster:         runtime/train
-runtime/cli:             runtime/cluster
+runtime/plan:            flexgraph/tensor
+runtime/cli:             runtime/cluster runtime/plan
 python:                  runtime/cli
 """
 
