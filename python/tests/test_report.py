@@ -413,3 +413,42 @@ def test_report_of_real_runs(tmp_path, browser):
     run = report.load_run(logs)
     assert run.world_size == 2 and run.partition is not None and run.partition.parts == 2
     assert any(k.startswith("valid") for e in run.history.values() for k in e)  # from the epoch lines
+
+
+def test_flexgraph_report_command(tmp_path):
+    """`flexgraph report` hands over to this package's report; a missing interpreter, package or
+    plotly fails with exit status 1 and a message naming it."""
+    exe = flexgraph_bin()
+    run_json = write_json(tmp_path / "run.json", LAUNCH_SUMMARY)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["FLEXGRAPH_PYTHON"] = sys.executable  # has plotly; the package comes from the source tree
+
+    out = tmp_path / "r.html"
+    r = subprocess.run([exe, "report", str(run_json), "-o", str(out), "--title", "T"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    expected = report.write_report(run_json, tmp_path / "direct.html", title="T")
+    page = out.read_text()
+    assert expected and [p for p in expected if f'<div id="{p}"' not in page] == []
+
+    r = subprocess.run([exe, "report", str(run_json)], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "-o/--out" in r.stderr, r.stderr  # Python's argument errors come through
+
+    missing = dict(env, FLEXGRAPH_PYTHON=str(tmp_path / "no-python3"))
+    r = subprocess.run([exe, "report", str(run_json), "-o", str(out)], env=missing, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and f"cannot run the Python interpreter '{tmp_path / 'no-python3'}'" in r.stderr
+
+    no_site = tmp_path / "python-no-site"  # the interpreter without its site-packages: no plotly
+    no_site.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    no_site.chmod(0o755)
+    r = subprocess.run([exe, "report", str(run_json), "-o", str(out)], env=dict(env, FLEXGRAPH_PYTHON=str(no_site)),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "cannot import plotly: pip install plotly" in r.stderr, r.stderr
+
+    outside = tmp_path / "bin" / "flexgraph"  # outside the build tree: the source tree's package is not used
+    outside.parent.mkdir()
+    shutil.copy(exe, outside)
+    r = subprocess.run([str(outside), "report", str(run_json), "-o", str(out)], env=env, cwd=PYTHON_DIR.parent,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "cannot import flexgraph: pip install '.[report]'" in r.stderr, r.stderr
