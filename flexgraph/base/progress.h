@@ -1,12 +1,17 @@
-// Progress display for long work (loading, partitioning, HDG building, epochs): one line per step
-// on stderr, rate-limited, with elapsed time. Thread-safe Update(). Also this process's memory
-// figures (peak resident, still available).
+// Progress display for long work (loading, conversion, partitioning, METIS, HDG building): on a
+// terminal a bar redrawn in place with the rate and the time left; otherwise (logs, pipes) a plain
+// line every few seconds; and a last line with the time taken. A background thread draws, so a
+// step that cannot report how far it is (a METIS call) still shows that it is running. Update() is
+// thread-safe and lock-free. Also this process's memory figures (peak resident, still available).
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "flexgraph/base/timer.h"
 
@@ -14,21 +19,47 @@ namespace fg {
 
 class Progress {
  public:
-  // `total` may be 0 when unknown. Quiet progress prints nothing (tests, --quiet).
+  enum class Style { kAuto, kBar, kLines };  // kAuto: kBar when `out` is a terminal
+  struct Options {
+    Style style = Style::kAuto;
+    FILE* out = nullptr;            // default stderr
+    double interval_seconds = 0;    // between draws; 0: 0.2 s for the bar, 5 s for lines
+    int bar_width = 30;
+  };
+  // `total` may be 0 when unknown (then no bar, percentage or time left). Quiet progress prints
+  // nothing (tests, --quiet).
   Progress(std::string what, int64_t total);
+  Progress(std::string what, int64_t total, const Options& options);
   ~Progress();
-  void Update(int64_t done);  // prints at most ~1 line per second
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void Update(int64_t done);  // how many of `total` are done; drawn by the background thread
   void Finish(const std::string& summary = "");
   static void SetQuiet(bool quiet);
   static bool Quiet();
 
+  // One status line: "[what] 500/1000 (50%), 1.2k/s, 0.4s, about 0.4s left" ("[what] running,
+  // 0.4s" with nothing to count); with `bar` a bar of `bar_width` after the name. For tests.
+  static std::string Line(const std::string& what, int64_t done, int64_t total, double seconds, bool bar,
+                          int bar_width);
+
  private:
+  void Draw(bool final_draw);
+  void Loop();
+
   std::string what_;
   int64_t total_;
+  FILE* out_;
+  bool bar_;
+  double interval_;
+  int bar_width_;
   Stopwatch watch_;
+  std::atomic<int64_t> done_{0};
   std::mutex mu_;
-  double last_print_ = 0;
+  std::condition_variable wake_;
   bool finished_ = false;
+  bool drawn_ = false;  // a bar is on the screen (to be cleared)
+  std::thread thread_;
 };
 
 // Peak resident set size of this process in bytes (from getrusage).

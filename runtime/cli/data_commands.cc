@@ -88,9 +88,9 @@ absl::Status RefuseFilledOutput(const std::string& flag, const std::string& out,
 }
 
 absl::StatusOr<graph::Dataset> Load(const std::string& what, const graph::LoadOptions& o) {
-  Stopwatch watch;
+  Progress progress("load " + what, 0);
   FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(what, o));
-  std::fprintf(stderr, "loaded %s in %.2f s\n", what.c_str(), watch.Seconds());
+  progress.Finish();
   return ds;
 }
 
@@ -214,11 +214,10 @@ int Convert(const std::vector<std::string>& args) {
   if (!ds.ok()) return Fail(ds.status());
   for (const auto& [flag, format] : outputs) {
     if (flags.Get(flag).empty()) continue;
-    Stopwatch watch;
+    Progress progress("write " + flags.Get(flag), 0);
     if (absl::Status s = WriteAs(*ds, format, flags.Get(flag), flags.GetBool("normalize_features")); !s.ok()) {
       return Fail(s);
     }
-    std::fprintf(stderr, "wrote %s in %.2f s\n", flags.Get(flag).c_str(), watch.Seconds());
   }
   return 0;
 }

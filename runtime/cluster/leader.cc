@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/graph/io/file.h"
 #include "partition/partitioned_dataset.h"
@@ -33,19 +35,23 @@ absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int work
   // A dataset every worker loads whole: partition it here; every worker gets the owner table.
   graph::LoadOptions load;
   load.split = train.dataset().split();
+  std::optional<Progress> progress(std::in_place, "load " + path, 0);
   FG_ASSIGN_OR_RETURN(graph::Dataset loaded, graph::LoadDataset(path, load));
   FG_RETURN_IF_ERROR(loaded.graph.ToInt32Indices());
   FG_ASSIGN_OR_RETURN(graph::Dataset ds, ApplyView(std::move(loaded), train.dataset()));
   FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(method_name));
   const partition::WorkloadOptions wl = WorkloadOptionsFrom(train);
+  progress.emplace("HDGs of " + train.model().name(), 0);
   FG_ASSIGN_OR_RETURN(partition::CostModel cost,
                       partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
+  progress.emplace(absl::StrCat("partition (", method_name, ", ", workers, " parts)"), 0);
   FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan,
                       partition::Partition(ds, cost,
                                            {.num_parts = workers,
                                             .method = method,
                                             .seed = train.train().seed(),
                                             .rebalance = {}}));
+  progress.reset();
   out.owners = std::move(plan.owners);
   out.description = absl::StrFormat("%s partition into %d parts, imbalance %.3f, edge cut %lld\n",
                                     partition::MethodName(plan.method), plan.num_parts,
