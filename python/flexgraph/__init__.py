@@ -20,7 +20,26 @@ _module_dir = os.environ.get("FLEXGRAPH_MODULE_DIR")
 if _module_dir:
     __path__.append(_module_dir)  # noqa: F821 (the package's own search path)
 
-_API = ("Dataset", "Run", "Model", "train", "load_model", "models", "Error", "InvalidArgumentError")
+
+def _load_core() -> None:
+    """Loads the extension module with its symbols global, as the flexgraph binary exports them:
+    a model library loaded by path (``udf_library="lib.so"``) resolves them from it. A missing
+    module is reported when the API is first used (the report needs none)."""
+    import sys
+
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(flags | os.RTLD_GLOBAL)
+    try:
+        from . import _core  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        sys.setdlopenflags(flags)
+
+
+_load_core()
+
+_API = ("Dataset", "Run", "Model", "Recommendations", "train", "load_model", "models", "Error", "InvalidArgumentError")
 __all__ = list(_API)
 
 

@@ -8,11 +8,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
-from . import _core
+from . import _core  # loaded by __init__ with its symbols global
 
 Error = _core.Error
 InvalidArgumentError = _core.InvalidArgumentError
@@ -152,6 +152,16 @@ class Dataset:
         return f"Dataset({self.name!r}, nodes={self.num_nodes}, edges={self.num_edges}, types={self.node_types})"
 
 
+class Recommendations(NamedTuple):
+    """``ids[s]``: source vertex s's destinations (local ids of ``dst_type``), best first, -1 past
+    its candidates; ``scores[s]`` their scores; ``test_recall``: recall@k on the test edges."""
+    ids: np.ndarray  # int32 [sources, k]
+    scores: np.ndarray  # float32 [sources, k]
+    test_recall: float
+    src_type: str
+    dst_type: str
+
+
 class Model:
     """A trained model: a directory written by ``train --save_model`` (the parameters of the best
     validation epoch), used as ``flexgraph predict`` and ``flexgraph embed`` use it."""
@@ -171,6 +181,12 @@ class Model:
         K's output (-1: the model's input)."""
         return _core.embed(self.path, dataset._h, -2 if layer is None else int(layer), before_output,
                            node_type or "")
+
+    def recommend(self, dataset: Dataset, k: int = 10) -> Recommendations:
+        """A link-prediction model's `k` best-scoring destinations per source vertex that the
+        source did not link to in training, as ``flexgraph embed --recommend`` writes them."""
+        ids, scores, recall, src_type, dst_type = _core.recommend(self.path, dataset._h, int(k))
+        return Recommendations(ids, scores, recall, src_type, dst_type)
 
     def save(self, path: str | os.PathLike) -> "Model":
         """Copies the model directory to `path` (for ``flexgraph predict --model_dir``)."""

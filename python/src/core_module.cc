@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "flexgraph/graph/builder.h"
 #include "flexgraph/graph/dataset.h"
 #include "flexgraph/graph/io/cache.h"
@@ -26,6 +27,7 @@
 #include "nau/model.h"
 #include "runtime/cli/flags.h"
 #include "runtime/cli/train_flags.h"
+#include "runtime/tasks/link_prediction.h"
 #include "runtime/train/inference.h"
 #include "runtime/train/saved_model.h"
 #include "runtime/train/summary.h"
@@ -292,6 +294,42 @@ py::array Embed(const std::string& model_dir, const PyDataset& d, int layer, boo
   return ToNumpy(rows);
 }
 
+// A link-prediction model's top `k` unseen destinations per source vertex, as `flexgraph embed
+// --recommend` computes them: (ids [sources, k] int32, -1 past a source's candidates; scores
+// [sources, k] float32; test recall@k; source type; destination type).
+py::tuple Recommend(const std::string& model_dir, const PyDataset& d, int64_t k) {
+  runtime::LinkPredictionTask::Recommendations rec;
+  std::string src_type, dst_type;
+  {
+    py::gil_scoped_release release;
+    std::unique_ptr<runtime::LoadedModel> model = LoadModel(model_dir, d.spec());
+    const auto* lp = dynamic_cast<const runtime::LinkPredictionTask*>(&model->trainer->task());
+    if (lp == nullptr) {
+      Throw(absl::InvalidArgumentError(
+          "recommend: the model classifies nodes; recommendations need a link-prediction model"));
+    }
+    const nau::VertexSpace& space = model->trainer->vertices();
+    const int64_t candidates = space.type_size(space.TypeIndex(lp->target_type()));
+    if (k < 1 || k > candidates) {
+      Throw(absl::InvalidArgumentError(absl::StrFormat(
+          "recommend: k must lie in [1, %d] (the '%s' vertices a source can be recommended), got %d", candidates,
+          lp->target_type(), k)));
+    }
+    Tensor ids;
+    const int last = model->trainer->model().num_layers() - 1;
+    const Tensor out = Unwrap(model->trainer->Infer(model->epoch, last, &ids));
+    rec = lp->Recommend(out, static_cast<int>(k));
+    src_type = lp->src_type();
+    dst_type = lp->target_type();
+  }
+  const py::ssize_t rows = static_cast<py::ssize_t>(rec.dst.size()) / k;
+  py::array_t<int32_t> dst({rows, static_cast<py::ssize_t>(k)});
+  py::array_t<float> score({rows, static_cast<py::ssize_t>(k)});
+  std::memcpy(dst.mutable_data(), rec.dst.data(), rec.dst.size() * sizeof(int32_t));
+  std::memcpy(score.mutable_data(), rec.score.data(), rec.score.size() * sizeof(float));
+  return py::make_tuple(dst, score, rec.test_recall, src_type, dst_type);
+}
+
 // The feature matrix of `type` (a view of the dataset's tensor, or of the borrowed array).
 py::object Features(const PyDataset& d, const std::string& type) {
   auto it = d.dataset().features.find(type);
@@ -355,6 +393,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("predict", &Predict, py::arg("model_dir"), py::arg("dataset"));
   m.def("embed", &Embed, py::arg("model_dir"), py::arg("dataset"), py::arg("layer") = -2,
         py::arg("before_output") = false, py::arg("node_type") = "");
+  m.def("recommend", &Recommend, py::arg("model_dir"), py::arg("dataset"), py::arg("k"));
   m.def("models", [] { return fg::nau::ModelRegistry::Get().Names(); });
   m.def("tensor_address", [](const PyDataset& d, const std::string& type) -> uintptr_t {
     auto it = d.dataset().features.find(type);
