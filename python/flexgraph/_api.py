@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 import numpy as np
 
 from . import _core  # loaded by __init__ with its symbols global
+from ._convert import dgl_arrays, hetero_from_arrays, pyg_arrays, to_numpy
 
 Error = _core.Error
 InvalidArgumentError = _core.InvalidArgumentError
@@ -38,6 +39,10 @@ def _edge_arrays(edges: Any) -> tuple[np.ndarray, np.ndarray, int]:
         raise InvalidArgumentError("edges: negative node id")
     need = int(max(src.max(), dst.max())) + 1 if src.size else 0
     return src, dst, need
+
+
+def to_numpy_or_sparse(a: Any) -> Any:
+    return a if type(a).__module__.startswith("scipy.sparse") else to_numpy(a)
 
 
 def _ids(split: Any, what: str, num_nodes: int) -> np.ndarray | None:
@@ -68,7 +73,7 @@ class Dataset:
     def from_arrays(cls, edges: Any, features: Any = None, labels: Any = None, train: Any = None,
                     valid: Any = None, test: Any = None, *, num_nodes: int | None = None,
                     directed: bool = False, name: str = "arrays") -> "Dataset":
-        """A homogeneous dataset from NumPy (or SciPy sparse) arrays.
+        """A dataset from NumPy (or SciPy sparse, or torch) arrays.
 
         edges: [2, m] or [m, 2] integer array of (source, destination) pairs, or a SciPy sparse
           matrix whose entry (i, j) is an edge i -> j. A [2, 2] array is read as [2, m].
@@ -78,7 +83,16 @@ class Dataset:
         num_nodes: default the largest of what the edges, features, labels and masks need.
         directed: keep edges one way; by default each is added in both directions, as the command
           line reads edge lists.
+
+        Heterogeneous: `edges` a dict {(src_type, relation, dst_type): edges}, and features,
+        labels, train, valid, test and num_nodes dicts by node type (the node types: those the
+        edges and num_nodes name, in that order); built as the OGB raw loader builds a
+        heterogeneous directory (relations as given, no reverse relations added).
         """
+        if isinstance(edges, Mapping):
+            return cls(hetero_from_arrays(edges, features, labels, train, valid, test, num_nodes, name))
+        edges, features, labels, train, valid, test = map(to_numpy_or_sparse,
+                                                          (edges, features, labels, train, valid, test))
         src, dst, need = _edge_arrays(edges)
         x = None
         if features is not None:
@@ -100,6 +114,25 @@ class Dataset:
         h = _core.from_arrays(n, np.asarray(src), np.asarray(dst), x, y, _ids(train, "train", n),
                               _ids(valid, "valid", n), _ids(test, "test", n), directed, name)
         return cls(h)
+
+    @classmethod
+    def from_pyg(cls, data: Any, *, directed: bool = False, name: str = "pyg") -> "Dataset":
+        """A PyTorch Geometric ``Data`` (edge_index, x, y, train_mask, val_mask, test_mask) or
+        ``HeteroData`` (the same per node and edge type)."""
+        args = pyg_arrays(data)
+        if isinstance(args["edges"], Mapping):
+            return cls.from_arrays(**args, name=name)
+        return cls.from_arrays(**args, directed=directed, name=name)
+
+    @classmethod
+    def from_dgl(cls, graph: Any, *, feature: str = "feat", label: str = "label", directed: bool = False,
+                 name: str = "dgl") -> "Dataset":
+        """A DGL graph: edges per canonical edge type; node data `feature`, `label`, train_mask,
+        val_mask and test_mask per node type."""
+        args = dgl_arrays(graph, feature, label)
+        if isinstance(args["edges"], Mapping):
+            return cls.from_arrays(**args, name=name)
+        return cls.from_arrays(**args, directed=directed, name=name)
 
     @classmethod
     def load(cls, path: str | os.PathLike, split: str = "") -> "Dataset":

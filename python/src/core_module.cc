@@ -12,9 +12,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -179,6 +181,87 @@ std::unique_ptr<PyDataset> FromArrays(int64_t num_nodes, const py::array& src, c
   split.valid = ids(valid, "valid");
   split.test = ids(test, "test");
   if (train.has_value() || valid.has_value() || test.has_value()) ds.splits[type] = split;
+  return std::make_unique<PyDataset>(std::move(ds), "arrays");
+}
+
+// A heterogeneous dataset as the OGB raw loader builds one: node types with counts, relations
+// (src_type, name, dst_type, sources, destinations; no reverse relations added, no
+// deduplication), and per node type optional features (borrowed), labels and splits.
+std::unique_ptr<PyDataset> FromHeteroArrays(
+    const std::vector<std::pair<std::string, int64_t>>& node_types,
+    const std::vector<std::tuple<std::string, std::string, std::string, py::array, py::array>>& relations,
+    const std::map<std::string, py::array>& features, const std::map<std::string, py::array>& labels,
+    const std::map<std::string, std::tuple<std::optional<py::array>, std::optional<py::array>,
+                                           std::optional<py::array>>>& splits,
+    const std::string& name) {
+  graph::Dataset ds;
+  ds.name = name;
+  ds.split_name = "arrays";
+  for (const auto& [type, n] : node_types) {
+    if (ds.graph.TypeIndex(type) >= 0) Throw(absl::InvalidArgumentError(absl::StrCat("num_nodes: node type '", type, "' twice")));
+    if (n < 0) Throw(absl::InvalidArgumentError(absl::StrCat("num_nodes['", type, "']: ", n, " nodes")));
+    ds.graph.node_types.push_back(type);
+    ds.graph.num_nodes.push_back(n);
+  }
+  auto type_size = [&](const std::string& type, const std::string& what) {
+    if (ds.graph.TypeIndex(type) < 0) {
+      Throw(absl::InvalidArgumentError(absl::StrCat(what, ": unknown node type '", type, "'")));
+    }
+    return ds.graph.NumNodes(type);
+  };
+  for (const auto& [src_type, rel, dst_type, src, dst] : relations) {
+    const std::string key = src_type + "___" + rel + "___" + dst_type;
+    const std::vector<int64_t> s = Int64Vector(src, "edges[" + key + "] (sources)");
+    const std::vector<int64_t> d = Int64Vector(dst, "edges[" + key + "] (destinations)");
+    if (s.size() != d.size()) Throw(absl::InvalidArgumentError(absl::StrCat("edges[", key, "]: as many sources as destinations expected")));
+    const int64_t n_src = type_size(src_type, "edges[" + key + "]"), n_dst = type_size(dst_type, "edges[" + key + "]");
+    if (ds.graph.FindRelation(key) != nullptr) Throw(absl::InvalidArgumentError(absl::StrCat("edges: relation ", key, " twice")));
+    graph::CsrBuildOptions bo;
+    bo.deduplicate = false;
+    absl::StatusOr<graph::Relation> r;
+    {
+      py::gil_scoped_release release;
+      r = graph::BuildRelation(src_type, rel, dst_type, n_src, n_dst, s.data(), d.data(), static_cast<int64_t>(s.size()),
+                               nullptr, Tensor(), bo);
+    }
+    if (!r.ok()) Throw(absl::InvalidArgumentError(absl::StrCat("edges[", key, "]: ", r.status().message())));
+    ds.graph.relations.push_back(*std::move(r));
+  }
+  for (const auto& [type, a] : features) {
+    const int64_t n = type_size(type, "features");
+    Tensor f = BorrowFeatures(a);
+    if (f.rows() != n) Throw(absl::InvalidArgumentError(absl::StrCat("features['", type, "']: ", f.rows(), " rows for ", n, " nodes")));
+    ds.features[type] = f;
+  }
+  for (const auto& [type, a] : labels) {
+    const int64_t n = type_size(type, "labels");
+    std::vector<int64_t> y = Int64Vector(a, "labels['" + type + "']");
+    if (static_cast<int64_t>(y.size()) != n) Throw(absl::InvalidArgumentError(absl::StrCat("labels['", type, "']: ", y.size(), " labels for ", n, " nodes")));
+    int64_t classes = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (y[i] < -1) Throw(absl::InvalidArgumentError(absl::StrCat("labels['", type, "']: ", y[i], " at node ", i, " (classes are 0.., -1 = unlabeled)")));
+      classes = std::max(classes, y[i] + 1);
+    }
+    ds.labels[type] = Int64Tensor(y);
+    ds.num_classes[type] = classes;
+  }
+  for (const auto& [type, parts] : splits) {
+    const int64_t n = type_size(type, "splits");
+    auto ids = [&](const std::optional<py::array>& a, const char* what) {
+      const std::string where = absl::StrCat(what, "['", type, "']");
+      if (!a.has_value()) return Tensor::Empty({0}, DType::kInt64);
+      std::vector<int64_t> v = Int64Vector(*a, where);
+      for (int64_t id : v) {
+        if (id < 0 || id >= n) Throw(absl::InvalidArgumentError(absl::StrCat(where, ": node ", id, " outside [0, ", n, ")")));
+      }
+      return Int64Tensor(v);
+    };
+    graph::Split split;
+    split.train = ids(std::get<0>(parts), "train");
+    split.valid = ids(std::get<1>(parts), "valid");
+    split.test = ids(std::get<2>(parts), "test");
+    ds.splits[type] = split;
+  }
   return std::make_unique<PyDataset>(std::move(ds), "arrays");
 }
 
@@ -388,6 +471,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("from_arrays", &FromArrays, py::arg("num_nodes"), py::arg("src"), py::arg("dst"), py::arg("features"),
         py::arg("labels"), py::arg("train"), py::arg("valid"), py::arg("test"), py::arg("directed"),
         py::arg("name"));
+  m.def("from_hetero_arrays", &FromHeteroArrays, py::arg("node_types"), py::arg("relations"), py::arg("features"),
+        py::arg("labels"), py::arg("splits"), py::arg("name"));
   m.def("load", &LoadFromPath, py::arg("path"), py::arg("split") = "");
   m.def("train", &Train, py::arg("args"), py::arg("progress") = py::none());
   m.def("predict", &Predict, py::arg("model_dir"), py::arg("dataset"));
