@@ -27,6 +27,10 @@ def _load_core() -> None:
     module is reported when the API is first used (the report needs none)."""
     import sys
 
+    # As `flexgraph train` (runtime/cli/main.cc): training owns the cores, so OpenMP threads spin
+    # briefly between parallel regions; libgomp reads this when it loads. Set values are kept.
+    os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
+    os.environ.setdefault("GOMP_SPINCOUNT", "30000")
     flags = sys.getdlopenflags()
     sys.setdlopenflags(flags | os.RTLD_GLOBAL)
     try:
