@@ -154,8 +154,10 @@ double Trainer::EvalLoss() {
 EpochMetrics Trainer::Evaluate(int epoch) {
   ScopedTimer timer(&stats_.evaluation);
   if (graph_batches_ != nullptr) {
+    // Validation and test graphs only: the training graphs' metrics would cost a forward pass over
+    // every one of them per evaluation (the training loss is reported instead).
     std::map<std::string, double> splits[3];
-    for (int s = 0; s < 3; ++s) {
+    for (int s = 1; s < 3; ++s) {
       // Each split in batches of the training batch size (one batch when it is 0).
       absl::StatusOr<std::map<std::string, double>> m =
           graph_batches_->Evaluate(s, config_.train().batch_size());

@@ -1,8 +1,7 @@
 // The Interaction Network on a small generated TrackML-like sample, sized for CI: trained on batches
-// of whole events (GraphBatchTraining), judged on held-out test events at cut 0.5 against the
+// of whole events (the Trainer's GraphBatchTraining), judged on held-out test events at cut 0.5 against the
 // particle-tracking targets (edge efficiency >= 0.97, purity >= 0.95). Also: the model's options
 // and what it refuses.
-#include <chrono>
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -10,7 +9,7 @@
 #include "flexgraph/graph/dataset.h"
 #include "nau/model.h"
 #include "runtime/tasks/graph_tasks.h"
-#include "runtime/train/graph_batches.h"
+#include "runtime/train/trainer.h"
 
 namespace fg::runtime {
 namespace {
@@ -59,34 +58,30 @@ TEST(Interaction, RefusesADatasetWithoutEdgeFeaturesAndABadAggregation) {
 }
 
 TEST(Interaction, ReachesTheTrackingTargetsOnHeldOutEvents) {
-  // 40 events of about 60 particles (plus 10% noise hits): 32 train, 4 valid, 4 test.
-  auto s = Make("trackml:events=40,particles=60,noise=0.1,seed=11", 32, 4,
-                {{"aggregation", "sum,max"}});
-  ASSERT_TRUE(s->model->Build(s->spec).ok());
-  nn::OptimizerOptions oo;
-  oo.lr = 0.003f;
-  nn::Optimizer opt(nn::OptimizerKind::kAdam, s->model->parameters(), oo);
-  GraphBatchTraining training({s->model.get(), &s->spec, s->task.get(), &opt}, 4, 5);
-  const auto start = std::chrono::steady_clock::now();
-  std::map<std::string, double> test;
-  double first = 0, last = 0;
-  for (int epoch = 0; epoch < 30; ++epoch) {
-    auto loss = training.RunEpoch(epoch);
-    ASSERT_TRUE(loss.ok()) << loss.status();
-    if (epoch == 0) first = *loss;
-    last = *loss;
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto m = training.Evaluate(2);
-  ASSERT_TRUE(m.ok()) << m.status();
-  test = *m;
-  std::printf("interaction: loss %.4f -> %.4f, test efficiency %.4f purity %.4f auc %.4f over %.0f "
-              "edges, %.1f s training\n",
-              first, last, test["efficiency"], test["purity"], test["auc"], test["items"], seconds);
-  EXPECT_LT(last, first);
-  EXPECT_GE(test["efficiency"], 0.97);
-  EXPECT_GE(test["purity"], 0.95);
+  // 40 events of about 60 particles (plus 10% noise hits): 32 train, 4 valid, 4 test; trained as
+  // `flexgraph train --model interaction` trains it (the Trainer on batches of whole events).
+  flexgraph::RunConfig c;
+  c.mutable_dataset()->set_path("trackml:events=40,particles=60,noise=0.1,seed=11");
+  c.mutable_model()->set_name("interaction");
+  c.mutable_model()->set_hidden(32);
+  c.mutable_model()->set_layers(4);
+  (*c.mutable_model()->mutable_options())["aggregation"] = "sum,max";
+  c.mutable_train()->set_lr(0.003f);
+  c.mutable_train()->set_batch_size(4);
+  c.mutable_train()->set_epochs(30);
+  c.mutable_train()->set_seed(5);
+  c.mutable_output()->set_quiet(true);
+  auto trainer = Trainer::Create(c);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  auto r = (*trainer)->Run();
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::printf("interaction: loss %.4f -> %.4f, test efficiency %.4f purity %.4f auc %.4f (best epoch "
+              "%d), median %.2f s/epoch\n",
+              r->losses.front(), r->losses.back(), r->extra["test_efficiency"],
+              r->extra["test_purity"], r->extra["test_auc"], r->best_epoch, r->epoch_seconds_median);
+  EXPECT_LT(r->losses.back(), r->losses.front());
+  EXPECT_GE(r->extra["test_efficiency"], 0.97);
+  EXPECT_GE(r->extra["test_purity"], 0.95);
 }
 
 }  // namespace
