@@ -2,7 +2,11 @@
 //   NeighborSelection: the in-neighbours N(v).
 //   Aggregation:       sum.
 //   Update:            h' = MLP((1 + ε) h_v + Σ_{u∈N(v)} h_u), MLP = Linear-ReLU-Linear (ε = 0, GIN-0).
+// On a set of graphs with a class per graph (graph classification), the last layer's per-vertex
+// scores are read out per graph (option `readout`: sum, as the paper's GIN-0, mean or max).
+#include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/status.h"
 #include "nau/model.h"
 
 namespace fg::udf {
@@ -57,16 +61,47 @@ class GinLayer : public nau::Layer {
   float dropout_, eps_;
 };
 
-std::unique_ptr<nau::Model> MakeGin() {
-  return std::make_unique<nau::StackedModel>(
-      [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
-         bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
-        auto eps = spec.options.Float("eps");
-        if (!eps.ok()) return eps.status();
-        return std::make_unique<GinLayer>(in, spec.hidden, out, last, spec.dropout,
-                                          static_cast<float>(*eps), spec.seed, i);
-      });
+nau::StackedModel::LayerFactory GinLayers() {
+  return [](const nau::ModelSpec& spec, int i, int64_t in, int64_t out,
+            bool last) -> absl::StatusOr<std::unique_ptr<nau::Layer>> {
+    auto eps = spec.options.Float("eps");
+    if (!eps.ok()) return eps.status();
+    return std::make_unique<GinLayer>(in, spec.hidden, out, last, spec.dropout,
+                                      static_cast<float>(*eps), spec.seed, i);
+  };
 }
+
+class Gin : public nau::StackedModel {
+ public:
+  Gin() : StackedModel(GinLayers()) {}
+
+  absl::Status Build(const nau::ModelSpec& spec) override {
+    const graph::Dataset& ds = *spec.dataset;
+    graphs_ = ds.IsGraphSet() && ds.labels.empty() && !ds.graphs->edge_labels.defined();
+    const std::string& readout = spec.options.String("readout");
+    if (readout == "sum") {
+      readout_ = ops::SegmentReduceOp::kSum;
+    } else if (readout == "mean") {
+      readout_ = ops::SegmentReduceOp::kMean;
+    } else if (readout == "max") {
+      readout_ = ops::SegmentReduceOp::kMax;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("readout: '", readout, "' is not sum, mean or max"));
+    }
+    return StackedModel::Build(spec);
+  }
+  nau::Task task() const override {
+    return graphs_ ? nau::Task::kGraphClassification : nau::Task::kNodeClassification;
+  }
+  // Graph classification: one row per graph of the (batch's) set.
+  ag::Var Head(nau::LayerContext&, const nau::ModelSpec& spec, const ag::Var& h) override {
+    return graphs_ ? ag::SegmentReduce(spec.dataset->graphs->node_offsets, h, readout_) : h;
+  }
+
+ private:
+  bool graphs_ = false;
+  ops::SegmentReduceOp readout_ = ops::SegmentReduceOp::kSum;
+};
 
 }  // namespace
 
@@ -75,7 +110,9 @@ FG_REGISTER_MODEL(gin, "GIN-0: sum aggregation and a two-layer MLP update (Xu et
                        train { epochs: 200 lr: 0.01 weight_decay: 5e-4 }
                        dataset { normalize_features: true })pb",
                   {{"eps", nau::OptionType::kFloat, "0",
-                    "GIN's epsilon: a vertex's own features weigh 1 + eps in the sum"}},
-                  MakeGin);
+                    "GIN's epsilon: a vertex's own features weigh 1 + eps in the sum"},
+                   {"readout", nau::OptionType::kString, "sum",
+                    "graph classification: the last layer's scores per graph, sum, mean or max"}},
+                  [] { return std::make_unique<Gin>(); });
 
 }  // namespace fg::udf
