@@ -84,9 +84,19 @@ void SiluBackward(const float* __restrict x, const float* __restrict s, const fl
   for (int64_t i = 0; i < n; ++i) gx[i] = gy[i] * s[i] * (1.0f + x[i] * (1.0f - s[i]));
 }
 
+// Calls f(r) for rows [0, n) of width d in parallel chunks of about 16K elements (a small
+// matrix runs on the calling thread: a parallel region would cost more than its rows).
+template <typename F>
+void ForRowChunks(int64_t n, int64_t d, F&& f) {
+  const int64_t rows = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(d, 1));
+  ParallelFor(0, (n + rows - 1) / rows, [&](int64_t c) {
+    for (int64_t r = c * rows; r < std::min(n, (c + 1) * rows); ++r) f(r);
+  });
+}
+
 // Row blocks of the parameter gradients' partial sums: a function of n only, so that the summed
 // gradients do not depend on the thread count.
-int ParameterBlocks(int64_t n) { return static_cast<int>(std::clamp<int64_t>(n / 64, 1, 16)); }
+int ParameterBlocks(int64_t n) { return static_cast<int>(std::clamp<int64_t>(n / 512, 1, 16)); }
 
 }  // namespace
 
@@ -103,7 +113,7 @@ Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps) {
   float* hp = xhat.f32();
   float* yp = y.f32();
   float* rp = rstd.f32();
-  ParallelFor(0, n, [&](int64_t r) {
+  ForRowChunks(n, d, [&](int64_t r) {
     const float* xr = xp + r * d;
     const float mean = Sum8(xr, d) / d;
     const float rs = 1.0f / std::sqrt(SquaredDeviation8(xr, mean, d) / d + eps);
@@ -125,7 +135,7 @@ Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps) {
       Tensor gx = Tensor::Empty({n, d});
       float* gxp = gx.f32();
       const float* rp = rstd.f32();
-      ParallelFor(0, n, [&](int64_t r) {
+      ForRowChunks(n, d, [&](int64_t r) {
         const float* gor = go + r * d;
         const float* hr = h + r * d;
         float* out = gxp + r * d;

@@ -63,7 +63,7 @@ const ConfigFlag kConfigFlags[] = {
     {"stop_after", "train.stop_after", "stop after this many epochs in this process (tests of resume)"},
     {"init_weights", "train.init_weights", "directory of initial parameter values, one <parameter>.npy each"},
     {"exec", "train.exec", "force built-in aggregations to dense, sparse or graph"},
-    {"batch_size", "train.batch_size", "mini-batch training: training vertices per batch (0: whole graph)"},
+    {"batch_size", "train.batch_size", "mini-batch training: training vertices per batch (0: whole graph); on a set of graphs, graphs per batch (0: all)"},
     {"sampler", "train.sampler", "mini-batch sampler: neighbor (GraphSAGE node-wise) or ladies (layer-wise)"},
     {"fanouts", "train.fanouts", "neighbor sampler: neighbours per root, one per layer from the seeds down (\"25,10\")"},
     {"layer_size", "train.layer_size", "ladies sampler: vertices drawn per batch and layer"},
