@@ -7,6 +7,8 @@ RUN is either
 * a summary JSON written by ``flexgraph train ... --summary_json FILE`` or by
   ``flexgraph launch ... -- train ... --summary_json FILE`` (the launch's adds ``world_size`` and
   one entry per worker under ``workers``), or
+* a track summary written by ``flexgraph track ... --summary_json FILE``: the tracking metrics and
+  plots of the track efficiency against pT and eta, or
 * a launch's log directory (``flexgraph launch --log_dir DIR``): ``coordinator.log`` and
   ``worker-R.log`` (restarts as ``worker-R.restartN.log``); the epoch lines of the workers' logs
   give the per-epoch curves, the coordinator's log the partition's imbalance and edge cut. A
@@ -345,6 +347,35 @@ def _section_sampling(run: Run, go) -> Section:
     return s
 
 
+def _section_tracking(run: Run, go) -> Section:
+    t = run.tracking
+    s = Section("tracking", "Particle tracking")
+    for k, v in t.metrics.items():
+        if v is not None:
+            s.table.append((k, _fmt(v)))
+    for name, label, unit in (("pt", "pT", "GeV"), ("eta", "eta", "")):
+        b = t.bins.get(name)
+        xs, ys, errs, counts = [], [], [], []
+        for i, (n, m) in enumerate(zip(b["particles"], b["matched"]) if b else []):
+            lo, hi = b["edges"][i], b["edges"][i + 1]
+            if not n or lo is None or hi is None or m is None:
+                continue
+            e = m / n
+            xs.append(f"[{_fmt(lo)}, {_fmt(hi)})")
+            ys.append(e)
+            errs.append(math.sqrt(max(e * (1 - e), 0.0) / n))  # binomial standard error
+            counts.append(int(n))
+        if not xs:
+            s.notes.append(f'No particles in any {label} bin (summary field "efficiency_vs_{name}").')
+            continue
+        fig = go.Figure(go.Scatter(x=xs, y=ys, error_y={"type": "data", "array": errs}, mode="lines+markers",
+                                   name="track efficiency", customdata=counts,
+                                   hovertemplate="%{x}: %{y:.4f} of %{customdata} particles"))
+        _layout(fig, f"Track efficiency against {label}", f"{label} {unit}".strip(), "efficiency")
+        s.figures.append((f"plot-track-efficiency-{name}", fig))
+    return s
+
+
 SECTIONS: list[Callable] = [_section_curves, _section_epoch_time, _section_stages, _section_workers,
                             _section_partition, _section_sampling]
 
@@ -352,6 +383,8 @@ SECTIONS: list[Callable] = [_section_curves, _section_epoch_time, _section_stage
 def build_sections(run: Run) -> list[Section]:
     import plotly.graph_objects as go
 
+    if run.tracking is not None and not run.has_summary:  # a track summary alone
+        return [_section_tracking(run, go)]
     if not run.has_summary and not run.history and not run.workers:  # a partition summary alone
         overview = _section_overview(run)
         overview.notes.append("The input holds a partition, no training run: only the partition is shown.")
@@ -396,6 +429,8 @@ def render_html(sections: list[Section], title: str) -> str:
 
 
 def build_report(run: Run, title: str | None = None) -> str:
+    if title is None and run.tracking is not None and not run.has_summary:
+        title = "FlexGraph track report"
     if title is None:
         what = " ".join(str(run.info[k]) for k in ("model", "dataset") if run.info.get(k))
         title = f"FlexGraph run report{': ' + what if what else ''}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ReportError", "Run", "Worker", "Partition", "load_run", "parse_epoch_line", "parse_coordinator_log",
+__all__ = ["ReportError", "Run", "Worker", "Partition", "Tracking", "load_run", "parse_epoch_line", "parse_coordinator_log",
            "STAGES", "BYTE_KINDS", "INFO_KEYS"]
 
 # The training step's stages, in the order ExecStats::Named() lists them.
@@ -172,6 +172,19 @@ class Worker:
 
 
 @dataclass
+class Tracking:
+    """A summary of `flexgraph track --summary_json`: the metrics and the efficiency per bin."""
+    source: str = ""
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    # "pt" and "eta": {"edges": [...], "particles": [...], "matched": [...]}
+    bins: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
+
+
+TRACK_METRICS = ["edge_efficiency", "edge_purity", "track_efficiency", "fake_rate", "duplicate_rate",
+                 "candidates", "reconstructable_particles", "matched_particles", "graphs", "cut", "pt_min"]
+
+
+@dataclass
 class Run:
     sources: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)  # model, dataset, epochs, test accuracy, ...
@@ -187,6 +200,7 @@ class Run:
     workers: list[Worker] = field(default_factory=list)
     partition: Partition | None = None
     minibatch: dict[str, Any] | None = None
+    tracking: Tracking | None = None
     has_summary: bool = False
 
 
@@ -196,6 +210,26 @@ def _is_train_summary(obj: dict) -> bool:
 
 def _is_partition_summary(obj: dict) -> bool:
     return "per_part" in obj
+
+
+def _is_track_summary(obj: dict) -> bool:
+    return "track_efficiency" in obj and "efficiency_vs_pt" in obj
+
+
+def _read_tracking(d: _Doc) -> Tracking:
+    t = Tracking(source=d.source)
+    for key in TRACK_METRICS:
+        t.metrics[key] = d.number(key)
+    for name in ("pt", "eta"):
+        b = d.object(f"efficiency_vs_{name}")
+        if b is None:
+            continue
+        edges, particles, matched = b.numbers("bin_edges") or [], b.numbers("particles") or [], b.numbers("matched") or []
+        if len(particles) != len(matched) or (particles and len(edges) != len(particles) + 1):
+            raise ReportError(f'{d.source}: field "efficiency_vs_{name}": {len(edges)} bin edges, '
+                              f"{len(particles)} particle counts and {len(matched)} matched counts do not agree")
+        t.bins[name] = {"edges": edges, "particles": particles, "matched": matched}
+    return t
 
 
 def _read_partition(d: _Doc) -> Partition:
@@ -447,9 +481,13 @@ def load_run(path: str | os.PathLike, partition: str | os.PathLike | None = None
             run.partition = _read_partition(_Doc(obj, str(p)))
         elif _is_train_summary(obj):
             _read_summary(run, _Doc(obj, str(p)))
+        elif _is_track_summary(obj):
+            run.sources.append(str(p))
+            run.tracking = _read_tracking(_Doc(obj, str(p)))
         else:
             raise ReportError(f'{p}: not a run summary: it has no field "losses", "epoch_seconds" or "history" '
-                              "(write one with flexgraph train ... --summary_json FILE)")
+                              "(write one with flexgraph train ... --summary_json FILE), nor is it a "
+                              'track summary ("track_efficiency", flexgraph track --summary_json FILE)')
     if partition is not None:
         pp = Path(partition)
         obj = _read_json(pp)

@@ -415,6 +415,30 @@ def test_report_of_real_runs(tmp_path, browser):
     assert any(k.startswith("valid") for e in run.history.values() for k in e)  # from the epoch lines
 
 
+def test_report_of_a_track_summary(tmp_path, browser):
+    """`flexgraph track --summary_json` of a real (tiny) tracking run: the metrics and the two
+    efficiency plots; bins that disagree in length fail naming the field."""
+    exe = flexgraph_bin()
+    events, model, summary = tmp_path / "events.fgc", tmp_path / "model", tmp_path / "track.json"
+    for args in (["generate", "trackml:events=10,particles=20,seed=3", "--format", "fgc", "--out", str(events)],
+                 ["train", "--model", "interaction", "--dataset", str(events), "--hidden", "8", "--layers", "2",
+                  "--epochs", "2", "--batch_size", "4", "--threads", "1", "--quiet", "--save_model", str(model)],
+                 ["track", "--model_dir", str(model), "--split", "all", "--threads", "1",
+                  "--summary_json", str(summary)]):
+        r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    out = tmp_path / "track.html"
+    plots = report.write_report(summary, out)
+    assert sorted(plots) == ["plot-track-efficiency-eta", "plot-track-efficiency-pt"]
+    check_page(browser, out, plots)
+    page = out.read_text()
+    assert "track_efficiency" in page and "fake_rate" in page and "FlexGraph track report" in page
+    broken = json.loads(summary.read_text())
+    broken["efficiency_vs_pt"]["matched"].append(1)
+    with pytest.raises(report.ReportError, match='efficiency_vs_pt'):
+        report.load_run(write_json(tmp_path / "broken.json", broken))
+
+
 def test_flexgraph_report_command(tmp_path):
     """`flexgraph report` hands over to this package's report; a missing interpreter, package or
     plotly fails with exit status 1 and a message naming it."""
