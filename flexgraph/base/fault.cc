@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -30,6 +32,7 @@ namespace {
 struct FaultSpec {
   std::string process, point;
   int nth = 1;
+  bool hang = false;  // block the thread forever instead of killing the process
   std::string mark;
 };
 
@@ -45,12 +48,14 @@ FaultSpec* Spec() {
     if (env == nullptr || *env == '\0') return nullptr;
     std::vector<std::string> parts = absl::StrSplit(env, ':');
     auto* s = new FaultSpec;
-    if (parts.size() < 2 || parts.size() > 3 ||
-        (parts.size() == 3 && (!absl::SimpleAtoi(parts[2], &s->nth) || s->nth < 1))) {
-      std::fprintf(stderr, "FG_FAULT=%s: expected <process>:<point>[:<n>]; ignored\n", env);
+    if (parts.size() < 2 || parts.size() > 4 ||
+        (parts.size() >= 3 && (!absl::SimpleAtoi(parts[2], &s->nth) || s->nth < 1)) ||
+        (parts.size() == 4 && parts[3] != "kill" && parts[3] != "hang")) {
+      std::fprintf(stderr, "FG_FAULT=%s: expected <process>:<point>[:<n>[:kill|hang]]; ignored\n", env);
       delete s;
       return nullptr;
     }
+    s->hang = parts.size() == 4 && parts[3] == "hang";
     s->process = parts[0];
     s->point = parts[1];
     if (const char* mark = std::getenv("FG_FAULT_MARK")) s->mark = mark;
@@ -71,17 +76,23 @@ void SetFaultProcess(std::string_view name) {
 
 void FaultPoint(std::string_view point) {
   if (!g_armed.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_spec == nullptr || g_process == nullptr || g_spec->point != point) return;
-  if (g_spec->process != "*" && g_spec->process != *g_process) return;
-  if (++g_hits != g_spec->nth) return;
-  if (!g_spec->mark.empty()) {
-    const int fd = ::open(g_spec->mark.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0) return;  // fired before
-    ::close(fd);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_spec == nullptr || g_process == nullptr || g_spec->point != point) return;
+    if (g_spec->process != "*" && g_spec->process != *g_process) return;
+    if (++g_hits != g_spec->nth) return;
+    if (!g_spec->mark.empty()) {
+      const int fd = ::open(g_spec->mark.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0) return;  // fired before
+      ::close(fd);
+    }
+    if (!g_spec->hang) {
+      std::fprintf(stderr, "fault injected: %s killed at %s\n", g_process->c_str(), g_spec->point.c_str());
+      ::kill(::getpid(), SIGKILL);
+    }
+    std::fprintf(stderr, "fault injected: %s hangs at %s\n", g_process->c_str(), g_spec->point.c_str());
   }
-  std::fprintf(stderr, "fault injected: %s killed at %s\n", g_process->c_str(), g_spec->point.c_str());
-  ::kill(::getpid(), SIGKILL);
+  while (true) std::this_thread::sleep_for(std::chrono::hours(1));  // the lock released: others go on
 }
 
 }  // namespace fg

@@ -22,6 +22,10 @@
 namespace fg::cli {
 namespace {
 
+constexpr char kStallHelp[] =
+    "once training has communicated: seconds a worker may send and receive nothing while another waits for it "
+    "before the coordinator names it as stalled (a hung training thread; its heartbeats go on)";
+
 // More workers than this are a typo, not a run (each is a process with its own gRPC server).
 constexpr int64_t kMaxWorkers = 4096;
 
@@ -98,6 +102,7 @@ int Launch(const std::vector<std::string>& args) {
                   "with --hosts: the address workers dial for the coordinator (default: this host's name)");
   flags.AddString("log_dir", "", "directory for one log per process (default: a new temp dir)");
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
+  flags.AddString("stall_timeout", "300", kStallHelp);
   flags.AddString("partition", "metis",
                   "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
   flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
@@ -115,6 +120,8 @@ int Launch(const std::vector<std::string>& args) {
   auto workers = flags.GetInt("workers");
   auto restarts = flags.GetInt("max_restarts");
   auto timeout = flags.GetDouble("heartbeat_timeout");
+  auto stall = flags.GetDouble("stall_timeout");
+  if (!stall.ok() || !(*stall > 0)) return UsageError(flags, "launch: --stall_timeout takes a positive number");
   if (!workers.ok()) return UsageError(flags, absl::StrCat("launch: ", workers.status().message()));
   if (!restarts.ok()) return UsageError(flags, absl::StrCat("launch: ", restarts.status().message()));
   if (!timeout.ok()) return UsageError(flags, absl::StrCat("launch: ", timeout.status().message()));
@@ -131,7 +138,10 @@ int Launch(const std::vector<std::string>& args) {
   if (runtime::ExchangeMode mode; !runtime::ParseExchangeMode(flags.Get("exchange"), &mode)) {
     return UsageError(flags, "launch: --exchange takes auto, rows or partial");
   }
-  if (auto tls = TlsFrom(flags, "launch"); !tls.ok()) return UsageError(flags, std::string(tls.status().message()));
+  if (auto tls = TlsFrom(flags, "launch"); !tls.ok()) {
+    std::fprintf(stderr, "flexgraph %s\n", std::string(tls.status().message()).c_str());
+    return 2;
+  }
   o.tls_cert = flags.Get("tls_cert");
   o.tls_key = flags.Get("tls_key");
   o.tls_ca = flags.Get("tls_ca");
@@ -147,6 +157,7 @@ int Launch(const std::vector<std::string>& args) {
   o.workers = static_cast<int>(*workers);
   o.max_restarts = static_cast<int>(*restarts);
   o.heartbeat_timeout_seconds = *timeout;
+  o.stall_timeout_seconds = *stall;
   o.hosts_file = flags.Get("hosts");
   o.ssh = flags.Get("ssh");
   o.coordinator_host = flags.Get("coordinator_host");
@@ -172,6 +183,7 @@ int Coordinator(const std::vector<std::string>& args) {
   flags.AddString("token_file", "", "file whose first line is the run token (default: $FG_RUN_TOKEN)");
   flags.AddString("token", "", "refused: a token on the command line is visible to every user (ps)");
   flags.AddString("heartbeat_timeout", "10", "seconds without heartbeats before a worker is dead");
+  flags.AddString("stall_timeout", "300", kStallHelp);
   flags.AddString("partition", "metis",
                   "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
   AddTlsFlags(&flags);
@@ -200,13 +212,18 @@ int Coordinator(const std::vector<std::string>& args) {
   }
   if (*port < 0 || *port > 65535) return UsageError(flags, "coordinator: --port must lie in [0, 65535]");
   if (!(*timeout > 0)) return UsageError(flags, "coordinator: --heartbeat_timeout must be positive");
+  auto stall = flags.GetDouble("stall_timeout");
+  if (!stall.ok() || !(*stall > 0)) return UsageError(flags, "coordinator: --stall_timeout takes a positive number");
+  o.stall_timeout_seconds = *stall;
   o.workers = static_cast<int>(*workers);
   o.port = static_cast<int>(*port);
   o.host = flags.Get("host");
   o.heartbeat_timeout_seconds = *timeout;
   o.partition_method = flags.Get("partition");
   if (auto s = CredentialsFrom(flags, "coordinator", &o.token, &o.tls); !s.ok()) {
-    return UsageError(flags, std::string(s.message()));
+    // Not a usage text: a launcher's failure report shows a log's last lines.
+    std::fprintf(stderr, "flexgraph %s\n", std::string(s.message()).c_str());
+    return 2;
   }
   auto c = runtime::Coordinator::Start(o, *train);
   if (!c.ok()) {
@@ -250,6 +267,9 @@ int Worker(const std::vector<std::string>& args) {
   flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
   flags.AddString("register_timeout", "300", "seconds to wait for the coordinator and the other workers");
   flags.AddString("coordinator_timeout", "30", "seconds without the coordinator's answer before the run is given up");
+  flags.AddString("stall_timeout", "300",
+                  "seconds a receive waits for a peer that sends nothing (gRPC: 10 s more, the coordinator names a stalled "
+                  "worker first; under srun without --coordinator: also the coordinator's stall timeout)");
   flags.AddBool("pipeline", true, "overlap sends with local aggregation (--nopipeline for benchmarks)");
   AddTlsFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("worker: ", s.message()));
@@ -269,6 +289,8 @@ int Worker(const std::vector<std::string>& args) {
   if (!runtime::ParseExchangeMode(flags.Get("exchange"), &exchange)) {
     return UsageError(flags, "worker: --exchange takes auto, rows or partial");
   }
+  auto stall = flags.GetDouble("stall_timeout");
+  if (!stall.ok() || !(*stall > 0)) return UsageError(flags, "worker: --stall_timeout takes a positive number");
   if (comm == "mpi") {
     if (flags.IsSet("coordinator")) return UsageError(flags, "worker: --comm mpi has no coordinator (rank 0 leads)");
     if (!partition::ParseMethod(flags.Get("partition")).ok()) {
@@ -278,6 +300,7 @@ int Worker(const std::vector<std::string>& args) {
     m.partition_method = flags.Get("partition");
     m.exchange = exchange;
     m.pipeline = flags.GetBool("pipeline");
+    m.recv_timeout_seconds = *stall;
     if (auto s = PrepareOutputs(*train); !s.ok()) {
       std::fprintf(stderr, "flexgraph worker: %s\n", std::string(s.message()).c_str());
       return 2;
@@ -292,7 +315,9 @@ int Worker(const std::vector<std::string>& args) {
   runtime::WorkerOptions o;
   o.coordinator = flags.Get("coordinator");
   if (auto s = CredentialsFrom(flags, "worker", &o.token, &o.tls); !s.ok()) {
-    return UsageError(flags, std::string(s.message()));
+    // Not a usage text: a launcher's failure report shows a log's last lines.
+    std::fprintf(stderr, "flexgraph %s\n", std::string(s.message()).c_str());
+    return 2;
   }
   o.host = flags.Get("host");
   o.advertise_host = flags.Get("advertise");
@@ -307,6 +332,7 @@ int Worker(const std::vector<std::string>& args) {
     return UsageError(flags, "worker: --coordinator_timeout takes a positive number");
   }
   o.coordinator_timeout_seconds = *silent;
+  o.stall_timeout_seconds = *stall;
   o.exchange = exchange;
   o.pipeline = flags.GetBool("pipeline");
   // Under srun without --coordinator: task 0 runs the coordinator on the step's first node.
@@ -343,6 +369,7 @@ int Worker(const std::vector<std::string>& args) {
       c.token = o.token;
       c.tls = o.tls;
       c.heartbeat_timeout_seconds = *timeout;
+      c.stall_timeout_seconds = *stall;
       c.partition_method = flags.Get("partition");
       if (auto s = PrepareOutputs(*train); !s.ok()) {
         std::fprintf(stderr, "flexgraph worker: %s\n", std::string(s.message()).c_str());

@@ -29,6 +29,10 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
         caller_check_(options_.token, options_.tls, "coordinator") {}
 
   absl::Status Init() {
+    // A certificate that does not name the address workers dial fails here, not in their handshakes.
+    if (absl::Status names = CheckTlsNames(options_.tls, options_.host); !names.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("coordinator: ", names.message()));
+    }
     FG_ASSIGN_OR_RETURN(OwnerPlan plan, PlanOwners(train_, options_.workers, options_.partition_method));
     std::fprintf(stderr, "coordinator: %s", plan.description.c_str());
     owners_ = std::move(plan.owners);
@@ -36,6 +40,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     peers_.assign(options_.workers, "");
     last_beat_.assign(options_.workers, 0.0);
     finals_.assign(options_.workers, false);
+    activity_.assign(options_.workers, Activity());
     worker_metrics_.assign(options_.workers, flexgraph::MetricsRequest());
 
     grpc::ServerBuilder builder;
@@ -80,16 +85,17 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                         flexgraph::RegisterReply* reply) override {
     if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
-    // Every process must run the same configuration: a mismatch stops the run, naming the fields.
+    // Every process must run the same configuration: a worker with another is refused, naming the
+    // fields, and logged; the run (registering or running) goes on without it.
     flexgraph::RunConfig settings;
     if (!settings.ParseFromString(req->settings())) {
+      Refuse(absl::StrCat("worker at ", req->address(), " (pid ", req->pid(), "): unreadable settings"));
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unreadable settings");
     }
     if (const std::string diff = ConfigDifferences(SharedSettings(train_), settings); !diff.empty()) {
-      const std::string why = absl::StrCat("worker at ", req->address(),
-                                           " runs another configuration (coordinator -> worker): ", diff);
-      Fail(absl::FailedPreconditionError(why));
-      cv_.notify_all();
+      const std::string why = absl::StrCat("worker at ", req->address(), " (pid ", req->pid(),
+                                           ") runs another configuration (coordinator -> worker): ", diff);
+      Refuse(why);
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
     }
     int rank = req->rank_hint();
@@ -100,8 +106,9 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       }
     }
     if (rank < 0) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat("all ", options_.workers, " worker slots are taken"));
+      const std::string why = absl::StrCat("all ", options_.workers, " worker slots are taken");
+      Refuse(absl::StrCat("worker at ", req->address(), " (pid ", req->pid(), "): ", why));
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, why);
     }
     peers_[rank] = req->address();
     ++registered_;
@@ -134,7 +141,15 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
                          flexgraph::HeartbeatReply* reply) override {
     if (grpc::Status s = caller_check_.Check(*ctx); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
-    if (req->rank() >= 0 && req->rank() < options_.workers) last_beat_[req->rank()] = clock_.Seconds();
+    if (req->rank() >= 0 && req->rank() < options_.workers) {
+      last_beat_[req->rank()] = clock_.Seconds();
+      Activity& a = activity_[req->rank()];
+      a.at = clock_.Seconds();
+      a.operations = req->operations();
+      a.idle = req->idle_seconds();
+      a.waiting_on = req->waiting_on() - 1;
+      a.waiting = req->waiting_seconds();
+    }
     if (!failure_.ok()) {
       reply->set_stop(true);
       reply->set_reason(std::string(failure_.message()));
@@ -192,6 +207,12 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     }
     return true;
   }
+  // A registration turned away; logged, and kept for the registration timeout's message. mu_ held.
+  void Refuse(const std::string& why) {
+    std::fprintf(stderr, "coordinator: refused a registration: %s\n", why.c_str());
+    ++refused_;
+    last_refusal_ = why;
+  }
   void Fail(const absl::Status& s) {  // mu_ held
     if (failure_.ok()) {
       failure_ = s;
@@ -199,7 +220,57 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     }
   }
 
-  // Stops the run when a registered worker misses its heartbeats.
+  // A worker's training as its last heartbeat reported it (CommActivity), aged to now.
+  struct Activity {
+    double at = -1;  // when reported (-1: never)
+    int64_t operations = 0;
+    double idle = 0, waiting = 0;
+    int waiting_on = -1;
+  };
+  double IdleNow(int r, double now) const { return activity_[r].idle + (now - activity_[r].at); }
+  double WaitingNow(int r, double now) const { return activity_[r].waiting + (now - activity_[r].at); }
+  int WaitsFor(int r) const {
+    const Activity& a = activity_[r];
+    return finals_[r] || a.at < 0 || a.waiting_on < 0 || a.waiting_on >= options_.workers ? -1 : a.waiting_on;
+  }
+
+  // A worker whose training stopped communicating while another waits for it (directly or through
+  // others waiting): its heartbeats go on, so only its activity shows it. The failure names it and
+  // who waits. "" when none. mu_ held.
+  std::string Stalled(double now) const {
+    const double limit = options_.stall_timeout_seconds;
+    const int P = options_.workers;
+    for (int r = 0; r < P; ++r) {
+      const Activity& a = activity_[r];
+      if (finals_[r] || a.at < 0 || a.operations == 0 || WaitsFor(r) >= 0 || IdleNow(r, now) <= limit) continue;
+      for (int q = 0; q < P; ++q) {
+        int x = q;
+        for (int step = 0; step < P && x >= 0 && x != r; ++step) x = WaitsFor(x);
+        if (q == r || x != r) continue;
+        return absl::StrCat("worker ", r, " (", peers_[r], ") stalled: its training has sent and received nothing for ",
+                            static_cast<int>(IdleNow(r, now)), " s while its heartbeats go on, and worker ", q,
+                            " waits for it (", static_cast<int>(WaitingNow(q, now)), " s; --stall_timeout ", limit,
+                            ")");
+      }
+    }
+    // Workers waiting for each other in a cycle, each for longer than the limit: a deadlock.
+    for (int q = 0; q < P; ++q) {
+      std::vector<int> cycle = {q};
+      for (int x = WaitsFor(q); x >= 0 && x != q && cycle.size() <= static_cast<size_t>(P); x = WaitsFor(x)) {
+        cycle.push_back(x);
+      }
+      if (cycle.size() > static_cast<size_t>(P) || WaitsFor(cycle.back()) != q) continue;
+      bool all = true;
+      for (int x : cycle) all = all && WaitingNow(x, now) > limit;
+      if (all) {
+        return absl::StrCat("workers ", absl::StrJoin(cycle, ", "), " wait for each other in a cycle, each for more than ",
+                            limit, " s (--stall_timeout): stalled");
+      }
+    }
+    return "";
+  }
+
+  // Stops the run when a registered worker misses its heartbeats or stalls.
   void Monitor() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!done_) {
@@ -214,15 +285,28 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
           cv_.notify_all();
         }
       }
+      if (registered_ == options_.workers && failure_.ok()) {
+        if (const std::string stalled = Stalled(now); !stalled.empty()) {
+          Fail(absl::DeadlineExceededError(stalled));
+          cv_.notify_all();
+        }
+      }
       if (registered_ < options_.workers && now > options_.register_timeout_seconds) {
         std::vector<int> missing;
         for (int r = 0; r < options_.workers; ++r) {
           if (peers_[r].empty()) missing.push_back(r);
         }
+        // What was turned away may be why: a refused registration, a rejected call.
+        std::string seen;
+        if (refused_ > 0) absl::StrAppend(&seen, "; ", refused_, " registrations refused, the last: ", last_refusal_);
+        if (const int n = caller_check_.rejected(); n > 0) {
+          absl::StrAppend(&seen, "; ", n, " calls rejected, the last: ", caller_check_.last_rejection());
+        }
+        if (seen.empty() && registered_ == 0) seen = "; no worker reached the coordinator (their logs say why)";
         Fail(absl::DeadlineExceededError(absl::StrCat(
             "only ", registered_, " of ", options_.workers, " workers registered within ",
             options_.register_timeout_seconds, " s (ranks ", absl::StrJoin(missing, ", "),
-            " missing)")));
+            " missing)", seen)));
         cv_.notify_all();
       }
     }
@@ -242,7 +326,10 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   std::vector<double> last_beat_;
   std::vector<bool> finals_;
   std::vector<flexgraph::MetricsRequest> worker_metrics_;
+  std::vector<Activity> activity_;
   int registered_ = 0;
+  int refused_ = 0;
+  std::string last_refusal_;
   absl::Status failure_;
   bool done_ = false;
   std::thread monitor_;

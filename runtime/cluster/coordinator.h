@@ -2,7 +2,10 @@
 // reads the metadata of a partitioned dataset, whose parts the workers load), registers the
 // workers and tells each its rank, peers and owner table, watches their heartbeats, and collects their
 // metrics into the run summary. A worker that misses heartbeats for `heartbeat_timeout` seconds,
-// or reports a failure, stops the run with an error naming it. Never relays features.
+// or reports a failure, stops the run with an error naming it; so does a worker whose heartbeats go
+// on while its training has communicated with nobody for `stall_timeout` seconds and another worker
+// waits for it (a hung training thread). A worker that registers with another configuration is
+// refused and logged; the run goes on. Never relays features.
 // Thread-safe.
 #pragma once
 
@@ -23,6 +26,9 @@ struct CoordinatorOptions {
   Tls tls;
   double heartbeat_timeout_seconds = 10;
   double register_timeout_seconds = 120;
+  // Once training has communicated: how long a worker may go without sending or receiving while
+  // another waits for it before it is named as stalled (its peers' receives wait 10 s longer).
+  double stall_timeout_seconds = 300;
   std::string partition_method = "metis";  // hash, range, metis or balanced
 };
 

@@ -24,6 +24,7 @@
 #include "flexgraph/base/timer.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "runtime/comm/auth.h"
 
 namespace fg::runtime {
 namespace {
@@ -201,6 +202,16 @@ bool HasFlag(const std::vector<std::string>& args, const std::string& flag) {
   return false;
 }
 
+// The address workers dial for the coordinator: loopback for local workers; with a host file,
+// --coordinator_host or this machine's name.
+std::string CoordinatorHost(const LaunchOptions& o) {
+  if (o.hosts_file.empty()) return "127.0.0.1";
+  if (!o.coordinator_host.empty()) return o.coordinator_host;
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
 // One attempt: 0 on success, 1 on failure, 128 + signal when interrupted.
 int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
             const std::string& log_dir, int attempt) {
@@ -226,6 +237,7 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
   std::vector<std::string> coord = {exe, "coordinator", "--workers", std::to_string(o.workers),
                                     "--port", "0", "--port_file", port_file,
                                     "--heartbeat_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
+                                    "--stall_timeout", absl::StrCat(o.stall_timeout_seconds),
                                     "--partition", o.partition,
                                     "--host", hosts.empty() ? "127.0.0.1" : "0.0.0.0"};
   // TLS files: the same paths on every host.
@@ -270,11 +282,7 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
     std::fprintf(stderr, "flexgraph launch: the coordinator did not start; log: %s\n", children[0].log.c_str());
     return 1;
   }
-  char host[256] = "127.0.0.1";
-  if (!hosts.empty()) gethostname(host, sizeof(host));
-  if (!hosts.empty() && !o.coordinator_host.empty()) {
-    std::snprintf(host, sizeof(host), "%s", o.coordinator_host.c_str());
-  }
+  const std::string host = CoordinatorHost(o);
   std::vector<std::string> ssh = absl::StrSplit(o.ssh, ' ', absl::SkipEmpty());
   if (ssh.empty()) {
     const char* env_ssh = std::getenv("FG_SSH");
@@ -292,6 +300,7 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
     std::vector<std::string> w = {exe, "worker", "--coordinator", absl::StrCat(host, ":", port),
                                   "--rank", std::to_string(r), "--exchange", o.exchange,
                                   "--coordinator_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
+                                  "--stall_timeout", absl::StrCat(o.stall_timeout_seconds),
                                   o.pipeline ? "--pipeline" : "--nopipeline"};
     w.insert(w.end(), tls.begin(), tls.end());
     const std::string& h = hosts.empty() ? "" : hosts[r % hosts.size()];
@@ -380,6 +389,16 @@ int Launch(const LaunchOptions& o) {
   if (o.workers < 1) {
     std::fprintf(stderr, "flexgraph launch: --workers must be positive, got %d\n", o.workers);
     return 2;
+  }
+  // TLS files every process would refuse at start-up, or peers in their handshakes, refuse the run
+  // now, naming the file and why (the coordinator runs here, with these files).
+  if (!o.tls_cert.empty() || !o.tls_key.empty() || !o.tls_ca.empty()) {
+    auto tls = LoadTls(o.tls_cert, o.tls_key, o.tls_ca);
+    absl::Status names = tls.ok() ? CheckTlsNames(*tls, CoordinatorHost(o)) : tls.status();
+    if (!names.ok()) {
+      std::fprintf(stderr, "flexgraph launch: %s\n", std::string(names.message()).c_str());
+      return 2;
+    }
   }
   if (o.hosts_file.empty()) {
     // Local workers share this machine: each process needs its own runtime before any data.

@@ -19,6 +19,7 @@ struct LaunchOptions {
   std::string coordinator_host;
   std::string log_dir;     // "" = a new directory under $TMPDIR
   double heartbeat_timeout_seconds = 10;
+  double stall_timeout_seconds = 300;  // coordinator.h
   std::string partition = "metis";
   std::string exchange = "auto";
   bool restart_on_failure = false;
@@ -29,7 +30,9 @@ struct LaunchOptions {
   std::vector<std::string> train_args;  // the `train` flags
 };
 
-// Returns the process exit status: 0 when every process succeeded.
+// Returns the process exit status: 0 when every process succeeded; 2 when the options are refused
+// before anything starts (TLS files a peer would refuse: auth.h's LoadTls and CheckTlsNames for the
+// address workers dial for the coordinator).
 int Launch(const LaunchOptions& options);
 
 // A 128-bit random token as hex (from /dev/urandom).

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -90,12 +91,69 @@ absl::StatusOr<std::optional<SlurmStep>> SlurmStepFromEnvironment() {
   return std::optional<SlurmStep>(step);
 }
 
+namespace {
+
+// Whether a failed call reached a listening coordinator whose connection then failed (a TLS
+// handshake either side refused, plaintext against TLS), as opposed to one not listening yet.
+bool ReachedButRefused(const grpc::Status& s) {
+  if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
+  const std::string& m = s.error_message();
+  for (const char* sign : {"andshake", "Socket closed", "reset by peer", "SSL", "ssl", "certificate", "wrong version"}) {
+    if (m.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Waits until the coordinator at `address` answers (it may not listen yet: a Slurm task 0 starts
+// it), up to `timeout` seconds. A connection that reaches it and then fails the same way three times
+// in a row (a TLS misconfiguration) fails at once with gRPC's reason, rather than after the
+// timeout with none.
+absl::Status WaitForCoordinator(flexgraph::Coordinator::Stub& stub, const WorkerOptions& options) {
+  Stopwatch waited;
+  int refused = 0;
+  while (true) {
+    grpc::ClientContext ctx;
+    WithToken(&ctx, options.token, 5);
+    ctx.AddMetadata(kCallerMetadata, "a worker registering");
+    flexgraph::HeartbeatRequest probe;
+    probe.set_rank(-1);
+    flexgraph::HeartbeatReply ignored;
+    const grpc::Status s = stub.Heartbeat(&ctx, probe, &ignored);
+    // Answered, even with a refusal of this caller (UNAUTHENTICATED): Register says why.
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return absl::OkStatus();
+    }
+    refused = ReachedButRefused(s) ? refused + 1 : 0;
+    if (refused >= 3 || waited.Seconds() > options.register_timeout_seconds) {
+      std::string why = refused >= 3 ? "it refused the connection"
+                                     : absl::StrCat("no answer within ", options.register_timeout_seconds, " s");
+      absl::StrAppend(&why, " (", s.error_message(), ")");
+      if (refused >= 3 && !options.tls.enabled()) {
+        absl::StrAppend(&why, "; this worker has no TLS: does the coordinator use TLS?");
+      } else if (refused >= 3) {
+        absl::StrAppend(&why, "; this worker uses TLS (--tls_ca ",
+                        options.tls.ca_file.empty() ? "unset: this machine's roots" : options.tls.ca_file,
+                        "): the coordinator must use TLS too, with a certificate that CA signed naming the host "
+                        "dialled, and accept this worker's certificate");
+      }
+      return absl::UnavailableError(
+          absl::StrCat("cannot register with the coordinator at ", options.coordinator, ": ", why));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
                                       const flexgraph::RunConfig& train) {
+  const std::string advertise_host = options.advertise_host.empty() ? options.host : options.advertise_host;
+  // A certificate that does not name the address peers dial fails here, not in their handshakes.
+  if (absl::Status names = CheckTlsNames(options.tls, advertise_host); !names.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("worker: ", names.message()));
+  }
   FG_ASSIGN_OR_RETURN(auto server, WorkerServer::Start(options.host, 0, options.token, options.tls));
-  const std::string advertise =
-      absl::StrCat(options.advertise_host.empty() ? options.host : options.advertise_host, ":",
-                   server->port());
+  const std::string advertise = absl::StrCat(advertise_host, ":", server->port());
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   auto stub = flexgraph::Coordinator::NewStub(
@@ -109,9 +167,11 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   flexgraph::RegisterReply reply;
   std::fprintf(stderr, "worker: registering with the coordinator at %s (waiting up to %.0f s for it and the other workers)\n",
                options.coordinator.c_str(), options.register_timeout_seconds);
+  FG_RETURN_IF_ERROR(WaitForCoordinator(*stub, options));
   {
     grpc::ClientContext ctx;
     WithToken(&ctx, options.token, options.register_timeout_seconds);
+    ctx.AddMetadata(kCallerMetadata, absl::StrCat("a worker registering from ", advertise));
     ctx.set_wait_for_ready(true);
     grpc::Status s = stub->Register(&ctx, req, &reply);
     if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -138,28 +198,47 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   std::vector<int32_t> owners(reply.owners().begin(), reply.owners().end());
   std::fprintf(stderr, "worker %d of %d at %s\n", rank, reply.world_size(), advertise.c_str());
   auto comm = MakeGrpcCommunicator(rank, peers, options.token, options.tls, server.get());
-  comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>(options.recv_timeout_seconds * 1000)));
+  comm->set_timeout(std::chrono::milliseconds(static_cast<int64_t>((options.stall_timeout_seconds + 10) * 1000)));
 
-  // Heartbeats; a stop from the coordinator or its silence aborts the communicator.
-  std::atomic<bool> stop{false};
+  // Heartbeats, with the training's communication; a stop from the coordinator or its silence
+  // aborts the communicator, and a training that does not end then (a hung thread) ends the process.
+  std::atomic<bool> stop{false}, trained{false};
   std::thread heartbeat([&] {
     Stopwatch since_ok;
+    std::optional<Stopwatch> stopped;  // since the run was stopped
+    std::string why_stopped;
     while (!stop.load()) {
       flexgraph::HeartbeatRequest hb;
       hb.set_rank(rank);
+      const CommActivity activity = comm->activity();
+      hb.set_operations(activity.operations);
+      hb.set_idle_seconds(activity.idle_seconds);
+      hb.set_waiting_on(activity.waiting_on + 1);
+      hb.set_waiting_seconds(activity.waiting_seconds);
       flexgraph::HeartbeatReply hr;
       grpc::ClientContext ctx;
       WithToken(&ctx, options.token, std::min(5.0, options.coordinator_timeout_seconds));
+      ctx.AddMetadata(kCallerMetadata, absl::StrCat("worker ", rank, " at ", advertise));
       grpc::Status s = stub->Heartbeat(&ctx, hb, &hr);
+      absl::Status abort;
       if (s.ok()) {
         since_ok.Reset();
-        if (hr.stop()) {
-          comm->Abort(absl::AbortedError(absl::StrCat("run stopped by the coordinator: ", hr.reason())));
-        }
+        if (hr.stop()) abort = absl::AbortedError(absl::StrCat("run stopped by the coordinator: ", hr.reason()));
       } else if (since_ok.Seconds() > options.coordinator_timeout_seconds) {
-        comm->Abort(absl::UnavailableError(absl::StrCat(
-            "coordinator at ", options.coordinator, " unreachable for ",
-            static_cast<int>(since_ok.Seconds()), " s: ", s.error_message())));
+        abort = absl::UnavailableError(absl::StrCat("coordinator at ", options.coordinator, " unreachable for ",
+                                                    static_cast<int>(since_ok.Seconds()), " s: ", s.error_message()));
+      }
+      if (!abort.ok()) {
+        comm->Abort(abort);
+        if (!stopped) {
+          stopped.emplace();
+          why_stopped = std::string(abort.message());
+        } else if (!trained.load() && stopped->Seconds() > options.coordinator_timeout_seconds) {
+          std::fprintf(stderr,
+                       "flexgraph worker: worker %d: %s; %d s later its training has not ended (hung?): exiting\n",
+                       rank, why_stopped.c_str(), static_cast<int>(stopped->Seconds()));
+          std::_Exit(1);
+        }
       }
       for (int i = 0; i < 10 && !stop.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::duration<double>(options.heartbeat_interval_seconds / 10));
@@ -182,6 +261,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
     }
   }();
 
+  trained = true;
   FaultPoint("worker.trained");
   const flexgraph::MetricsRequest metrics = WorkerMetrics(rank, result);
   grpc::Status reported;

@@ -1,7 +1,9 @@
 // A distributed worker process: serves its Worker service, registers with the coordinator (rank,
 // peers and partition plan come back), sends heartbeats, trains its partition with the Trainer over
 // a gRPC communicator, and reports metrics. A stop from the coordinator, a dead peer or an
-// unreachable coordinator ends the run with an error naming who failed — never a hang.
+// unreachable coordinator ends the run with an error naming who failed — never a hang: a worker
+// whose training does not end within coordinator_timeout of the stop exits. Its heartbeats report
+// its training's communication, so that the coordinator names a worker whose training hangs.
 #pragma once
 
 #include <optional>
@@ -24,14 +26,16 @@ struct WorkerOptions {
   double register_timeout_seconds = 300;  // waiting for the coordinator and the other workers
   double heartbeat_interval_seconds = 1.0;
   double coordinator_timeout_seconds = 30;  // give up when the coordinator is silent this long
-  double recv_timeout_seconds = 300;
+  // The coordinator's stall timeout (coordinator.h); a receive waits 10 s longer, so that the
+  // coordinator names a stalled peer before this worker's receive from it times out.
+  double stall_timeout_seconds = 300;
   ExchangeMode exchange = ExchangeMode::kAuto;
   bool pipeline = true;
 };
 
 struct MpiWorkerOptions {
   std::string partition_method = "metis";  // how rank 0 partitions a dataset loaded whole
-  double recv_timeout_seconds = 300;
+  double recv_timeout_seconds = 300;  // a receive from a peer that sends nothing this long fails, naming it
   ExchangeMode exchange = ExchangeMode::kAuto;
   bool pipeline = true;
 };

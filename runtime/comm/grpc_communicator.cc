@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,9 @@ class WorkerServer::Service final : public flexgraph::Worker::Service {
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<flexgraph::Chunk>* reader,
                     flexgraph::PushReply*) override {
     if (grpc::Status s = caller_check_.Check(*context); !s.ok()) return s;
+    // Accepted: the sender waits for this before it writes (a refusal ends the call instead), so
+    // that it learns of a refusal at once rather than at a later write.
+    reader->SendInitialMetadata();
     flexgraph::Chunk chunk;
     std::map<std::pair<int, uint64_t>, std::string> partial;
     while (reader->Read(&chunk)) {
@@ -99,11 +103,11 @@ void WorkerServer::Shutdown() {
 
 namespace {
 
-class GrpcCommunicator : public Communicator {
+class GrpcCommunicatorImpl : public GrpcCommunicator {
  public:
-  GrpcCommunicator(int rank, std::vector<std::string> peers, std::string token, const Tls& tls,
-                   WorkerServer* server)
-      : rank_(rank), peers_(std::move(peers)), token_(std::move(token)), server_(server) {
+  GrpcCommunicatorImpl(int rank, std::vector<std::string> peers, std::string token, const Tls& tls,
+                       WorkerServer* server)
+      : rank_(rank), peers_(std::move(peers)), token_(std::move(token)), tls_(tls.enabled()), server_(server) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
     args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
@@ -120,12 +124,13 @@ class GrpcCommunicator : public Communicator {
     }
   }
 
-  ~GrpcCommunicator() override {
+  ~GrpcCommunicatorImpl() override {
     for (auto& s : senders_) {
       if (!s) continue;
       {
         std::lock_guard<std::mutex> lock(s->mu);
         s->closing = true;
+        if (s->opening != nullptr) s->opening->TryCancel();  // a peer that never answers
       }
       s->cv.notify_all();
     }
@@ -139,6 +144,7 @@ class GrpcCommunicator : public Communicator {
 
   void Send(int peer, uint64_t tag, std::string payload) override {
     CountSent(tag, payload.size());
+    Operated();
     Sender& s = *senders_[peer];
     {
       std::lock_guard<std::mutex> lock(s.mu);
@@ -149,7 +155,18 @@ class GrpcCommunicator : public Communicator {
 
   absl::StatusOr<std::string> Recv(int peer, uint64_t tag) override {
     Stopwatch w;
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(activity_mu_);
+      id = next_wait_++;
+      waits_[id] = {peer, clock_.Seconds()};
+    }
     auto r = server_->mailbox().Take(peer, tag, timeout());
+    {
+      std::lock_guard<std::mutex> lock(activity_mu_);
+      waits_.erase(id);
+    }
+    if (r.ok()) Operated();
     CountWait(w.Seconds());
     if (!r.ok() && r.status().code() == absl::StatusCode::kDeadlineExceeded) {
       return absl::DeadlineExceededError(absl::StrCat(r.status().message(), " (worker ", peer,
@@ -160,13 +177,34 @@ class GrpcCommunicator : public Communicator {
 
   void Abort(const absl::Status& status) override { server_->mailbox().Abort(status); }
 
+  CommActivity activity() const override {
+    CommActivity a;
+    const double now = clock_.Seconds();
+    a.operations = operations_.load();
+    a.idle_seconds = now - last_operation_.load();
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    for (const auto& [id, wait] : waits_) {
+      if (a.waiting_on < 0 || now - wait.second > a.waiting_seconds) {
+        a.waiting_on = wait.first;
+        a.waiting_seconds = now - wait.second;
+      }
+    }
+    return a;
+  }
+
  private:
+  void Operated() {
+    ++operations_;
+    last_operation_ = clock_.Seconds();
+  }
+
   struct Sender {
     std::unique_ptr<flexgraph::Worker::Stub> stub;
     std::mutex mu;
     std::condition_variable cv;
     std::deque<std::pair<uint64_t, std::string>> queue;
     bool closing = false;
+    grpc::ClientContext* opening = nullptr;  // a stream waiting for the peer to accept it
     std::thread thread;
   };
 
@@ -196,7 +234,18 @@ class GrpcCommunicator : public Communicator {
         if (!writer) {
           context = std::make_unique<grpc::ClientContext>();
           context->AddMetadata(kTokenMetadata, token_);
+          context->AddMetadata(kCallerMetadata, absl::StrCat("worker ", rank_, " at ", peers_[rank_]));
           writer = s.stub->Push(context.get(), &reply);
+          {
+            std::lock_guard<std::mutex> lock(s.mu);
+            s.opening = context.get();
+            if (s.closing) context->TryCancel();
+          }
+          // The peer accepts this caller (its caller check) or ends the call, refusing it: then
+          // the first write fails, and Finish says why.
+          writer->WaitForInitialMetadata();
+          std::lock_guard<std::mutex> lock(s.mu);
+          s.opening = nullptr;
         }
         const size_t n = payload.size();
         const int count = static_cast<int>(std::max<size_t>(1, (n + kMaxChunkBytes - 1) / kMaxChunkBytes));
@@ -229,8 +278,17 @@ class GrpcCommunicator : public Communicator {
       }
       if (!ok || !status.ok()) {
         failed = true;
-        Abort(absl::UnavailableError(absl::StrCat("cannot send to worker ", peer, " at ", peers_[peer], ": ",
-                                                  status.ok() ? "the stream broke" : status.error_message())));
+        const std::string& m = status.error_message();
+        const bool plaintext_refused =
+            !tls_ && (m.find("Socket closed") != std::string::npos || m.find("reset by peer") != std::string::npos);
+        const std::string why =
+            absl::StrCat("cannot send to worker ", peer, " at ", peers_[peer], ": ", status.ok() ? "the stream broke" : m,
+                         plaintext_refused ? absl::StrCat(" (does worker ", peer, " use TLS?)") : "");
+        // A refusal (a TLS handshake either side rejected, the peer's caller check) is logged here,
+        // naming the peer: the peer's side of a failed handshake never reaches its service. Not a
+        // peer that went away after every write went through, as peers do at the end of a run.
+        if (!ok || !closing) std::fprintf(stderr, "worker %d: %s\n", rank_, why.c_str());
+        Abort(absl::UnavailableError(why));
       }
       if (closing) return;
     }
@@ -239,7 +297,15 @@ class GrpcCommunicator : public Communicator {
   int rank_;
   std::vector<std::string> peers_;
   std::string token_;
+  bool tls_;
   WorkerServer* server_;
+  // Activity (activity()): operations, the time of the last, and the receives waiting now.
+  Stopwatch clock_;
+  std::atomic<int64_t> operations_{0};
+  std::atomic<double> last_operation_{0};
+  mutable std::mutex activity_mu_;
+  uint64_t next_wait_ = 0;
+  std::map<uint64_t, std::pair<int, double>> waits_;  // id -> (peer, since)
   std::vector<std::unique_ptr<Sender>> senders_;
   // Benchmarks only: FG_LINK_BYTES_PER_SECOND limits each peer link to this rate (0: unlimited).
   double link_bytes_per_second_ = 0;
@@ -247,10 +313,10 @@ class GrpcCommunicator : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
-                                                   const std::string& token, const Tls& tls,
-                                                   WorkerServer* server) {
-  return std::make_unique<GrpcCommunicator>(rank, std::move(peers), token, tls, server);
+std::unique_ptr<GrpcCommunicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
+                                                       const std::string& token, const Tls& tls,
+                                                       WorkerServer* server) {
+  return std::make_unique<GrpcCommunicatorImpl>(rank, std::move(peers), token, tls, server);
 }
 
 }  // namespace fg::runtime

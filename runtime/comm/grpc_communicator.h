@@ -1,7 +1,9 @@
 // GrpcCommunicator: the Communicator of multi-process runs. Each worker serves the Worker service
 // (proto/flexgraph.proto); a message to a peer travels as a client stream of chunks of at most
 // 4 MiB on one Push call, sent by a background thread per peer (queued messages to the same peer
-// share one call). Every call carries the run's token; the server checks its callers (auth.h). A peer that cannot be reached fails the communicator with an error naming it.
+// share one call). Every call carries the run's token and, under TLS, runs over TLS; the server
+// checks its callers (auth.h). A peer that cannot be reached or refuses this worker (a TLS handshake,
+// its caller check) fails the communicator with an error naming it, logged on stderr.
 // Thread-safe.
 #pragma once
 
@@ -46,9 +48,23 @@ class WorkerServer {
   int port_ = 0;
 };
 
+// What a worker's training is doing, as its heartbeats report it: the coordinator names a worker
+// that stopped communicating while its heartbeats go on (coordinator.h).
+struct CommActivity {
+  int64_t operations = 0;      // messages sent and received so far
+  double idle_seconds = 0;     // since the last of them (since the communicator was made: none yet)
+  int waiting_on = -1;         // the peer the longest-waiting receive waits for now, or -1
+  double waiting_seconds = 0;  // how long that receive has waited
+};
+
+class GrpcCommunicator : public Communicator {
+ public:
+  virtual CommActivity activity() const = 0;
+};
+
 // Connects to the peers' Worker services; receives through `server`'s mailbox.
-std::unique_ptr<Communicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
-                                                   const std::string& token, const Tls& tls,
-                                                   WorkerServer* server);
+std::unique_ptr<GrpcCommunicator> MakeGrpcCommunicator(int rank, std::vector<std::string> peers,
+                                                       const std::string& token, const Tls& tls,
+                                                       WorkerServer* server);
 
 }  // namespace fg::runtime

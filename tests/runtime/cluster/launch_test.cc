@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/runtime/comm/test_certificates.h"
 #include "tests/runtime/process_util.h"
 #include "tests/runtime/scratch_dir.h"
 
@@ -373,34 +374,82 @@ TEST(Launch, AStoppedCoordinatorEndsTheRunNamingIt) {
   EXPECT_NE(kill(coord, 0), 0) << "coordinator still running";
 }
 
-TEST(Launch, AWorkerWithAnotherConfigurationIsRefusedNamingTheField) {
-  const std::string d = Dir("fg_launch_config");
-  std::string port;
-  const pid_t coord = StartCoordinator(d, "t", "--workers 2", kTrain, &port);
-  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
-  const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port + kTrain;
-  // One worker as configured, waiting for the other...
-  const pid_t good = fork();
-  if (good == 0) {
-    const std::string cmd = "exec " + worker + " > " + d + "/good.log 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+// Starts `cmd` in the background with its output in `log`.
+pid_t Background(const std::string& cmd, const std::string& log) {
+  const pid_t p = fork();
+  if (p == 0) {
+    const std::string line = "exec " + cmd + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", line.c_str(), nullptr);
     _exit(127);
   }
+  return p;
+}
+
+// Whether child `p` is running (not exited, not yet reaped: a zombie answers kill(p, 0) too).
+bool Running(pid_t p) {
+  const std::string stat = Read("/proc/" + std::to_string(p) + "/stat");
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+// Kills the processes it holds that are still running when it goes (a test that stopped early).
+struct Reaper {
+  std::vector<pid_t> pids;
+  ~Reaper() {
+    for (pid_t p : pids) {
+      if (Running(p)) kill(p, SIGKILL);
+    }
+  }
+};
+
+int ExitStatus(pid_t p) {
+  int st = 0;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST(Launch, AWorkerWithAnotherConfigurationIsRefusedAndTheRunGoesOn) {
+  // A registration with the run's token and another configuration is refused, naming the field, and
+  // logged; the run, registering or running, goes on without it.
+  const std::string d = Dir("fg_launch_config");
+  const std::string train =
+      " -- train --dataset " + kCora + " --epochs 300 --threads 1 --quiet --summary_json " + d + "/run.json";
+  std::string port;
+  const pid_t coord = StartCoordinator(d, "t", "--workers 2", train, &port);
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator 127.0.0.1:" + port + train;
+  // One worker as configured, waiting for the other...
+  Reaper reaper{{coord}};
+  const pid_t good0 = Background(worker, d + "/good0.log");
+  reaper.pids.push_back(good0);
   for (int i = 0; i < 600 && WorkerPids(d + "/coord.log").empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // ...and one with another learning rate: refused, naming the field; the run stops for both.
+  // ...one with another learning rate: refused, naming the field...
   std::string out;
   EXPECT_EQ(Shell(worker + " --lr 0.02", &out), 1);
   EXPECT_NE(out.find("runs another configuration"), std::string::npos) << out;
   EXPECT_NE(out.find("train.lr: 0.01 -> 0.02"), std::string::npos) << out;
-  int st = 0;
-  waitpid(good, &st, 0);
-  EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  EXPECT_NE(Read(d + "/good.log").find("the run stopped: worker at"), std::string::npos)
-      << Read(d + "/good.log");
-  waitpid(coord, &st, 0);
-  EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << Read(d + "/coord.log");
+  // ...and the second as configured: the run starts.
+  const pid_t good1 = Background(worker, d + "/good1.log");
+  reaper.pids.push_back(good1);
+  for (int i = 0; i < 600 && WorkerPids(d + "/coord.log").size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(WorkerPids(d + "/coord.log").size(), 2u) << Read(d + "/coord.log");
+  // While it trains, another registration with another configuration: refused; the run goes on.
+  EXPECT_EQ(Shell(worker + " --lr 0.03", &out), 1);
+  EXPECT_NE(out.find("train.lr: 0.01 -> 0.03"), std::string::npos) << out;
+  EXPECT_TRUE(Running(good0) && Running(good1)) << "the run ended before the second refusal:\n" << Read(d + "/good0.log");
+  EXPECT_EQ(ExitStatus(good0), 0) << Read(d + "/good0.log");
+  EXPECT_EQ(ExitStatus(good1), 0) << Read(d + "/good1.log");
+  EXPECT_EQ(ExitStatus(coord), 0) << Read(d + "/coord.log");
+  EXPECT_EQ(Losses(Read(d + "/run.json")).size(), 300u);
+  // Both refusals are in the coordinator's log, naming the worker.
+  const std::string log = Read(d + "/coord.log");
+  EXPECT_NE(log.find("coordinator: refused a registration: worker at 127.0.0.1:"), std::string::npos) << log;
+  EXPECT_NE(log.find("train.lr: 0.01 -> 0.02"), std::string::npos) << log;
+  EXPECT_NE(log.find("train.lr: 0.01 -> 0.03"), std::string::npos) << log;
 }
 
 TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
@@ -435,22 +484,9 @@ TEST(Launch, WrongTokenAndUnreachableCoordinatorAreClearErrors) {
       << out;
 }
 
-// A CA and a certificate it signs for 127.0.0.1, and a self-signed certificate no CA vouches for,
-// in `d`; false when openssl is missing or fails.
-bool MakeCertificates(const std::string& d) {
-  const std::string q = " -days 2 -subj /CN=localhost 2>/dev/null";
-  return Shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/ca.key -out " + d + "/ca.pem" + q) == 0 &&
-         Shell("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/node.key -out " + d + "/node.csr" + q) == 0 &&
-         Shell("sh -c 'printf \"subjectAltName=IP:127.0.0.1,DNS:localhost\\n\" > " + d + "/ext.cnf'") == 0 &&
-         Shell("openssl x509 -req -in " + d + "/node.csr -CA " + d + "/ca.pem -CAkey " + d + "/ca.key -CAcreateserial -out " +
-               d + "/node.pem -days 2 -extfile " + d + "/ext.cnf") == 0 &&
-         Shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/other.key -out " + d + "/other.pem" + q +
-               " -addext subjectAltName=IP:127.0.0.1") == 0;
-}
-
 TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeersNamingThem) {
   const std::string d = Dir("fg_launch_tls");
-  ASSERT_TRUE(MakeCertificates(d)) << "cannot make the test certificates in " << d << " (openssl is needed)";
+  ASSERT_TRUE(MakeTestCertificates(d)) << "cannot make the test certificates in " << d << " (openssl is needed)";
   const std::string tls = " --tls_cert " + d + "/node.pem --tls_key " + d + "/node.key --tls_ca " + d + "/ca.pem";
   std::string out;
   ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/plain" + kTrain + " --summary_json " + d +
@@ -469,16 +505,19 @@ TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeersNamingThem) {
   EXPECT_EQ(Shell(worker + " --tls_cert " + d + "/other.pem --tls_key " + d + "/other.key --tls_ca " + d + "/other.pem" +
                   kTrain, &out), 1);
   EXPECT_NE(out.find("certificate verify failed"), std::string::npos) << out;
-  // A worker that trusts the coordinator but presents a certificate the CA did not sign is refused
+  // A worker that trusts the coordinator but presents a certificate another CA signed is refused
   // per call, and the coordinator logs it with the caller's address.
-  EXPECT_EQ(Shell(worker + " --tls_cert " + d + "/other.pem --tls_key " + d + "/other.key --tls_ca " + d + "/ca.pem" +
-                  kTrain, &out), 1);
+  EXPECT_EQ(Shell(worker + " --tls_cert " + d + "/ca2node.pem --tls_key " + d + "/node.key --tls_ca " + d +
+                  "/ca_and_ca2.pem" + kTrain, &out), 1);
   EXPECT_NE(out.find("client certificate not accepted"), std::string::npos) << out;
   kill(coord, SIGTERM);
   waitpid(coord, nullptr, 0);
   EXPECT_NE(Read(d + "/coord.log").find("coordinator: rejected a call from ipv4:127.0.0.1:"), std::string::npos)
       << Read(d + "/coord.log");
-  EXPECT_NE(Read(d + "/coord.log").find("client certificate not accepted: self-signed certificate"), std::string::npos)
+  EXPECT_TRUE(std::regex_search(Read(d + "/coord.log"),
+                                std::regex("rejected a call from ipv4:127.0.0.1:[0-9]+ \\(a worker registering "
+                                           "from 127.0.0.1:[0-9]+, by its own account\\): client certificate not "
+                                           "accepted")))
       << Read(d + "/coord.log");
   // Flags are checked before anything starts, naming the flag and the file.
   EXPECT_EQ(Shell(kFlexgraph + " launch --tls_cert " + d + "/node.pem" + kTrain, &out), 2);
@@ -487,6 +526,152 @@ TEST(Launch, MutualTlsRunsMatchPlaintextAndRefusesUncertifiedPeersNamingThem) {
   EXPECT_NE(out.find("--tls_key " + d + "/ext.cnf: not a PEM file"), std::string::npos) << out;
   EXPECT_EQ(Shell(kFlexgraph + " launch --tls_cert " + d + "/none.pem --tls_key " + d + "/node.key" + kTrain, &out), 2);
   EXPECT_NE(out.find("--tls_cert " + d + "/none.pem: cannot read it"), std::string::npos) << out;
+}
+
+TEST(Launch, TlsMisconfigurationsFailAtOnceNamingTheCause) {
+  // What a peer's handshake would refuse stops the run before it starts, naming the file and why,
+  // rather than after the registration timeout as "only 0 of 2 workers registered".
+  const std::string d = Dir("fg_launch_tls_errors");
+  ASSERT_TRUE(MakeTestCertificates(d)) << "cannot make the test certificates in " << d << " (openssl is needed)";
+  const std::string f = d + "/";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"other.pem other.key ca.pem",  // self-signed
+       "--tls_cert " + f + "other.pem does not verify against --tls_ca " + f + "ca.pem as a TLS server (self-signed"},
+      {"expired.pem node.key ca.pem", "--tls_cert " + f + "expired.pem expired on "},
+      {"wrongname.pem node.key ca.pem",
+       "--tls_cert " + f + "wrongname.pem does not name 127.0.0.1, the address peers dial to reach this process (it "
+       "names DNS:example.com)"},
+      {"ca2node.pem node.key ca.pem",  // another CA
+       "--tls_cert " + f + "ca2node.pem does not verify against --tls_ca " + f +
+           "ca.pem as a TLS server (unable to get local issuer certificate)"},
+      {"node.pem node.key", "--tls_cert " + f + "node.pem is not signed by a CA this machine trusts"},  // no --tls_ca
+      {"node.pem other.key ca.pem", "--tls_key " + f + "other.key is not the key of --tls_cert " + f + "node.pem"},
+  };
+  for (const auto& [files, cause] : cases) {
+    SCOPED_TRACE(files);
+    std::vector<std::string> x;
+    std::istringstream words(files);
+    for (std::string w; words >> w;) x.push_back(w);
+    std::string tls = " --tls_cert " + f + x[0] + " --tls_key " + f + x[1];
+    if (x.size() > 2) tls += " --tls_ca " + f + x[2];
+    std::string out;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(Shell(kFlexgraph + " launch --workers 2 --log_dir " + d + "/logs" + tls + kTrain, &out), 2);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10);
+    EXPECT_NE(out.find("flexgraph launch: " + cause), std::string::npos) << out;
+    // The coordinator and a worker started by hand refuse them too (a key that is not the
+    // certificate's said "cannot listen on 127.0.0.1:0").
+    for (const std::string command : {" coordinator --workers 1", " worker --coordinator 127.0.0.1:1"}) {
+      EXPECT_NE(Shell("env FG_RUN_TOKEN=t " + kFlexgraph + command + tls + kTrain, &out), 0) << command;
+      EXPECT_NE(out.find(cause), std::string::npos) << command << ": " << out;
+    }
+  }
+}
+
+TEST(Launch, AWorkerThatCannotReachTheCoordinatorOverTlsFailsAtOnceNamingTheCause) {
+  const std::string d = Dir("fg_launch_tls_refused");
+  ASSERT_TRUE(MakeTestCertificates(d)) << "cannot make the test certificates in " << d << " (openssl is needed)";
+  const std::string f = d + "/";
+  const std::string tls = " --tls_cert " + f + "node.pem --tls_key " + f + "node.key --tls_ca " + f + "ca.pem";
+  auto seconds_since = [](auto t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  // Workers whose own files are sound but whose handshake with the coordinator fails: they fail
+  // within seconds with gRPC's reason, not after their registration timeout (here 60 s).
+  std::string port;
+  const pid_t coord = StartCoordinator(d, "t", "--workers 2" + tls, kTrain, &port);
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --register_timeout 60 --coordinator 127.0.0.1:" + port;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "it refused the connection"},  // plaintext against TLS
+      {" --tls_cert " + f + "ca2node.pem --tls_key " + f + "node.key --tls_ca " + f + "ca2.pem",  // another CA
+       "certificate verify failed"},
+  };
+  for (const auto& [flags, cause] : cases) {
+    SCOPED_TRACE(flags);
+    std::string out;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(Shell(worker + flags + kTrain, &out), 1);
+    EXPECT_LT(seconds_since(t0), 15);
+    EXPECT_NE(out.find("cannot register with the coordinator at 127.0.0.1:" + port), std::string::npos) << out;
+    EXPECT_NE(out.find(cause), std::string::npos) << out;
+  }
+  kill(coord, SIGTERM);
+  waitpid(coord, nullptr, 0);
+  // A TLS worker against a plaintext coordinator.
+  std::filesystem::create_directories(d + "/plain");
+  const pid_t plain = StartCoordinator(d + "/plain", "t", "--workers 2", kTrain, &port);
+  {
+    std::string out;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(Shell("env FG_RUN_TOKEN=t " + kFlexgraph + " worker --register_timeout 60 --coordinator 127.0.0.1:" +
+                    port + tls + kTrain, &out), 1);
+    EXPECT_LT(seconds_since(t0), 15);
+    EXPECT_NE(out.find("it refused the connection"), std::string::npos) << out;
+    EXPECT_NE(out.find("Ssl handshake failed"), std::string::npos) << out;
+  }
+  kill(plain, SIGTERM);
+  waitpid(plain, nullptr, 0);
+  // Over ssh, a worker host that trusts other roots than the launcher's (no --tls_ca: the roots of
+  // $GRPC_DEFAULT_SSL_ROOTS_FILE_PATH) stops at start-up, and the launcher's failure report names
+  // the worker and says why.
+  {
+    std::ofstream(d + "/hosts") << "127.0.0.1\n127.0.0.1\n";
+    std::ofstream(d + "/ssh") << "#!/bin/sh\n# ssh -o BatchMode=yes HOST COMMAND, run here with other roots\nshift 3\n"
+                                 "exec env GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" + f + "ca2.pem sh -c \"$1\"\n";
+    ASSERT_EQ(Shell("chmod +x " + d + "/ssh"), 0);
+    std::string out;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(Shell("env GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=" + f + "ca.pem " + kFlexgraph + " launch --workers 2 --hosts " +
+                    d + "/hosts --ssh " + d + "/ssh --coordinator_host 127.0.0.1 --log_dir " + d + "/ssh-logs --tls_cert " +
+                    f + "node.pem --tls_key " + f + "node.key" + kTrain, &out), 1);
+    EXPECT_LT(seconds_since(t0), 30);
+    EXPECT_TRUE(std::regex_search(out, std::regex("flexgraph launch: worker [01] on 127.0.0.1 \\(pid [0-9]+\\) exited")))
+        << out;
+    EXPECT_NE(out.find("--tls_cert " + f + "node.pem is not signed by a CA this machine trusts"), std::string::npos) << out;
+  }
+}
+
+TEST(Launch, AWorkerWhoseTrainingHangsIsNamedWithinTheStallTimeout) {
+  // Worker 1's training thread blocks at its third epoch (FG_FAULT's hang) while its heartbeats go
+  // on: the coordinator names it once it has sent and received nothing for --stall_timeout seconds
+  // while worker 0 waits for it (the peers' receives wait 10 s longer).
+  const std::string d = Dir("fg_launch_stall");
+  const std::string train = " -- train --dataset " + kCora + " --epochs 100000 --threads 1 --quiet";
+  std::string out;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Shell(Fault("worker1:epoch.start:3:hang", "") + kFlexgraph + " launch --workers 2 --stall_timeout 4 --log_dir " +
+                  d + "/logs" + train, &out), 1);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 30);  // start-up, two epochs, the stall timeout (never the 300 s default)
+  EXPECT_NE(Read(d + "/logs/worker-1.log").find("fault injected: worker1 hangs at epoch.start"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(out, std::regex("flexgraph launch: coordinator \\(pid [0-9]+\\) exited with status 1")))
+      << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("worker 1 \\(127.0.0.1:[0-9]+\\) stalled: its training has sent and "
+                                                "received nothing for [0-9]+ s while its heartbeats go on, and worker 0 "
+                                                "waits for it")))
+      << out;
+  const std::vector<pid_t> pids = WorkerPids(d + "/logs/coordinator.log");
+  ASSERT_EQ(pids.size(), 2u);
+  for (pid_t p : pids) EXPECT_NE(kill(p, 0), 0) << "process " << p << " still alive";
+  // Started by hand, without a launcher to stop it, the hung worker ends itself once the
+  // coordinator has stopped the run and its training has not ended within --coordinator_timeout.
+  std::string port;
+  const pid_t coord = StartCoordinator(d, "t", "--workers 2 --stall_timeout 4", train, &port);
+  ASSERT_FALSE(port.empty()) << Read(d + "/coord.log");
+  const std::string worker = "env FG_RUN_TOKEN=t " + kFlexgraph + " worker --coordinator_timeout 3 --stall_timeout 4 "
+                             "--coordinator 127.0.0.1:" + port;
+  const pid_t w0 = Background(worker + " --rank 0" + train, d + "/w0.log");
+  const pid_t w1 = Background(Fault("worker1:epoch.start:3:hang", "") + worker + " --rank 1" + train, d + "/w1.log");
+  Reaper reaper{{coord, w0, w1}};
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ExitStatus(coord), 1) << Read(d + "/coord.log");
+  EXPECT_EQ(ExitStatus(w0), 1) << Read(d + "/w0.log");
+  EXPECT_EQ(ExitStatus(w1), 1) << Read(d + "/w1.log");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 30);
+  EXPECT_NE(Read(d + "/coord.log").find("stalled"), std::string::npos) << Read(d + "/coord.log");
+  EXPECT_NE(Read(d + "/w1.log").find("its training has not ended (hung?): exiting"), std::string::npos)
+      << Read(d + "/w1.log");
 }
 
 TEST(Launch, UsageErrors) {
