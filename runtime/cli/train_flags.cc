@@ -162,7 +162,7 @@ void AddFlags(FlagSet* f, bool model_only) {
       f->AddString(c.flag, "", c.help);
     }
   }
-  f->AddString("model_opt", "", "model options as key=value[,key=value...] (--model M --help lists them)");
+  f->AddString("model_opt", "", "model options as key=value[,key=value...], a value may be a list (aggregation=sum,max) (--model M --help lists them)");
   f->AddString("udf_library", "", "shared library registering additional models");
 }
 
@@ -188,13 +188,22 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f,
     if (f.IsSet(c.flag)) FG_RETURN_IF_ERROR(SetField(&config, c.field, c.flag, f.Get(c.flag)));
   }
   if (f.IsSet("model_opt")) {
+    // key=value[,key=value...]; a piece without '=' continues the previous value, so that a value
+    // may itself be a list (aggregation=sum,max).
+    std::string key;
+    auto& options = *config.mutable_model()->mutable_options();
     for (absl::string_view kv : absl::StrSplit(f.Get("model_opt"), ',', absl::SkipEmpty())) {
+      if (kv.find('=') == absl::string_view::npos && !key.empty()) {
+        absl::StrAppend(&options[key], ",", kv);
+        continue;
+      }
       std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
       if (p.first.empty() || kv.find('=') == absl::string_view::npos) {
         return absl::InvalidArgumentError(
             absl::StrCat("--model_opt: expected key=value, got '", std::string(kv), "'"));
       }
-      (*config.mutable_model()->mutable_options())[p.first] = p.second;
+      key = p.first;
+      options[key] = p.second;
     }
   }
   FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, runtime::ResolveConfig(config));

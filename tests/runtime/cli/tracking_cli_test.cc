@@ -22,8 +22,16 @@ TEST(TrackingCli, GenerateTrainTrack) {
   std::string out;
   ASSERT_EQ(Shell(kFlexgraph + " generate trackml:events=20,particles=30,noise=0.1,seed=3 --format fgc --out " +
                   d + "/events.fgc", &out), 0) << out;
+  // A list-valued option among others: aggregation=sum,max then mlp_layers=1.
   ASSERT_EQ(Shell(kFlexgraph + kTrain + " --dataset " + d + "/events.fgc --save_model " + d +
-                  "/model --summary_json " + d + "/train.json", &out), 0) << out;
+                  "/model --summary_json " + d + "/train.json --model_opt aggregation=sum,max,mlp_layers=1",
+                  &out), 0) << out;
+  const std::string saved = Read(d + "/model/model.txtpb");
+  EXPECT_NE(saved.find("value: \"sum,max\""), std::string::npos) << saved.substr(0, 1500);
+  EXPECT_NE(saved.find("layer0.node_mlp.linear0.weight"), std::string::npos);
+  EXPECT_EQ(saved.find("layer0.node_mlp.linear1.weight"), std::string::npos);  // one block per MLP
+  EXPECT_EQ(Shell(kFlexgraph + kTrain + " --dataset " + d + "/events.fgc --model_opt max", &out), 2);
+  EXPECT_NE(out.find("--model_opt: expected key=value, got 'max'"), std::string::npos) << out;
   ASSERT_EQ(Shell(kFlexgraph + " track --model_dir " + d + "/model --threads 1 --summary_json " + d +
                   "/track.json --out " + d + "/tracks.csv", &out), 0) << out;
   const std::string train = Read(d + "/train.json"), track = Read(d + "/track.json");
