@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -291,7 +291,8 @@ def _binary() -> str:
 def train(dataset: Dataset | str, model: str = "gcn", *, epochs: int | None = None, seed: int | None = None,
           progress: Callable[[int, float, dict], Any] | None = None, workers: int | None = None,
           save_model: str | os.PathLike | None = None, quiet: bool = True,
-          launch_options: Mapping[str, Any] | None = None, **options: Any) -> Run:
+          launch_options: Mapping[str, Any] | None = None, mpi: Sequence[str] | None = None,
+          **options: Any) -> Run:
     """Trains `model` on `dataset` as ``flexgraph train`` does and returns the Run.
 
     options: any ``flexgraph train`` flag by name (``lr=0.01``, ``hidden=64``, ``dropout=0.5``,
@@ -303,6 +304,9 @@ def train(dataset: Dataset | str, model: str = "gcn", *, epochs: int | None = No
     workers=P: a distributed run of P local worker processes through ``flexgraph launch`` (the
       dataset is written to a temporary .fgc cache first; progress is not called).
       launch_options: ``flexgraph launch`` flags (``partition="metis"``, ``hosts=FILE``, ...).
+      mpi: with workers=P, MPI ranks instead of the launcher: ``mpirun -np P <mpi...> flexgraph
+      worker --comm mpi -- train ...``; mpi holds mpirun's further arguments (``[]``, or e.g.
+      ``["--oversubscribe", "--hostfile", "hosts"]``).
     """
     if isinstance(dataset, str):
         dataset = Dataset.load(dataset)
@@ -321,11 +325,22 @@ def train(dataset: Dataset | str, model: str = "gcn", *, epochs: int | None = No
         dataset.save(data)
         summary_path = os.path.join(tmp, "summary.json")
         flags["summary_json"] = summary_path
-        cmd = ([_binary(), "launch", "--workers", str(int(workers)), "--log_dir", os.path.join(tmp, "logs")]
-               + _flag_args(dict(launch_options or {})) + ["--", "train", "--dataset", data] + _flag_args(flags))
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        train_args = ["--", "train", "--dataset", data] + _flag_args(flags)
+        if mpi is not None:
+            if launch_options:
+                raise InvalidArgumentError("launch_options: flags of flexgraph launch, which an MPI run does not use")
+            what = f"mpirun -np {int(workers)}"
+            cmd = ["mpirun", "-np", str(int(workers)), *mpi, _binary(), "worker", "--comm", "mpi"] + train_args
+        else:
+            what = f"flexgraph launch --workers {workers}"
+            cmd = ([_binary(), "launch", "--workers", str(int(workers)), "--log_dir", os.path.join(tmp, "logs")]
+                   + _flag_args(dict(launch_options or {})) + train_args)
+        try:
+            done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except FileNotFoundError as e:
+            raise Error(f"{what}: cannot start {e.filename} (MPI runs need mpirun on PATH)") from None
         if done.returncode != 0:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-20:])
-            raise Error(f"flexgraph launch --workers {workers} failed (exit status {done.returncode}):\n{tail}")
+            raise Error(f"{what} failed (exit status {done.returncode}):\n{tail}")
         with open(summary_path) as f:
             return Run(json.load(f), Model(model_dir, owned))

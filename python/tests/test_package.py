@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import select
 import signal
 import subprocess
@@ -236,3 +237,17 @@ def test_workers_train_through_the_launcher(dataset):
     assert two.model.predict(dataset).shape == (N, CLASSES)
     with pytest.raises(flexgraph.Error, match="--lr"):
         flexgraph.train(dataset, epochs=1, workers=2, lr="fast")
+
+
+def test_workers_train_as_mpi_ranks(dataset):
+    # CI builds with MPI (-DFLEXGRAPH_MPI=ON) and has mpirun: a missing one is a failure here.
+    assert shutil.which("mpirun"), "mpirun is not on PATH (Debian: openmpi-bin)"
+    one = flexgraph.train(dataset, epochs=4, seed=1)
+    ranks = flexgraph.train(dataset, epochs=4, seed=1, workers=2, mpi=["--oversubscribe", "--allow-run-as-root"])
+    assert len(ranks.history) == 4
+    assert ranks.summary["losses"] == pytest.approx(one.summary["losses"], rel=1e-4)
+    assert ranks.model.predict(dataset).shape == (N, CLASSES)
+    with pytest.raises(flexgraph.Error, match="mpirun -np 2 failed"):
+        flexgraph.train(dataset, epochs=1, workers=2, mpi=["--oversubscribe", "--allow-run-as-root"], lr="fast")
+    with pytest.raises(flexgraph.InvalidArgumentError, match="launch_options"):
+        flexgraph.train(dataset, epochs=1, workers=2, mpi=[], launch_options={"partition": "hash"})
