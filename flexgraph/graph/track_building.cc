@@ -73,10 +73,10 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
   return out;
 }
 
-absl::StatusOr<TrackMetrics> MeasureTracks(const Dataset& ds, const std::vector<int64_t>& graphs,
-                                           const std::vector<float>& scores,
-                                           const TrackBuildingOptions& building,
-                                           const TrackMetricsOptions& options) {
+absl::StatusOr<TrackMetrics> MeasureTracks(
+    const Dataset& ds, const std::vector<int64_t>& graphs, const std::vector<float>& scores,
+    const TrackBuildingOptions& building, const TrackMetricsOptions& options,
+    std::vector<std::vector<std::vector<int64_t>>>* candidates) {
   FG_RETURN_IF_ERROR(CheckTrackingDataset(ds));
   const GraphSet& gs = *ds.graphs;
   auto eta_col = gs.particles.find(kParticleEta);
@@ -97,6 +97,7 @@ absl::StatusOr<TrackMetrics> MeasureTracks(const Dataset& ds, const std::vector<
   const int64_t* num_hits = hits_col->second.i64();
   const int64_t* label = gs.edge_labels.i64();
   TrackMetrics m;
+  if (candidates != nullptr) candidates->clear();
   // Bins: pT as given or defaults; eta over the reconstructable particles' range.
   InitBins(&m.by_pt, options.pt_bins.empty()
                          ? std::vector<double>{0, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 10000}
@@ -134,7 +135,8 @@ absl::StatusOr<TrackMetrics> MeasureTracks(const Dataset& ds, const std::vector<
     }
     const int64_t p0 = gs.particle_offsets.i64()[g], p1 = gs.particle_offsets.i64()[g + 1];
     std::vector<char> matched(p1 - p0, 0), majority_taken(p1 - p0, 0);
-    for (const std::vector<int64_t>& c : BuildTrackCandidates(gs, g, scores, building)) {
+    std::vector<std::vector<int64_t>> built = BuildTrackCandidates(gs, g, scores, building);
+    for (const std::vector<int64_t>& c : built) {
       ++m.candidates;
       // The candidate's majority particle (noise hits belong to none).
       std::vector<int64_t> ps;
@@ -156,6 +158,7 @@ absl::StatusOr<TrackMetrics> MeasureTracks(const Dataset& ds, const std::vector<
       majority_taken[best - p0] = 1;
       if (2 * best_count > num_hits[best]) matched[best - p0] = 1;
     }
+    if (candidates != nullptr) candidates->push_back(std::move(built));
     for (int64_t p = p0; p < p1; ++p) {
       if (num_hits[p] < options.particle_min_hits) continue;
       if (const int b = Bin(m.by_pt.edges, pt[p]); b >= 0) {

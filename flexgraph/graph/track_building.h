@@ -65,12 +65,13 @@ struct TrackMetrics {
   double duplicate_rate() const;
 };
 
-// Builds the candidates of every graph in `graphs` and measures them. Errors: `ds` is not a
-// tracking dataset with particles' "eta" and "num_hits" (naming what is missing), a graph id out
-// of range, or `scores` not one per edge.
-absl::StatusOr<TrackMetrics> MeasureTracks(const Dataset& ds, const std::vector<int64_t>& graphs,
-                                           const std::vector<float>& scores,
-                                           const TrackBuildingOptions& building,
-                                           const TrackMetricsOptions& metrics);
+// Builds the candidates of every graph in `graphs` and measures them; with `candidates`, also
+// returns them (one list per graph of `graphs`, as BuildTrackCandidates gives them). Errors: `ds`
+// is not a tracking dataset with particles' "eta" and "num_hits" (naming what is missing), a graph
+// id out of range, or `scores` not one per edge.
+absl::StatusOr<TrackMetrics> MeasureTracks(
+    const Dataset& ds, const std::vector<int64_t>& graphs, const std::vector<float>& scores,
+    const TrackBuildingOptions& building, const TrackMetricsOptions& metrics,
+    std::vector<std::vector<std::vector<int64_t>>>* candidates = nullptr);
 
 }  // namespace fg::graph

@@ -20,6 +20,7 @@
 #include "flexgraph/graph/tracking.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
+#include "runtime/tasks/graph_tasks.h"
 #include "runtime/train/config.h"
 #include "runtime/train/inference.h"
 #include "runtime/train/saved_model.h"
@@ -123,19 +124,24 @@ int Track(const std::vector<std::string>& args) {
       return absl::InvalidArgumentError(absl::StrCat(resolved.dataset().path(), " is not a set of graphs"));
     }
     FG_RETURN_IF_ERROR(graph::CheckTrackingDataset(ds));
+    const auto* task = dynamic_cast<const runtime::EdgeClassificationTask*>(&model->trainer->task());
+    if (task == nullptr || !task->binary()) {
+      return absl::InvalidArgumentError(absl::StrCat(resolved.dataset().path(), ": ", model->trainer->task().Describe(),
+                                                     " is not binary edge classification"));
+    }
+    building.cut = task->cut();
     if (flags.IsSet("cut")) {
       code = 2;
       FG_ASSIGN_OR_RETURN(building.cut, flags.GetDouble("cut"));
       code = 1;
-    } else {
-      const auto& options = resolved.model().options();
-      building.cut = options.count("cut") ? std::stod(options.at("cut")) : 0.5;
     }
     code = 2;
     FG_ASSIGN_OR_RETURN(std::vector<int64_t> graphs, SplitGraphs(*ds.graphs, flags.Get("split")));
     code = 1;
     FG_ASSIGN_OR_RETURN(std::vector<float> scores, batches->EdgeScores(graphs, batch_size));
-    FG_ASSIGN_OR_RETURN(graph::TrackMetrics m, graph::MeasureTracks(ds, graphs, scores, building, metrics));
+    std::vector<std::vector<std::vector<int64_t>>> candidates;
+    FG_ASSIGN_OR_RETURN(graph::TrackMetrics m,
+                        graph::MeasureTracks(ds, graphs, scores, building, metrics, &candidates));
     std::printf(
         "track: %lld %s graphs of %s at cut %.3g: edge efficiency %.4f purity %.4f; %lld candidates "
         "(at least %lld hits), track efficiency %.4f (%lld of %lld particles with pT > %.3g GeV and "
@@ -147,10 +153,10 @@ int Track(const std::vector<std::string>& args) {
         static_cast<long long>(metrics.particle_min_hits), m.fake_rate(), m.duplicate_rate());
     if (!flags.Get("out").empty()) {
       std::string csv = "graph,track,hit\n";
-      for (int64_t g : graphs) {
-        const auto candidates = graph::BuildTrackCandidates(*ds.graphs, g, scores, building);
-        for (size_t t = 0; t < candidates.size(); ++t) {
-          for (int64_t v : candidates[t]) absl::StrAppend(&csv, g, ",", t, ",", v - ds.graphs->NodeBegin(g), "\n");
+      for (size_t i = 0; i < graphs.size(); ++i) {
+        const int64_t g = graphs[i];
+        for (size_t t = 0; t < candidates[i].size(); ++t) {
+          for (int64_t v : candidates[i][t]) absl::StrAppend(&csv, g, ",", t, ",", v - ds.graphs->NodeBegin(g), "\n");
         }
       }
       FG_RETURN_IF_ERROR(graph::io::WriteFileAtomically(flags.Get("out"), csv));

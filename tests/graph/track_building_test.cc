@@ -78,9 +78,12 @@ TEST(TrackBuilding, ResolvesForksByScoreAndKeepsComponentsOfEnoughHits) {
 
 TEST(TrackBuilding, MeasuresTheHandMadeEvent) {
   const Dataset ds = Event();
+  std::vector<std::vector<std::vector<int64_t>>> candidates;
   auto m = MeasureTracks(ds, {0}, Scores(), {.cut = 0.5, .min_hits = 3},
-                         {.pt_min = 1.0, .particle_min_hits = 5, .pt_bins = {0, 1, 2.5, 5}});
+                         {.pt_min = 1.0, .particle_min_hits = 5, .pt_bins = {0, 1, 2.5, 5}}, &candidates);
   ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(candidates.size(), 1u);  // the candidates it measured, per graph
+  EXPECT_EQ(candidates[0], BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .min_hits = 3}));
   // True edges 13 (A 4, B 4, D 5); kept 17 (A 4, the fork, 4-10, 10-11, B 2, 9-16, D 4, C's 3);
   // kept true 10.
   EXPECT_EQ(m->true_edges, 13);

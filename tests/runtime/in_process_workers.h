@@ -19,15 +19,17 @@ inline std::vector<int32_t> StridedOwners(int64_t n, int parts) {
   return owners;
 }
 
-// Every worker's result (default-constructed where it failed, which the test reports).
+// Every worker's result (default-constructed where it failed, which the test reports); vertex v
+// is owned by worker owners[v].
 inline std::vector<runtime::TrainResult> RunWorkers(const flexgraph::RunConfig& o, int parts,
-                                                    runtime::ExchangeMode mode, int64_t num_vertices) {
+                                                    runtime::ExchangeMode mode,
+                                                    const std::vector<int32_t>& owners) {
   auto group = runtime::MakeInProcessGroup(parts);
   std::vector<runtime::TrainResult> results(parts);
   std::vector<std::thread> threads;
   for (int r = 0; r < parts; ++r) {
     threads.emplace_back([&, r] {
-      runtime::DistributedSetup setup{group[r].get(), StridedOwners(num_vertices, parts), mode};
+      runtime::DistributedSetup setup{group[r].get(), owners, mode};
       auto t = runtime::Trainer::Create(o, setup);
       ASSERT_TRUE(t.ok()) << t.status();
       auto res = (*t)->Run();
@@ -37,6 +39,12 @@ inline std::vector<runtime::TrainResult> RunWorkers(const flexgraph::RunConfig& 
   }
   for (auto& t : threads) t.join();
   return results;
+}
+
+// The same with StridedOwners.
+inline std::vector<runtime::TrainResult> RunWorkers(const flexgraph::RunConfig& o, int parts,
+                                                    runtime::ExchangeMode mode, int64_t num_vertices) {
+  return RunWorkers(o, parts, mode, StridedOwners(num_vertices, parts));
 }
 
 }  // namespace fg::testing

@@ -4,13 +4,13 @@
 // deterministic). Control messages (index lists, loss and metric sums) are not modelled.
 #include <gtest/gtest.h>
 
-#include <thread>
 
 #include "flexgraph/graph/dataset.h"
 #include "partition/partitioner.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/plan/volumes.h"
 #include "runtime/train/trainer.h"
+#include "tests/runtime/in_process_workers.h"
 
 namespace fg::plan {
 namespace {
@@ -41,20 +41,8 @@ void ExpectCountedBytesMatchModel(const Case& c, int parts) {
   o.mutable_train()->set_eval_every(kEpochs);  // one evaluation pass, after the last epoch
   o.mutable_train()->set_threads(1);
   o.mutable_output()->set_quiet(true);
-  auto group = runtime::MakeInProcessGroup(parts);
-  std::vector<runtime::TrainResult> results(parts);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < parts; ++r) {
-    threads.emplace_back([&, r] {
-      runtime::DistributedSetup setup{group[r].get(), *owners, runtime::ExchangeMode::kAuto};
-      auto t = runtime::Trainer::Create(o, setup);
-      ASSERT_TRUE(t.ok()) << t.status();
-      auto res = (*t)->Run();
-      ASSERT_TRUE(res.ok()) << res.status();
-      results[r] = *res;
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<runtime::TrainResult> results =
+      fg::testing::RunWorkers(o, parts, runtime::ExchangeMode::kAuto, *owners);
   ASSERT_EQ(results[0].epochs, kEpochs);
 
   const ModelShape shape{*ParseModelKind(c.model), c.features, c.hidden, 4, 2};
