@@ -51,6 +51,8 @@ Var& Var::operator=(Var&& other) noexcept {
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 bool GradEnabled() { return t_grad_enabled; }
+EnableGradGuard::EnableGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { t_grad_enabled = previous_; }
 
 Var MakeResult(Tensor value, const char* op, std::vector<Var> inputs,
                std::function<void(const Tensor&)> backward) {
@@ -106,15 +108,23 @@ void Var::Backward() const {
   Backward(Tensor::Full(node_->value.shape(), 1.0f).To(node_->value.device()));
 }
 
-void Var::Backward(const Tensor& seed) const {
-  FG_CHECK(seed.numel() == node_->value.numel())
-      << "Backward: seed " << seed.ShapeString() << " for value " << node_->value.ShapeString();
-  if (!node_->requires_grad) return;
+void Var::Backward(const Tensor& seed) const { ag::Backward({*this}, {seed}); }
+
+void Backward(const std::vector<Var>& roots, const std::vector<Tensor>& seeds) {
+  FG_CHECK(roots.size() == seeds.size()) << "Backward: " << roots.size() << " roots, " << seeds.size()
+                                         << " seeds";
   // Collect the reachable graph (owning references: releasing closures below may drop the last
   // other reference to a node), then run closures in reverse creation order.
   std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<Node*> seen;
-  std::vector<std::shared_ptr<Node>> stack = {node_};
+  std::vector<std::shared_ptr<Node>> stack;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Var& r = roots[i];
+    FG_CHECK(seeds[i].numel() == r.value().numel())
+        << "Backward: seed " << seeds[i].ShapeString() << " for value " << r.value().ShapeString();
+    if (r.requires_grad()) stack.push_back(r.node());
+  }
+  if (stack.empty()) return;
   while (!stack.empty()) {
     std::shared_ptr<Node> n = std::move(stack.back());
     stack.pop_back();
@@ -125,7 +135,9 @@ void Var::Backward(const Tensor& seed) const {
     order.push_back(std::move(n));
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a->seq > b->seq; });
-  AccumulateGrad(*this, seed, "Backward");
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (roots[i].requires_grad()) AccumulateGrad(roots[i], seeds[i], "Backward");
+  }
   // In reverse creation order a node's gradient is complete when it is reached (its consumers
   // came later): after its closure has run, its gradient and the closure's saved tensors are
   // released at once, so intermediate gradients do not pile up over the pass.

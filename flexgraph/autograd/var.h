@@ -121,6 +121,21 @@ class NoGradGuard {
   bool previous_;
 };
 bool GradEnabled();
+// While alive, functions on this thread record a graph again (inside a NoGradGuard's scope).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Differentiates several results at once: roots[i] seeded with seeds[i] (same element count), in
+// one pass over the union of their graphs (Var::Backward with one root is the special case).
+void Backward(const std::vector<Var>& roots, const std::vector<Tensor>& seeds);
 
 // For implementing differentiable functions: wraps `value` as the result of `op` on `inputs`. When
 // gradients are enabled and some input requires them, `backward(grad_out)` is recorded and must call
