@@ -105,11 +105,12 @@ absl::Status BarrierOverMessages(Communicator& comm, int epoch, int step) {
   return AllReduceDoubles(comm, &nothing, epoch, step);
 }
 
-absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int root, int epoch, int step) {
+absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int root, int epoch, int step,
+                                   TrafficKind kind) {
   const int p = comm.size(), r = comm.rank();
   if (root < 0 || root >= p) return absl::InvalidArgumentError(absl::StrCat("broadcast from worker ", root, " of ", p));
   if (p == 1) return absl::OkStatus();
-  const uint64_t tag = Collective{epoch, kPhaseSmall, TrafficKind::kControl, step}.Tag(1);
+  const uint64_t tag = Collective{epoch, kPhaseSmall, kind, step}.Tag(1);
   if (r == root) {
     for (int q = 0; q < p; ++q) {
       if (q != r) comm.Send(q, tag, *payload);
@@ -184,8 +185,8 @@ absl::Status Communicator::AllReduce(float* data, int64_t n, int epoch, int step
 absl::Status Communicator::AllReduce(std::vector<double>* values, int epoch, int step) {
   return AllReduceDoubles(*this, values, epoch, step);
 }
-absl::Status Communicator::Broadcast(std::string* payload, int root, int epoch, int step) {
-  return BroadcastOverMessages(*this, payload, root, epoch, step);
+absl::Status Communicator::Broadcast(std::string* payload, int root, int epoch, int step, TrafficKind kind) {
+  return BroadcastOverMessages(*this, payload, root, epoch, step, kind);
 }
 absl::Status Communicator::Barrier(int epoch, int step) { return BarrierOverMessages(*this, epoch, step); }
 absl::StatusOr<std::vector<std::string>> Communicator::AllToAllV(std::vector<std::string> send, uint64_t tag) {

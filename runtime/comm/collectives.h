@@ -34,7 +34,8 @@ absl::Status AllReduceDoubles(Communicator& comm, std::vector<double>* values, i
 absl::Status BarrierOverMessages(Communicator& comm, int epoch, int step);
 
 // Worker `root`'s payload sent to every other worker.
-absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int root, int epoch, int step);
+absl::Status BroadcastOverMessages(Communicator& comm, std::string* payload, int root, int epoch, int step,
+                                   TrafficKind kind = TrafficKind::kControl);
 
 // Every worker sends send[q] to worker q, then receives from each in rank order.
 absl::StatusOr<std::vector<std::string>> AllToAllVOverMessages(Communicator& comm,

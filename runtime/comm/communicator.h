@@ -106,8 +106,9 @@ class Communicator {
   virtual absl::Status AllReduce(float* data, int64_t n, int epoch, int step);
   // Sums a short vector of doubles across workers (metrics); identical everywhere.
   virtual absl::Status AllReduce(std::vector<double>* values, int epoch, int step);
-  // Worker `root`'s payload, on every worker.
-  virtual absl::Status Broadcast(std::string* payload, int root, int epoch, int step);
+  // Worker `root`'s payload, on every worker; the root's bytes are counted as `kind`.
+  virtual absl::Status Broadcast(std::string* payload, int root, int epoch, int step,
+                                 TrafficKind kind = TrafficKind::kControl);
   virtual absl::Status Barrier(int epoch, int step);
   // Sends send[q] to each worker q and returns what each worker sent this one (entry rank() is
   // send[rank()]). `tag` names the call as for Send.
@@ -125,6 +126,23 @@ class Communicator {
   using PartFn = std::function<std::string(int peer)>;
   virtual std::unique_ptr<PendingAllToAllV> StartAllToAllV(const PartFn& part, std::vector<int64_t> recv_bytes,
                                                            uint64_t tag);
+
+  // Sub-communicators (MPI_Comm_split semantics). Collective over this communicator: every worker
+  // calls it, in the same order as its other calls. The workers that pass the same `colour` (>= 0)
+  // form a group, ranked by (key, rank here); the result's Send/Recv/collectives run over that
+  // group, with its ranks. This communicator must outlive the result; aborting either aborts both.
+  // Default (sub_communicator.cc): a view of this one that translates ranks and passes tags through,
+  // so a group's message is this communicator's message with the same tag. Hence the tag contract:
+  // two communicators that have a pair of workers in common (this one and any group of it; groups
+  // of two splits whose members overlap) must not have a message with the same tag in flight
+  // between that pair at the same time. Groups of one process grid (rows, columns and fibres of a
+  // 2D or 3D grid; the layers and replica groups of 1.5D) have no pair in common — two distinct
+  // workers differ in some coordinate, and each such group fixes all coordinates but one — so
+  // they may use the same tags, concurrently (process_grid.h); calls on this communicator itself
+  // must be named apart from the groups' calls in flight. Split's own messages are named by the
+  // communicator's lineage and its count of splits. MPI overrides it with MPI_Comm_split (the
+  // group's native collectives run on the new MPI communicator, whose tags are its own).
+  virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(int colour, int key);
 
   // Device collectives (the NCCL backend, nccl_communicator.h): sums n floats held in this
   // worker's GPU memory in place, enqueued on `stream` (a cudaStream_t; complete when the stream
@@ -147,8 +165,13 @@ class Communicator {
     bytes_sent_[static_cast<int>(kind)] += static_cast<int64_t>(bytes);
   }
   void CountWait(double seconds) { wait_micros_ += static_cast<int64_t>(seconds * 1e6); }
+  // A group made by the default Split: its lineage (a name shared by its members, never 0) names
+  // the messages of its own splits.
+  void set_lineage(uint32_t lineage) { lineage_ = lineage; }
 
  private:
+  uint32_t lineage_ = 0;  // 0: a communicator not made by the default Split
+  int splits_ = 0;        // Split calls so far
   std::atomic<int64_t> bytes_sent_[kNumTrafficKinds] = {};
   std::atomic<int64_t> wait_micros_{0};
   std::chrono::milliseconds timeout_{std::chrono::seconds(120)};

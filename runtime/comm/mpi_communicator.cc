@@ -34,15 +34,47 @@ absl::Status MpiError(int code, const char* call) {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm_dup(MPI_COMM_WORLD, &p2p_);
-    MPI_Comm_dup(MPI_COMM_WORLD, &coll_);
-    MPI_Comm_dup(MPI_COMM_WORLD, &xchg_);
+  // Over `base`: MPI_COMM_WORLD, or a group's communicator from Split, which this one then owns.
+  explicit MpiCommunicator(MPI_Comm base = MPI_COMM_WORLD) : group_(base != MPI_COMM_WORLD ? base : MPI_COMM_NULL) {
+    MPI_Comm_rank(base, &rank_);
+    MPI_Comm_size(base, &size_);
+    MPI_Comm_dup(base, &p2p_);
+    MPI_Comm_dup(base, &coll_);
+    MPI_Comm_dup(base, &xchg_);
     progress_ = std::thread([this] { Progress(); });
   }
-  ~MpiCommunicator() override { Stop(); }
+  // A group waits (up to its timeout) for its outstanding sends, then frees its MPI communicators;
+  // the world's are freed by FinishMpi.
+  ~MpiCommunicator() override {
+    if (group_ == MPI_COMM_NULL) {
+      Stop();
+      return;
+    }
+    const bool drained = DrainSends();
+    Stop();
+    if (!drained) {  // MPI may still read the buffers of the sends left: keep them, and the communicators
+      new std::list<Outgoing>(std::move(pending_));
+      return;
+    }
+    MPI_Comm_free(&p2p_);
+    MPI_Comm_free(&coll_);
+    MPI_Comm_free(&xchg_);
+    MPI_Comm_free(&group_);
+  }
+
+  // MPI_Comm_split of this communicator's ranks: the group's own MPI communicator (its messages
+  // and native collectives never meet this one's).
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(int colour, int key) override {
+    if (colour < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("Split: colour ", colour, " of worker ", rank_,
+                                                     " is negative (every worker must join a group)"));
+    }
+    MPI_Comm sub = MPI_COMM_NULL;
+    FG_RETURN_IF_ERROR(MpiError(MPI_Comm_split(coll_, colour, key, &sub), "MPI_Comm_split"));
+    auto group = std::make_unique<MpiCommunicator>(sub);
+    group->set_timeout(timeout());
+    return std::unique_ptr<Communicator>(std::move(group));
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -104,7 +136,8 @@ class MpiCommunicator final : public Communicator {
                     "MPI_Allreduce");
   }
 
-  absl::Status Broadcast(std::string* payload, int root, int epoch, int step) override {
+  absl::Status Broadcast(std::string* payload, int root, int epoch, int step,
+                         TrafficKind kind = TrafficKind::kControl) override {
     (void)epoch, (void)step;
     if (root < 0 || root >= size_) {
       return absl::InvalidArgumentError(absl::StrCat("broadcast from worker ", root, " of ", size_));
@@ -115,7 +148,7 @@ class MpiCommunicator final : public Communicator {
       return absl::ResourceExhaustedError(absl::StrCat("a broadcast of ", bytes, " bytes exceeds MPI's 2 GiB count"));
     }
     payload->resize(bytes);
-    if (rank_ == root) CountSent(TrafficKind::kControl, bytes * (size_ - 1));
+    if (rank_ == root) CountSent(kind, bytes * (size_ - 1));
     return MpiError(MPI_Bcast(payload->data(), static_cast<int>(bytes), MPI_BYTE, root, coll_), "MPI_Bcast");
   }
 
@@ -210,15 +243,23 @@ class MpiCommunicator final : public Communicator {
     return pending;
   }
 
-  // Waits for this rank's sends, then for every rank's (a barrier), then stops receiving.
-  absl::Status Finish() {
+  // Waits for this rank's sends until they complete (true) or the timeout passes (false).
+  bool DrainSends() {
+    Stopwatch wait;
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (pending_.empty()) break;
+        if (pending_.empty()) return true;
       }
+      if (group_ != MPI_COMM_NULL && wait.Seconds() > timeout().count() / 1000.0) return false;
+      wake_.notify_one();
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+  }
+
+  // Waits for this rank's sends, then for every rank's (a barrier), then stops receiving.
+  absl::Status Finish() {
+    DrainSends();
     const absl::Status s = MpiError(MPI_Barrier(coll_), "MPI_Barrier");
     Stop();
     MPI_Comm_free(&p2p_);
@@ -328,6 +369,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   int rank_ = 0, size_ = 1;
+  MPI_Comm group_ = MPI_COMM_NULL;  // a group's communicator from MPI_Comm_split (owned)
   MPI_Comm p2p_ = MPI_COMM_NULL, coll_ = MPI_COMM_NULL, xchg_ = MPI_COMM_NULL;
   Mailbox mailbox_;
   std::mutex mu_;

@@ -3,7 +3,9 @@
 // (MPI guarantees tags only up to 32767) and are received by a progress thread into a Mailbox, so
 // Recv has the same timeout and error semantics as every other backend. The collectives are MPI's
 // own (MPI_Allreduce, MPI_Bcast, MPI_Barrier, MPI_Alltoallv) on a communicator of their own; they
-// have no timeout: a rank that dies makes mpirun (or srun) end the others.
+// have no timeout: a rank that dies makes mpirun (or srun) end the others. Split is MPI_Comm_split:
+// a group is an MpiCommunicator of its own over the new MPI communicator (its own progress thread;
+// destroy groups before FinishMpi).
 #pragma once
 
 #include <memory>

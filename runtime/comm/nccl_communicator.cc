@@ -84,8 +84,13 @@ class NcclCommunicator final : public Communicator {
   absl::Status AllReduce(std::vector<double>* values, int epoch, int step) override {
     return host_->AllReduce(values, epoch, step);
   }
-  absl::Status Broadcast(std::string* payload, int root, int epoch, int step) override {
-    return host_->Broadcast(payload, root, epoch, step);
+  absl::Status Broadcast(std::string* payload, int root, int epoch, int step,
+                         TrafficKind kind = TrafficKind::kControl) override {
+    return host_->Broadcast(payload, root, epoch, step, kind);
+  }
+  // Groups of the host communicator: host messages and collectives, no device collectives.
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(int colour, int key) override {
+    return host_->Split(colour, key);
   }
   absl::Status Barrier(int epoch, int step) override { return host_->Barrier(epoch, step); }
   absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag) override {
