@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/timer.h"
 
 namespace fg::nau {
@@ -136,6 +137,7 @@ ag::Var HybridExecutor::Aggregate(const hdg::Hdg& hdg, const std::vector<LevelPl
 
 ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& plan, Layer& layer,
                             const ag::Var& input, LayerContext& ctx) const {
+  NoteProgress();
   double* t_msg = ctx.stats ? &ctx.stats->message : nullptr;
   double* t_agg = ctx.stats ? &ctx.stats->aggregation : nullptr;
   double* t_upd = ctx.stats ? &ctx.stats->update : nullptr;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 
 // The points (grep FaultPoint for their places):
+//   worker.registered     a worker knows its rank and peers, its training not yet set up
 //   epoch.start           an epoch begins (the n-th in this process)
 //   file.partial_write    WriteFileAtomically: half the bytes are in the temporary file
 //   file.before_rename    WriteFileAtomically: the temporary file is complete and synced

@@ -17,6 +17,13 @@ namespace fg {
 namespace {
 std::atomic<bool> g_quiet{false};
 
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+std::atomic<int64_t> g_last_progress_micros{NowMicros()};
+std::atomic<int> g_open_steps{0};  // Progress steps under way
+
 // 1234567 -> "1.23M"; below 1000 as an integer.
 std::string Count(double v) {
   if (v < 1e3) return absl::StrFormat("%.0f", v);
@@ -40,6 +47,7 @@ Progress::Progress(std::string what, int64_t total, const Options& options)
       bar_width_(std::max(options.bar_width, 1)) {
   bar_ = options.style == Style::kBar || (options.style == Style::kAuto && isatty(fileno(out_)));
   interval_ = options.interval_seconds > 0 ? options.interval_seconds : (bar_ ? 0.2 : 5.0);
+  g_open_steps.fetch_add(1);
   if (!g_quiet) thread_ = std::thread([this] { Loop(); });
 }
 
@@ -48,7 +56,17 @@ Progress::~Progress() { Finish(); }
 void Progress::SetQuiet(bool quiet) { g_quiet = quiet; }
 bool Progress::Quiet() { return g_quiet; }
 
-void Progress::Update(int64_t done) { done_.store(done, std::memory_order_relaxed); }
+void Progress::Update(int64_t done) {
+  done_.store(done, std::memory_order_relaxed);
+  NoteProgress();
+}
+
+void NoteProgress() { g_last_progress_micros.store(NowMicros(), std::memory_order_relaxed); }
+
+double SecondsSinceProgress() {
+  if (g_open_steps.load() > 0) return 0;
+  return static_cast<double>(NowMicros() - g_last_progress_micros.load(std::memory_order_relaxed)) * 1e-6;
+}
 
 std::string Progress::Line(const std::string& what, int64_t done, int64_t total, double seconds, bool bar,
                            int bar_width) {
@@ -98,6 +116,8 @@ void Progress::Finish(const std::string& summary) {
     if (finished_) return;
     finished_ = true;
   }
+  NoteProgress();
+  g_open_steps.fetch_sub(1);
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (g_quiet) return;

@@ -62,6 +62,14 @@ class Progress {
   std::thread thread_;
 };
 
+// Liveness, for the stall watch of distributed runs: work that moves on (an epoch, a batch, a
+// layer, a Progress update) notes it; a worker's heartbeats report how long ago it last did, so a
+// training thread that hangs is named even before it first communicates. Lock-free.
+void NoteProgress();
+// Seconds since the last NoteProgress (since the process started: none yet); 0 while a Progress
+// step is under way (loading, partitioning: long steps that count as moving on while they run).
+double SecondsSinceProgress();
+
 // Peak resident set size of this process in bytes (from getrusage).
 int64_t PeakRssBytes();
 // Memory this process may still use: MemAvailable, capped by the cgroup limit when there is one.

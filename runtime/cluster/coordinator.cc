@@ -149,6 +149,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
       a.idle = req->idle_seconds();
       a.waiting_on = req->waiting_on() - 1;
       a.waiting = req->waiting_seconds();
+      a.quiet = req->quiet_seconds();
     }
     if (!failure_.ok()) {
       reply->set_stop(true);
@@ -224,11 +225,12 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
   struct Activity {
     double at = -1;  // when reported (-1: never)
     int64_t operations = 0;
-    double idle = 0, waiting = 0;
+    double idle = 0, waiting = 0, quiet = 0;
     int waiting_on = -1;
   };
   double IdleNow(int r, double now) const { return activity_[r].idle + (now - activity_[r].at); }
   double WaitingNow(int r, double now) const { return activity_[r].waiting + (now - activity_[r].at); }
+  double QuietNow(int r, double now) const { return activity_[r].quiet + (now - activity_[r].at); }
   int WaitsFor(int r) const {
     const Activity& a = activity_[r];
     return finals_[r] || a.at < 0 || a.waiting_on < 0 || a.waiting_on >= options_.workers ? -1 : a.waiting_on;
@@ -266,6 +268,15 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
         return absl::StrCat("workers ", absl::StrJoin(cycle, ", "), " wait for each other in a cycle, each for more than ",
                             limit, " s (--stall_timeout): stalled");
       }
+    }
+    // A worker that neither moves on nor communicates, and waits for no peer: it hangs, whether or
+    // not anyone waits for it yet (before its first message, or alone in the run).
+    for (int r = 0; r < P; ++r) {
+      const Activity& a = activity_[r];
+      if (finals_[r] || a.at < 0 || WaitsFor(r) >= 0 || QuietNow(r, now) <= limit) continue;
+      return absl::StrCat("worker ", r, " (", peers_[r], ") stalled: its training has neither moved on nor ",
+                          "communicated for ", static_cast<int>(QuietNow(r, now)),
+                          " s while its heartbeats go on (--stall_timeout ", limit, ")");
     }
     return "";
   }

@@ -4,7 +4,8 @@
 // metrics into the run summary. A worker that misses heartbeats for `heartbeat_timeout` seconds,
 // or reports a failure, stops the run with an error naming it; so does a worker whose heartbeats go
 // on while its training has communicated with nobody for `stall_timeout` seconds and another worker
-// waits for it (a hung training thread). A worker that registers with another configuration is
+// waits for it (a hung training thread), or that has neither moved on nor communicated for that
+// long while it waits for no peer (hung before its first message, or alone). A worker that registers with another configuration is
 // refused and logged; the run goes on. Never relays features.
 // Thread-safe.
 #pragma once

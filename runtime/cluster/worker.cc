@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/fault.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "proto/flexgraph.grpc.pb.h"
@@ -215,6 +216,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
       hb.set_idle_seconds(activity.idle_seconds);
       hb.set_waiting_on(activity.waiting_on + 1);
       hb.set_waiting_seconds(activity.waiting_seconds);
+      hb.set_quiet_seconds(std::min(activity.idle_seconds, SecondsSinceProgress()));
       flexgraph::HeartbeatReply hr;
       grpc::ClientContext ctx;
       WithToken(&ctx, options.token, std::min(5.0, options.coordinator_timeout_seconds));
@@ -249,6 +251,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
   // Running out of memory is this worker's failure, reported like any other (the heartbeat thread
   // is still running: nothing may unwind past it).
   absl::StatusOr<TrainResult> result = [&]() -> absl::StatusOr<TrainResult> {
+    FaultPoint("worker.registered");
     try {
       flexgraph::RunConfig t = train;
       if (rank != 0) t.mutable_output()->set_quiet(true);

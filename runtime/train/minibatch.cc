@@ -12,6 +12,7 @@
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/parallel.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 #include "flexgraph/ops/ops.h"
@@ -186,6 +187,7 @@ nau::LayerContext MiniBatchTraining::StepContext(int64_t step) const {
 
 double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped,
                                      const Tensor& items, int64_t batch_total, int epoch, int64_t step) {
+  NoteProgress();
   nau::Model& model = *parts_.model;
   DistributedExecutor& exec = *parts_.exec;
   const int64_t mine = items.numel();

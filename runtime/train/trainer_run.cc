@@ -285,6 +285,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   bool said_no_valid = false;
   for (int epoch = start; epoch < tc.epochs(); ++epoch) {
     RunEpochHooks(exec_.rank(), epoch + 1);
+    NoteProgress();
     FaultPoint("epoch.start");
     Stopwatch watch;
     const nau::ExecStats before = stats_;

@@ -470,6 +470,34 @@ TEST(Launch, AWorkerWhoseTrainingHangsIsNamedWithinTheStallTimeout) {
       << Read(d + "/w1.log");
 }
 
+TEST(Launch, AWorkerThatHangsBeforeItsFirstMessageOrAloneIsNamed) {
+  // No peer waits for a hung worker in these runs: worker 1 hangs before its training is set up
+  // (it has sent nothing, so worker 0 waits for nobody it has heard from), and a single worker has
+  // no peer at all. The coordinator names the worker whose training neither moves on nor
+  // communicates for --stall_timeout seconds.
+  const std::string d = Dir("fg_launch_stall_quiet");
+  const std::string train = " -- train --dataset " + kCora + " --epochs 100000 --threads 1 --quiet";
+  const std::regex quiet("worker ([01]) \\(127.0.0.1:[0-9]+\\) stalled: its training has neither moved on nor "
+                         "communicated for [0-9]+ s while its heartbeats go on \\(--stall_timeout 4\\)");
+  for (const auto& [workers, fault] : std::vector<std::pair<int, std::string>>{
+           {2, "worker1:worker.registered:1:hang"}, {1, "worker0:epoch.start:2:hang"}}) {
+    SCOPED_TRACE(fault);
+    std::string out;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(Shell(Fault(fault, "") + kFlexgraph + " launch --workers " + std::to_string(workers) +
+                        " --stall_timeout 4 --log_dir " + d + "/logs" + std::to_string(workers) + train,
+                    &out),
+              1);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, quiet)) << out;
+    EXPECT_EQ(m[1].str(), workers == 2 ? "1" : "0") << out;
+    const std::vector<pid_t> pids = WorkerPids(d + "/logs" + std::to_string(workers) + "/coordinator.log");
+    ASSERT_EQ(pids.size(), static_cast<size_t>(workers));
+    for (pid_t p : pids) EXPECT_NE(kill(p, 0), 0) << "process " << p << " still alive";
+  }
+}
+
 TEST(Launch, UsageErrors) {
   std::string out;
   EXPECT_EQ(Shell(kFlexgraph + " launch --workers 0 -- train", &out), 2);
