@@ -27,6 +27,8 @@ bool ParseSamplerKind(const std::string& name, SamplerKind* out) {
     *out = SamplerKind::kNodeWise;
   } else if (name == "ladies") {
     *out = SamplerKind::kLayerWise;
+  } else if (name == "shadow") {
+    *out = SamplerKind::kShadow;
   } else {
     return false;
   }
@@ -34,7 +36,15 @@ bool ParseSamplerKind(const std::string& name, SamplerKind* out) {
 }
 
 const char* SamplerKindName(SamplerKind kind) {
-  return kind == SamplerKind::kNodeWise ? "neighbor" : "ladies";
+  switch (kind) {
+    case SamplerKind::kNodeWise:
+      return "neighbor";
+    case SamplerKind::kLayerWise:
+      return "ladies";
+    case SamplerKind::kShadow:
+      return "shadow";
+  }
+  return "?";
 }
 
 absl::StatusOr<NeighbourhoodMatrix> NeighbourhoodMatrix::Create(hdg::HdgPtr hdg,
@@ -108,6 +118,14 @@ absl::StatusOr<std::vector<MiniBatch>> SampleBulk(
   if (options.kind == SamplerKind::kLayerWise && options.layer_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer_size: must be positive for the ladies sampler, got ", options.layer_size));
+  }
+  if (options.kind == SamplerKind::kShadow) {
+    if (options.fanouts.empty() || num_layers == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("fanouts: the shadow sampler needs at least one hop, and a model "
+                                                     "at least one layer; got ", options.fanouts.size(), " hops for ",
+                                                     num_layers, " layers"));
+    }
+    return SampleShadowBulk(layers, options, epoch, first_index, seeds);
   }
   std::vector<int64_t> batch(K);
   std::iota(batch.begin(), batch.end(), first_index);

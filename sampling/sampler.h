@@ -1,10 +1,15 @@
 // Mini-batch sampling: each batch of seed vertices becomes one HDG per layer (a Block), which the
-// NAU layers and the hybrid executor run as they run the whole graph's. Two samplers:
+// NAU layers and the hybrid executor run as they run the whole graph's. Three samplers:
 //   node-wise (GraphSAGE): each root keeps `fanout` of its neighbours, uniformly without
 //     replacement;
 //   layer-wise (LADIES): each batch keeps `layer_size` vertices per layer, drawn with probability
 //     proportional to the squared weights of their edges into the batch's roots; every root keeps
-//     its edges into them, importance-weighted.
+//     its edges into them, importance-weighted;
+//   ShaDow (Zeng et al. 2021): each root's k-hop neighbourhood, drawn hop by hop as node-wise
+//     sampling draws it (fanouts[h] of each vertex new at hop h, 0: all), taken as the subgraph it
+//     induces (every edge among its vertices); the batch is the block-diagonal union of its roots'
+//     subgraphs (a vertex in two of them is two rows), and every layer of the model runs on it, so
+//     that the model's depth is independent of k (sampling/shadow.cc).
 // Sampling runs in bulk (CAGNET): K batches at once, per layer one product Q·A of the stacked
 // frontiers' selection matrix Q with the layer's neighbourhood matrix A (Q has one 1 per row, so
 // the product is A's rows, extracted in one parallel pass), then sampling, then per batch the next
@@ -33,6 +38,14 @@
 //
 // Thread-safety: NeighbourhoodMatrix is immutable; SampleBulk, SampleRows, SampleLayerWiseRows and
 // SampleBlocks are reentrant.
+//
+// ShaDow batches: the table is [the roots | root 0's other vertices | root 1's | ...], every
+// block's table is all of it; every layer's roots are all of its rows, except the last layer's,
+// which are the seeds (or, pooled, all rows again, read out by MiniBatch::readout: a root's output
+// plus the mean of its subgraph's). A layer's induced rows keep the entries of its matrix among
+// the subgraph's vertices in stored order, weights rescaled to the row's full sum as node-wise
+// sampling rescales them. Root j of batch b draws its hops as node-wise sampling draws layer h of
+// batch ShadowDrawBatch(b, the root's key): each root's sample of a shared vertex is its own.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +58,8 @@
 
 namespace fg::sampling {
 
-enum class SamplerKind { kNodeWise, kLayerWise };
-// "neighbor" (node-wise, GraphSAGE) or "ladies" (layer-wise).
+enum class SamplerKind { kNodeWise, kLayerWise, kShadow };
+// "neighbor" (node-wise, GraphSAGE), "ladies" (layer-wise) or "shadow" (ShaDow subgraphs).
 bool ParseSamplerKind(const std::string& name, SamplerKind* out);
 const char* SamplerKindName(SamplerKind kind);
 
@@ -58,7 +71,15 @@ struct SamplerOptions {
   // Layer-wise: vertices drawn per batch and layer (with replacement; distinct ones are kept).
   int64_t layer_size = 0;
   uint64_t seed = 0;
+  // ShaDow: fanouts[h] of each vertex reached at hop h, from the root out (0: all); any number of
+  // hops. Pooled: the model's output is read out as the root's plus the mean over its subgraph.
+  enum class Pool { kNone, kMean };
+  Pool pool = Pool::kNone;
 };
+
+// Sampler options beyond the fanouts and layer size, "key=value,..." (--sampler_opt): for the shadow
+// sampler, pool=none|mean. Errors name the flag and the key.
+absl::Status ParseSamplerOptions(const std::string& text, SamplerOptions* out);
 
 // A layer's neighbourhood matrix A: its NeighborSelection over the whole graph, a flat-schema HDG
 // whose level-1 children are global vertex ids, with the row of every global vertex.
@@ -122,6 +143,9 @@ struct MiniBatch {
   // features (float [rows, f]) and the randomness keys (int64) of blocks[0].table's rows. Every
   // block's table is a prefix of blocks[0].table, so its keys are a prefix of these.
   Tensor inputs, keys;
+  // ShaDow, pooled: [seeds x the last block's roots], the readout of the last layer's output (its
+  // values the weights); num_rows 0 where the output is the seeds' rows as they are.
+  Csr readout;
 };
 
 // One batch's sampled rows at one layer: row j keeps cols[offsets[j] .. offsets[j + 1]) (global
@@ -193,5 +217,48 @@ using FrontierSampler = std::function<absl::Status(
 absl::StatusOr<std::vector<MiniBatch>> SampleBlocks(const std::vector<const NeighbourhoodMatrix*>& layers,
                                                     int64_t first_index, const std::vector<Tensor>& seeds,
                                                     const FrontierSampler& sample);
+
+// SampleBulk's shadow batches (options.kind kShadow): the vertex sets drawn on the last layer's
+// matrix (the seeds'), each layer's subgraphs induced by its own matrix.
+absl::StatusOr<std::vector<MiniBatch>> SampleShadowBulk(const std::vector<const NeighbourhoodMatrix*>& layers,
+                                                        const SamplerOptions& options, int epoch,
+                                                        int64_t first_index, const std::vector<Tensor>& seeds);
+
+// ShaDow (sampler.h's header): the batch number under which the subgraph of root `root_key` (its
+// matrix key, or its id) in batch `batch` draws its hops.
+int64_t ShadowDrawBatch(int64_t batch, int64_t root_key);
+
+// The hop step of ShadowVertexSets: for every group g, `fanout` entries (0: all) of the rows of
+// vertices `frontier[g]`, drawn as SampleRows draws layer `hop` of batch draw[g], into out[g].
+using HopSampler = std::function<absl::Status(int hop, int fanout, const std::vector<int64_t>& draw,
+                                              const std::vector<std::vector<int64_t>>& frontier,
+                                              std::vector<SampledRows>* out)>;
+// The vertex sets of ShaDow subgraphs: set g is roots[g], then per hop the vertices its frontier's
+// draws reach that it does not hold yet, in order of first appearance (the next hop's frontier).
+// Vertex ids lie below `num_vertices`. Errors: those of `sample`.
+absl::StatusOr<std::vector<std::vector<int64_t>>> ShadowVertexSets(const std::vector<int>& fanouts,
+                                                                   int64_t num_vertices,
+                                                                   const std::vector<int64_t>& draw,
+                                                                   const std::vector<int64_t>& roots,
+                                                                   const HopSampler& sample);
+
+// Where a layer's rows are read for the induced subgraphs: the CSR arrays (a matrix's, or
+// GatheredRows'), and per stacked vertex of the vertex sets its row in them.
+struct InducedRows {
+  const int64_t* row_ptr = nullptr;
+  const int32_t* col = nullptr;
+  const float* weights = nullptr;  // null: unweighted
+  std::vector<int64_t> row;
+};
+// Gives layer l's InducedRows for the stacked vertices `vertices` (set 0's, then set 1's, ...).
+using InducedRowsSource = std::function<absl::Status(int layer, const std::vector<int64_t>& vertices,
+                                                     InducedRows* out)>;
+// ShaDow batches from their roots' vertex sets (sets[g], g = batch k's root j in stacked order) and
+// each layer's rows (asked once per distinct matrix of `layers`). Errors: those of `rows`.
+absl::StatusOr<std::vector<MiniBatch>> ShadowBatches(const std::vector<const NeighbourhoodMatrix*>& layers,
+                                                     const SamplerOptions& options, int64_t first_index,
+                                                     const std::vector<Tensor>& seeds,
+                                                     const std::vector<std::vector<int64_t>>& sets,
+                                                     const InducedRowsSource& rows);
 
 }  // namespace fg::sampling
