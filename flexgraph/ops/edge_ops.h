@@ -7,7 +7,8 @@
 //   Tensor in = ops::EdgeInput(adj, h, h, e);              // [nnz, 2d + de]
 //   Tensor s = ops::SegmentStd(adj.offsets, messages, 1e-5f);  // [rows, d]
 //
-// Devices: CPU kernels (ops/cpu/edge.cc) only, for now; a CUDA operand aborts naming the op.
+// Devices: CPU (ops/cpu/edge.cc) and CUDA (ops/cuda/edge_kernels.cu); index arrays on the host are
+// placed on a GPU operand's device for the call (ops/placement.h).
 #pragma once
 
 #include <cstdint>

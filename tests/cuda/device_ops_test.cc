@@ -10,6 +10,7 @@
 
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/nn/optim.h"
+#include "flexgraph/ops/edge_ops.h"
 #include "flexgraph/ops/instances.h"
 #include "flexgraph/ops/ops.h"
 #include "flexgraph/tensor/device_alloc.h"
@@ -217,6 +218,28 @@ TEST_P(DeviceOpsTest, SegmentSoftmaxAndReductions) {
     ExpectClose(ops::SegmentReduceBackward(off, g, op, am, x.rows()),
                 ops::SegmentReduceBackward(On(off), On(g), op, am_dev, x.rows()), 0.0f);
   }
+}
+
+TEST_P(DeviceOpsTest, EdgeInputAndSegmentStdWithGradients) {
+  Csr a = RandomCsr(30, 24, 5, true, 61);  // some rows and columns without entries
+  Tensor perm;
+  const Csr at = a.Transpose(&perm);
+  Tensor xs = RandomTensor({24, 6}, 62), xd = RandomTensor({30, 4}, 63), e = RandomTensor({a.nnz(), 3}, 64);
+  ExpectClose(ops::EdgeInput(a, xs, xd, e), ops::EdgeInput(On(a), On(xs), On(xd), On(e)), 0.0f);
+  ExpectClose(ops::EdgeInput(a, xs, xd, Tensor()), ops::EdgeInput(a, On(xs), On(xd), Tensor()), 0.0f);
+  const Tensor g = RandomTensor({a.nnz(), 13}, 65);
+  Tensor gxs, gxd, ge, gxs_dev, gxd_dev, ge_dev;
+  ops::EdgeInputBackward(a, at, perm, g, 6, 4, &gxs, &gxd, &ge);
+  ops::EdgeInputBackward(On(a), On(at), perm, On(g), 6, 4, &gxs_dev, &gxd_dev, &ge_dev);
+  ExpectClose(gxs, gxs_dev, 0.0f);  // the same entry order: the same float sums
+  ExpectClose(gxd, gxd_dev, 0.0f);
+  ExpectClose(ge, ge_dev, 0.0f);
+  const Tensor x = RandomTensor({a.nnz(), 5}, 66), gy = RandomTensor({a.num_rows, 5}, 67);
+  const Tensor y = ops::SegmentStd(a.offsets, x, 1e-5f);
+  const Tensor y_dev = ops::SegmentStd(On(a.offsets), On(x), 1e-5f);
+  ExpectClose(y, y_dev, 1e-6f);
+  ExpectClose(ops::SegmentStdBackward(a.offsets, x, y, gy),
+              ops::SegmentStdBackward(a.offsets, On(x), y_dev, On(gy)), 1e-5f);
 }
 
 TEST_P(DeviceOpsTest, GatherAndScatter) {

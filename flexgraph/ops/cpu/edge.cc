@@ -9,8 +9,8 @@
 
 namespace fg::ops::cpu {
 
-void EdgeInput(const int64_t* off, const int32_t* col, int64_t rows, const float* xs, int64_t ds,
-               const float* xd, int64_t dd, const float* e, int64_t de, float* out) {
+void EdgeInput(const int64_t* off, const int32_t* col, int64_t rows, int64_t /*nnz*/, const float* xs,
+               int64_t ds, const float* xd, int64_t dd, const float* e, int64_t de, float* out) {
   const int64_t w = ds + dd + de;
   ParallelForDynamic(0, rows, 64, [&](int64_t r) {
     for (int64_t k = off[r]; k < off[r + 1]; ++k) {
@@ -22,7 +22,7 @@ void EdgeInput(const int64_t* off, const int32_t* col, int64_t rows, const float
   });
 }
 
-void EdgeInputBackward(const int64_t* off, int64_t rows, const int64_t* t_off, const int32_t* perm,
+void EdgeInputBackward(const int64_t* off, int64_t rows, int64_t /*nnz*/, const int64_t* t_off, const int32_t* perm,
                        int64_t cols, const float* g, int64_t ds, int64_t dd, int64_t de,
                        float* gxs, float* gxd, float* ge) {
   const int64_t w = ds + dd + de;
