@@ -77,6 +77,10 @@ class Model : public nn::Module {
   // entry of ctx.edge_matrix for edge classification, per graph of spec.dataset->graphs for graph
   // classification (a readout). Default: h.
   virtual ag::Var Head(LayerContext& ctx, const ModelSpec& spec, const ag::Var& h) { return h; }
+  // Whether training on a set of graphs runs each layer under ag::Checkpoint: its inputs (the
+  // vertex rows and the edge state) kept, its intermediates recomputed in the backward pass.
+  // Default: no.
+  virtual bool RecomputeLayers() const { return false; }
   // Roots (global vertex ids) of layer i. Default: every vertex for hidden layers, the target
   // type's vertices for the last layer.
   virtual std::vector<int32_t> Roots(int i, const ModelSpec& spec) const;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
 
@@ -63,7 +64,33 @@ absl::StatusOr<ag::Var> GraphBatchTraining::Forward(const GraphBatch& batch, int
     ctx.layer = i;
     std::vector<int64_t> ids(roots.begin(), roots.end());
     ctx.table_global_ids = ctx.root_global_ids = Tensor::FromVector(ids);
-    h = executor.Run(hdg, executor.Plan(hdg, layer), layer, h, ctx);
+    if (!model.RecomputeLayers() || !ag::GradEnabled()) {
+      h = executor.Run(hdg, executor.Plan(hdg, layer), layer, h, ctx);
+      continue;
+    }
+    // Each call starts from the context as it is now (the recomputation sees what the first run
+    // saw); only the first call's stage times count.
+    struct Shared {
+      nau::ExecStats* stats;
+      SparseMatrixPtr edge_matrix;
+    };
+    auto shared = std::make_shared<Shared>(Shared{ctx.stats, nullptr});
+    nau::LayerContext base = ctx;
+    base.edge_state = ag::Var();
+    auto hdg_kept = std::make_shared<const hdg::Hdg>(std::move(hdg));
+    auto run = [executor, &layer, hdg_kept, base, shared](const std::vector<ag::Var>& in) {
+      nau::LayerContext local = base;
+      local.stats = shared->stats;
+      shared->stats = nullptr;
+      local.edge_state = in[1];
+      ag::Var out = executor.Run(*hdg_kept, executor.Plan(*hdg_kept, layer), layer, in[0], local);
+      shared->edge_matrix = local.edge_matrix;
+      return std::vector<ag::Var>{out, local.edge_state};
+    };
+    std::vector<ag::Var> out = ag::Checkpoint(run, {h, ctx.edge_state});
+    h = out[0];
+    ctx.edge_state = out[1];
+    ctx.edge_matrix = shared->edge_matrix;
   }
   return model.Head(ctx, spec, h);
 }

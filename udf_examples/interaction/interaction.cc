@@ -10,6 +10,7 @@
 //   head:       logit = MLP_out([h_src, h_dst, e]) per entry (the task averages an edge's entries).
 // Every MLP is Linear-LayerNorm-SiLU blocks (mlp_layers of them); the head's last Linear is bare.
 #include "absl/strings/str_cat.h"
+#include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/autograd/edge_functions.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
@@ -118,6 +119,8 @@ class InteractionNetwork : public nau::Model {
     if (spec.num_classes < 1) return absl::InvalidArgumentError("interaction: no edge classes");
     o.blocks = static_cast<int>(blocks);
     o.layer_norm = norm != 0;
+    FG_ASSIGN_OR_RETURN(int64_t recompute, spec.options.Int("recompute"));
+    recompute_ = recompute != 0;
     const int64_t f = spec.FeatureDim("node"), fe = ds.graphs->edge_feat.dim(1);
     node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);
     edge_encoder_ = std::make_unique<Mlp>(fe, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 2);
@@ -141,13 +144,26 @@ class InteractionNetwork : public nau::Model {
     return node_encoder_->Forward(ag::Var(spec.dataset->features.at("node")));
   }
   ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec&, const Tensor& entry_features) override {
-    return edge_encoder_->Forward(ag::Var(entry_features));
+    return Maybe(
+        [this](const std::vector<ag::Var>& in) { return std::vector<ag::Var>{edge_encoder_->Forward(in[0])}; },
+        {ag::Var(entry_features)});
   }
   ag::Var Head(nau::LayerContext& ctx, const nau::ModelSpec&, const ag::Var& h) override {
-    return head_->Forward(ag::EdgeInput(ctx.edge_matrix, h, h, ctx.edge_state));
+    return Maybe(
+        [this, a = ctx.edge_matrix](const std::vector<ag::Var>& in) {
+          return std::vector<ag::Var>{head_->Forward(ag::EdgeInput(a, in[0], in[0], in[1]))};
+        },
+        {h, ctx.edge_state});
   }
+  bool RecomputeLayers() const override { return recompute_; }
 
  private:
+  // fn(in)[0], under ag::Checkpoint with the option recompute.
+  ag::Var Maybe(const ag::CheckpointFn& fn, const std::vector<ag::Var>& in) const {
+    return recompute_ ? ag::Checkpoint(fn, in)[0] : fn(in)[0];
+  }
+
+  bool recompute_ = true;
   std::unique_ptr<Mlp> node_encoder_, edge_encoder_, head_;
   std::vector<std::unique_ptr<InteractionLayer>> layers_;
 };
@@ -165,6 +181,9 @@ FG_REGISTER_MODEL(
       "edge messages into hits: comma-separated sum, mean, max, std (concatenated)"},
      {"mlp_layers", nau::OptionType::kInt, "2", "Linear-LayerNorm-SiLU blocks per MLP"},
      {"layernorm", nau::OptionType::kInt, "1", "LayerNorm in the MLPs: 0 or 1"},
+     {"recompute", nau::OptionType::kInt, "1",
+      "1: keep each iteration's inputs only and recompute its activations in the backward pass "
+      "(ag::Checkpoint; the edge encoder and head too), 0: keep every activation"},
      {"pos_weight", nau::OptionType::kFloat, "1", "edge task: weight of a true edge in the loss"},
      {"class_weights", nau::OptionType::kString, "",
       "edge task, multi-class: comma-separated weight per class"},
