@@ -30,6 +30,7 @@ udf_examples:            nau
 runtime/comm:            flexgraph/base proto
 runtime/tasks:           nau proto
 runtime/distributed:     runtime/comm nau sampling partition
+runtime/grid:            runtime/comm flexgraph/autograd
 runtime/train:           runtime/distributed runtime/tasks
 runtime/cluster:         runtime/train
 runtime/plan:            flexgraph/tensor

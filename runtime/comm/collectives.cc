@@ -12,7 +12,9 @@ namespace {
 
 // Tag phases of the collectives (the exchange ops own 0..12).
 constexpr int kPhaseRing = 14;
-constexpr int kPhaseSmall = 15;  // round 0: small all-reduces and barriers; round 1: broadcasts
+// Phase 15, by round: 0 small all-reduces and barriers; 1 broadcasts; 2 Split (sub_communicator.cc);
+// 3 the sparsity-aware rows of the grid products (runtime/grid).
+constexpr int kPhaseSmall = 15;
 
 // One collective call, named by its phase and the caller's (epoch, step); its messages differ
 // only in their round, which has a tag field of its own.

@@ -153,12 +153,9 @@ Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loop
       return vol;
     }
     case Scheme::kTwoD: {
-      const double pr = spec.grid[0], pc = spec.grid[1];
-      double rows = n - n / pr;
-      if (spec.aware) rows *= g.out_degrees.ExpectedTouched(1.0 / pr) / n;
-      dense(rows * w / pc + (n / pr) * (1.0 - 1.0 / pc) * gw, E / pr - E / P);
-      vol.messages = pc * Log2Ceil(spec.grid[1]) + pr * Log2Ceil(spec.grid[0]) + (pc - 1.0);
-      return vol;
+      const double pr = spec.grid[0];
+      BlockCounts b{n, E, spec.aware ? (pr - 1.0) * g.out_degrees.ExpectedTouched(1.0 / pr) : 0.0};
+      return TwoDVolume(spec, b, parts, width, gemm_width);
     }
     case Scheme::kThreeD: {
       const double pr = spec.grid[0], pc = spec.grid[1], pf = spec.grid[2];
@@ -171,6 +168,46 @@ Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loop
       return vol;
     }
   }
+  return vol;
+}
+
+BlockCounts CountBlocks(const Csr& a, const std::vector<int32_t>& block_of, int blocks) {
+  BlockCounts b;
+  b.vertices = static_cast<double>(a.num_rows);
+  b.entries = static_cast<double>(a.nnz());
+  // Per column u and row block i: whether some row of block i (other than u's) has an entry at u.
+  std::vector<int64_t> stamp(static_cast<size_t>(a.num_cols), -1);
+  std::vector<std::vector<int64_t>> rows_of(blocks);
+  for (int64_t v = 0; v < a.num_rows; ++v) rows_of[block_of[v]].push_back(v);
+  a.VisitIndices([&](const auto* col) {
+    for (int i = 0; i < blocks; ++i) {
+      for (int64_t v : rows_of[i]) {
+        for (int64_t e = a.row_ptr()[v]; e < a.row_ptr()[v + 1]; ++e) {
+          const int64_t u = col[e];
+          if (block_of[u] == i || stamp[u] == i) continue;
+          stamp[u] = i;
+          b.touched += 1;
+        }
+      }
+    }
+  });
+  return b;
+}
+
+Volume TwoDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width) {
+  Volume vol;
+  const double P = parts, n = b.vertices, E = b.entries, w = static_cast<double>(width);
+  const double gw = static_cast<double>(gemm_width);
+  const double pr = spec.grid[0], pc = spec.grid[1];
+  // Dense rows received over all workers: each of the pr row blocks gets the other blocks' rows
+  // (aware: only the touched ones), a width-w/pc slice at each of its pc workers.
+  const double rows = spec.aware ? b.touched : (pr - 1.0) * n;
+  const double words = rows * w / P + (n - n / pc) + (n / pr) * (1.0 - 1.0 / pc) * gw;
+  const double entries = E / pr - E / P;
+  vol.sparse_bytes = entries * kSparseEntry + (n - n / pc) * kWord;
+  vol.bytes_received = words * kWord + entries * kSparseEntry;
+  vol.bytes_sent = vol.bytes_received_max = vol.bytes_received;
+  vol.messages = pc * Log2Ceil(spec.grid[1]) + pr * Log2Ceil(spec.grid[0]) + (pc - 1.0);
   return vol;
 }
 

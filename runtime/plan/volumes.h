@@ -14,7 +14,8 @@
 //   1D oblivious          all-gather: (n - n/P) w
 //   1.5D, c | P, c*c <= P  broadcasts (n/c - n/P) w [aware: x T(c/P)/n] + all-reduce of the c
 //                         replicas' partial sums 2 (c-1) n w / P
-//   2D pr x pc            A: E/pr - E/P entries; dense: (n/pc - n/P) w [aware: x T(1/pr)/n];
+//   2D pr x pc            A: E/pr - E/P entries and (n - n/pc) row lengths (4 bytes each: a
+//                         block's structure); dense: (n/pc - n/P) w [aware: x T(1/pr)/n];
 //                         the layer's GEMM all-gathers its row block: (n/pr)(1 - 1/pc) min(in,out)
 //   3D pr x pc x pf       A: E/(pr pf) - E/P; dense: (n/(pc pf) - n/P) w [aware: x T(1/pr)/n];
 //                         reduce-scatter over the fibre: (1 - 1/pf) n w/(pr pc); GEMM all-gather
@@ -79,6 +80,19 @@ struct Volume {
 // `gemm_width`: the layer's min(in, out) (2D and 3D all-gather it for the dense product; 0: none).
 Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loops, const Cut* cut,
                   int parts, int64_t width, int64_t gemm_width, bool backward);
+// The exact counts behind the 2D formulas for one matrix under one block distribution (rows and
+// columns cut alike into `blocks` blocks; block_of[v]: v's block): vertices, entries (all of them,
+// the diagonal included), and touched: the sum over row blocks i and column blocks k != i of the
+// distinct columns with an entry in block (i, k) — the rows the sparsity-aware variant sends
+// (expected: (blocks - 1) T(1/blocks)).
+struct BlockCounts {
+  double vertices = 0, entries = 0, touched = 0;
+};
+BlockCounts CountBlocks(const Csr& a, const std::vector<int32_t>& block_of, int blocks);
+// SpmmVolume's 2D case from block counts (spec.grid[0] = the counts' blocks): the mean over the
+// workers of what each sends and receives per SpMM, exactly for exact counts (runtime/grid/spmm_2d.h).
+Volume TwoDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width);
+
 // The ring all-reduce of `params` floats over P workers (runtime/comm RingAllReduce): bytes rank
 // `rank` sends, exactly.
 int64_t RingAllReduceBytesSent(int64_t params, int parts, int rank);

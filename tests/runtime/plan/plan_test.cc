@@ -66,9 +66,9 @@ TEST(DegreeHistogram, LawsKeepTheirCounts) {
 
 // K8, every vertex adjacent to every other, as a dense block matrix on a 2 x 2 grid: each worker
 // holds 4 x 4 blocks of A (16 entries, self loops on the diagonal blocks) and 4 rows x 2 columns of
-// H (w = 4). SUMMA brings it the other A block of its row (E/pr - E/P = 32 - 16 entries) and the
-// other 4 rows of its H column block (4 x 2 words); the dense product gathers its row block's other
-// half (4 rows x 2 of min(in, out) = 4).
+// H (w = 4). SUMMA brings it the other A block of its row (E/pr - E/P = 32 - 16 entries, with its
+// 4 row lengths) and the other 4 rows of its H column block (4 x 2 words); the dense product gathers
+// its row block's other half (4 rows x 2 of min(in, out) = 4).
 TEST(Volumes, TwoDOnADenseBlockMatrix) {
   std::vector<std::pair<int, int>> edges;
   for (int a = 0; a < 8; ++a)
@@ -80,13 +80,13 @@ TEST(Volumes, TwoDOnADenseBlockMatrix) {
   s.grid[0] = s.grid[1] = 2;
   s.aware = false;
   const Volume v = SpmmVolume(s, g, true, nullptr, 4, 4, 4, false);
-  EXPECT_DOUBLE_EQ(v.sparse_bytes, (64.0 / 2 - 64.0 / 4) * 8);
-  EXPECT_DOUBLE_EQ(v.bytes_received, (4 * 2 + 4 * 2) * 4.0 + 16 * 8);
+  EXPECT_DOUBLE_EQ(v.sparse_bytes, (64.0 / 2 - 64.0 / 4) * 8 + 4 * 4);
+  EXPECT_DOUBLE_EQ(v.bytes_received, (4 * 2 + 4 * 2 + 4) * 4.0 + 16 * 8);
   // Aware: a column is sent when one of the receiver's 4 rows holds it; with degree 7 and q = 1/2
   // that is 1 - 2^-7 of them.
   s.aware = true;
   const Volume a = SpmmVolume(s, g, true, nullptr, 4, 4, 4, false);
-  EXPECT_DOUBLE_EQ(a.bytes_received, (4 * (1 - 1.0 / 128) * 2 + 4 * 2) * 4.0 + 16 * 8);
+  EXPECT_DOUBLE_EQ(a.bytes_received, (4 * (1 - 1.0 / 128) * 2 + 4 * 2 + 4) * 4.0 + 16 * 8);
   // 3D on 2 x 2 x 2 (P = 8): A (E/(pr pf) - E/P = 16 - 8), the other row of H's slice (2 x 2 words),
   // the reduce-scatter over the fibre (1/2 x 8 x 4 / 4 = 4 words) and the gather (1/2 x 8 x 4 / 4).
   StrategySpec t;

@@ -1,0 +1,51 @@
+// The block distribution of the process-grid layers (CAGNET): the vertices randomly permuted, then
+// cut into contiguous blocks of the permuted order; a sparse matrix's blocks A[R_i, R_k] in local
+// coordinates; and a sparse block as bytes on the wire. Thread-safe (values and pure functions).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/tensor/csr.h"
+#include "flexgraph/tensor/tensor.h"
+
+namespace fg::grid {
+
+// n vertices in `blocks` blocks: vertex v sits at position position[v] of the permuted order, and
+// block b holds positions [Lo(b), Lo(b + 1)), Lo(b) = n b / blocks.
+struct VertexBlocks {
+  int64_t n = 0;
+  int blocks = 1;
+  std::vector<int64_t> order;     // order[p]: the vertex at position p
+  std::vector<int64_t> position;  // position[v]: v's position
+  int64_t Lo(int b) const { return n * b / blocks; }
+  int64_t Size(int b) const { return Lo(b + 1) - Lo(b); }
+  int BlockOf(int64_t pos) const;
+  // A uniformly random permutation from `seed` (the same on every platform); seed 0: the identity.
+  static VertexBlocks Make(int64_t n, int blocks, uint64_t seed);
+};
+
+// The columns [Lo, Lo + Size) of a `width`-wide dense operand that block j of `parts` holds.
+inline int64_t ColumnLo(int64_t width, int parts, int j) { return width * j / parts; }
+
+// The blocks of row block i of `a` (n x n, rows = outputs) under `rows`: out[k] = A[R_i, R_k], rows
+// and columns as positions local to their blocks, values carried (1 where `a` has none), entries of
+// a row in a's order. Only the column blocks k with want[k] are built (the others are left empty).
+std::vector<Csr> RowBlocks(const Csr& a, const VertexBlocks& rows, int i, const std::vector<bool>& want);
+
+// The distinct columns of `block`, ascending; with `compact`, `block` rewritten over them (column c
+// becomes its index in the list), the block the sparsity-aware products use.
+std::vector<int32_t> TouchedColumns(const Csr& block, Csr* compact);
+
+// A block on the wire: int32 row lengths, then (int32 column, float value) per entry — exactly
+// 4 rows + 8 nnz bytes (runtime/plan/volumes.h counts the same). The receiver knows the shape.
+std::string EncodeBlock(const Csr& block);
+absl::StatusOr<Csr> DecodeBlock(const std::string& bytes, int64_t rows, int64_t cols, int peer);
+
+// Rows `idx` of a dense [rows, w] float tensor, as bytes; and the reverse into a new tensor.
+std::string GatherRowBytes(const Tensor& x, const std::vector<int32_t>& idx);
+absl::StatusOr<Tensor> BytesToTensor(const std::string& bytes, int64_t rows, int64_t w, int peer);
+
+}  // namespace fg::grid
