@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
+#include "runtime/comm/communicator.h"
 
 namespace fg::grid {
 namespace {
@@ -129,6 +130,12 @@ absl::StatusOr<Csr> DecodeBlock(const std::string& bytes, int64_t rows, int64_t 
     if (x < 0 || x >= cols) return bad(absl::StrCat("column ", x, " outside ", cols));
   }
   return Csr::FromVectors(rows, cols, offsets, c, v);
+}
+
+CallName NameCall(int64_t call, int stages) {
+  FG_CHECK(stages >= 1 && stages <= kGridSteps) << "a grid product of " << stages << " stages";
+  const int per = kGridSteps / stages;
+  return {static_cast<int>((call / per) % (runtime::kMaxTagEpoch + 1)), static_cast<int>(call % per) * stages};
 }
 
 std::string GatherRowBytes(const Tensor& x, const std::vector<int32_t>& idx) {

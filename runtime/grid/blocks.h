@@ -44,6 +44,17 @@ std::vector<int32_t> TouchedColumns(const Csr& block, Csr* compact);
 std::string EncodeBlock(const Csr& block);
 absl::StatusOr<Csr> DecodeBlock(const std::string& bytes, int64_t rows, int64_t cols, int peer);
 
+// Naming of a grid product's messages. Products are calls, counted alike on every worker; call c
+// of a product with `stages` steps uses the tag fields (epoch = Name.epoch, step = Name.first + s)
+// for s < stages, all below kGridSteps: steps from kGridSteps up are left to the caller's own
+// collectives over the whole run (a gradient all-reduce), which then never share a name with a
+// product's messages.
+inline constexpr int kGridSteps = 1000;
+struct CallName {
+  int epoch = 0, first = 0;
+};
+CallName NameCall(int64_t call, int stages);
+
 // Rows `idx` of a dense [rows, w] float tensor, as bytes; and the reverse into a new tensor.
 std::string GatherRowBytes(const Tensor& x, const std::vector<int32_t>& idx);
 absl::StatusOr<Tensor> BytesToTensor(const std::string& bytes, int64_t rows, int64_t w, int peer);

@@ -72,10 +72,8 @@ absl::StatusOr<Tensor> Spmm2D::Run(const Operand& op, const Tensor& x, TrafficKi
   }
   Communicator& row = grid_.row();
   Communicator& column = grid_.column();
-  const int per = (runtime::kMaxTagStep + 1) / pr_;
-  const int64_t call = calls_++;
-  const int epoch = static_cast<int>((call / per) % (runtime::kMaxTagEpoch + 1));
-  const int first = static_cast<int>(call % per) * pr_;
+  const CallName name = NameCall(calls_++, pr_);
+  const int epoch = name.epoch, first = name.first;
   Tensor z = Tensor::Zeros({rows(), w});
   for (int k = 0; k < pr_; ++k) {
     const int step = first + k;

@@ -16,8 +16,8 @@
 //
 // Every worker builds its blocks from the whole matrix (setup reads all of A; a worker keeps its own
 // blocks and, aware, the row lists it sends). Calls are collective over the grid, in the same order
-// on every worker; their messages are named by a call counter (phase 15, rounds 1 and 3, kinds
-// features and gradients: communicator.h) on the grid's groups. Thread-compatible.
+// on every worker; their messages are named by a call counter (blocks.h NameCall; phase 15,
+// rounds 1 and 3, kinds features and gradients) on the grid's groups. Thread-compatible.
 #pragma once
 
 #include <cstdint>

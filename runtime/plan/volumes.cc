@@ -145,12 +145,9 @@ Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loop
       return vol;
     }
     case Scheme::kOnePointFiveD: {
-      const double c = spec.c, teams = P / c;
-      double rows = n / c - n / P;
-      if (spec.aware) rows *= g.out_degrees.ExpectedTouched(c / P) / n;
-      dense((rows + 2.0 * (c - 1.0) * n / P) * w, 0);
-      vol.messages = (teams - 1.0) / c * Log2Ceil(static_cast<int>(teams)) + 2.0 * (c - 1.0);
-      return vol;
+      const double teams = P / spec.c;
+      BlockCounts b{n, E, spec.aware ? (teams - 1.0) * g.out_degrees.ExpectedTouched(spec.c / P) : 0.0};
+      return OnePointFiveDVolume(spec, b, parts, width);
     }
     case Scheme::kTwoD: {
       const double pr = spec.grid[0];
@@ -192,6 +189,18 @@ BlockCounts CountBlocks(const Csr& a, const std::vector<int32_t>& block_of, int 
     }
   });
   return b;
+}
+
+Volume OnePointFiveDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width) {
+  Volume vol;
+  const double P = parts, n = b.vertices, w = static_cast<double>(width), c = spec.c, teams = P / c;
+  // Over all workers: each of the P/c blocks gets every other block's rows once (aware: the touched
+  // ones), from one of its c replicas; then the replicas' ring all-reduce sends 2 (c - 1) n w.
+  const double rows = spec.aware ? b.touched : (teams - 1.0) * n;
+  vol.bytes_received = (rows * w / P + 2.0 * (c - 1.0) * n * w / P) * kWord;
+  vol.bytes_sent = vol.bytes_received_max = vol.bytes_received;
+  vol.messages = (teams - 1.0) / c * Log2Ceil(static_cast<int>(teams)) + 2.0 * (c - 1.0);
+  return vol;
 }
 
 Volume TwoDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width) {

@@ -80,7 +80,7 @@ struct Volume {
 // `gemm_width`: the layer's min(in, out) (2D and 3D all-gather it for the dense product; 0: none).
 Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loops, const Cut* cut,
                   int parts, int64_t width, int64_t gemm_width, bool backward);
-// The exact counts behind the 2D formulas for one matrix under one block distribution (rows and
+// The exact counts behind the 2D and 1.5D formulas for one matrix under one block distribution (rows and
 // columns cut alike into `blocks` blocks; block_of[v]: v's block): vertices, entries (all of them,
 // the diagonal included), and touched: the sum over row blocks i and column blocks k != i of the
 // distinct columns with an entry in block (i, k) — the rows the sparsity-aware variant sends
@@ -92,6 +92,10 @@ BlockCounts CountBlocks(const Csr& a, const std::vector<int32_t>& block_of, int 
 // SpmmVolume's 2D case from block counts (spec.grid[0] = the counts' blocks): the mean over the
 // workers of what each sends and receives per SpMM, exactly for exact counts (runtime/grid/spmm_2d.h).
 Volume TwoDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width);
+
+// SpmmVolume's 1.5D case from block counts over the P/c blocks (spec.c = c), exactly for exact
+// counts (runtime/grid/spmm_15d.h).
+Volume OnePointFiveDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width);
 
 // The ring all-reduce of `params` floats over P workers (runtime/comm RingAllReduce): bytes rank
 // `rank` sends, exactly.
