@@ -1,69 +1,29 @@
 // A two-layer GCN trained over process grids of in-process workers (2D 2 x 2 and 3 x 3; 1.5D with
 // c = 2 at P = 4 and 8; sparsity-aware and oblivious) against one process's training of the same
 // model (a reference loop here: the same normalised adjacency, initial weights and steps on the
-// whole graph): every epoch's loss equals the reference's within 1e-4 relative, and falls.
+// whole graph): every epoch's loss equals the reference's within 1e-4 relative, and falls; and the
+// same with real processes, MPI ranks under mpirun at P = 4 (2D 2 x 2, 1.5D c = 2).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/graph/dataset.h"
+#include "runtime/comm/mpi_communicator.h"
 #include "runtime/grid/grid_gcn.h"
+#include "tests/runtime/grid/gcn_problem.h"
+#include "tests/runtime/process_util.h"
 
 namespace fg::grid {
 namespace {
 
-constexpr int kEpochs = 6;
-constexpr float kLr = 0.5f;
-
-Tensor RandomWeights(int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(rows + cols)));
-  Tensor t = Tensor::Empty({rows, cols});
-  for (int64_t k = 0; k < rows * cols; ++k) t.f32()[k] = normal(rng);
-  return t;
-}
-
-GcnProblem Problem() {
-  auto ds = graph::LoadDataset("sbm:nodes=300,classes=4,features=12,avg_degree=6,seed=3", {});
-  EXPECT_TRUE(ds.ok()) << ds.status();
-  const std::string type = ds->LabeledType();
-  GcnProblem p;
-  p.a = GcnNormalized(ds->Adjacency());
-  p.features = ds->features.at(type);
-  p.labels = ds->labels.at(type);
-  p.train = ds->splits.at(type).train;
-  p.w1 = RandomWeights(p.features.row_width(), 8, 1);
-  p.w2 = RandomWeights(8, 4, 2);
-  return p;
-}
-
-// One process: the same model and steps on the whole graph.
-std::vector<double> Reference(const GcnProblem& p) {
-  auto a = std::make_shared<const SparseMatrix>(p.a);
-  ag::Var w1 = ag::Var::Parameter(p.w1.Clone()), w2 = ag::Var::Parameter(p.w2.Clone());
-  const ag::Var x(p.features);
-  std::vector<int32_t> rows;
-  for (int64_t t = 0; t < p.train.numel(); ++t) rows.push_back(static_cast<int32_t>(p.train.i64()[t]));
-  const Tensor rows_t = Tensor::FromVector(rows);
-  std::vector<double> losses;
-  for (int epoch = 0; epoch < kEpochs; ++epoch) {
-    w1.ZeroGrad();
-    w2.ZeroGrad();
-    ag::Var h1 = ag::Relu(ag::MatMul(ag::Spmm(a, x, ops::SpmmReduce::kSum), w1));
-    ag::Var logits = ag::MatMul(ag::Spmm(a, h1, ops::SpmmReduce::kSum), w2);
-    ag::Var loss = ag::NllLoss(ag::LogSoftmax(logits), p.labels, rows_t);
-    losses.push_back(loss.value().f32()[0]);
-    loss.Backward();
-    for (int64_t k = 0; k < p.w1.numel(); ++k) w1.mutable_value().f32()[k] -= kLr * w1.grad().f32()[k];
-    for (int64_t k = 0; k < p.w2.numel(); ++k) w2.mutable_value().f32()[k] -= kLr * w2.grad().f32()[k];
-  }
-  return losses;
-}
+using namespace fg::grid::testing;  // NOLINT: the shared problem
 
 void ExpectGridTrainingMatches(int parts, const GridGcnOptions& options, const GcnProblem& p,
                                const std::vector<double>& want) {
@@ -115,6 +75,30 @@ TEST(GridGcn, OnePointFiveDLossesEqualOneProcess) {
     o.c = 2;
     ExpectGridTrainingMatches(4, o, p, want);
     ExpectGridTrainingMatches(8, o, p, want);
+  }
+}
+
+// Real processes: MPI ranks (native MPI_Comm_split groups and collectives) at P = 4.
+TEST(GridGcn, MpiRanksMatchOneProcess) {
+  if (!runtime::MpiBuilt()) GTEST_SKIP() << "built without MPI";
+  ASSERT_EQ(std::system("command -v mpirun > /dev/null 2>&1"), 0)
+      << "built with MPI but mpirun is not on PATH (Debian: openmpi-bin)";
+  const std::vector<double> want = Reference(Problem());
+  const std::string ranks = std::string(FG_BINARY_DIR) + "/tests/runtime/grid/grid_gcn_mpi_ranks";
+  for (const char* run : {"2d 2 2 aware", "2d 2 2 oblivious", "1.5d 2 0 aware"}) {
+    SCOPED_TRACE(run);
+    std::string out;
+    const int rc = fg::testing::Shell(
+        "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
+        "mpirun --oversubscribe -np 4 " + ranks + " " + run, &out);
+    ASSERT_EQ(rc, 0) << out;
+    for (int r = 0; r < 4; ++r) EXPECT_NE(out.find("rank " + std::to_string(r) + " done"), std::string::npos) << out;
+    for (size_t e = 0; e < want.size(); ++e) {
+      const std::string key = "epoch " + std::to_string(e) + " loss ";
+      const size_t at = out.find(key);
+      ASSERT_NE(at, std::string::npos) << out;
+      EXPECT_NEAR(std::stod(out.substr(at + key.size())), want[e], 1e-4 * std::fabs(want[e])) << "epoch " << e;
+    }
   }
 }
 
