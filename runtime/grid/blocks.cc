@@ -70,6 +70,22 @@ std::vector<Csr> RowBlocks(const Csr& a, const VertexBlocks& rows, int i, const 
   return out;
 }
 
+Csr ColumnRange(const Csr& block, int64_t lo, int64_t hi) {
+  std::vector<int64_t> offsets = {0};
+  std::vector<int32_t> cols;
+  std::vector<float> vals;
+  const int32_t* c = block.nnz() > 0 ? block.col() : nullptr;
+  for (int64_t r = 0; r < block.num_rows; ++r) {
+    for (int64_t e = block.row_ptr()[r]; e < block.row_ptr()[r + 1]; ++e) {
+      if (c[e] < lo || c[e] >= hi) continue;
+      cols.push_back(static_cast<int32_t>(c[e] - lo));
+      vals.push_back(block.val() != nullptr ? block.val()[e] : 1.0f);
+    }
+    offsets.push_back(static_cast<int64_t>(cols.size()));
+  }
+  return Csr::FromVectors(block.num_rows, hi - lo, offsets, cols, vals);
+}
+
 std::vector<int32_t> TouchedColumns(const Csr& block, Csr* compact) {
   const int64_t nnz = block.nnz();
   const int32_t* c = nnz > 0 ? block.col() : nullptr;

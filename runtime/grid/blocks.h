@@ -35,6 +35,9 @@ inline int64_t ColumnLo(int64_t width, int parts, int j) { return width * j / pa
 // a row in a's order. Only the column blocks k with want[k] are built (the others are left empty).
 std::vector<Csr> RowBlocks(const Csr& a, const VertexBlocks& rows, int i, const std::vector<bool>& want);
 
+// The entries of `block` in columns [lo, hi), as a block of hi - lo columns (column c becomes c - lo).
+Csr ColumnRange(const Csr& block, int64_t lo, int64_t hi);
+
 // The distinct columns of `block`, ascending; with `compact`, `block` rewritten over them (column c
 // becomes its index in the list), the block the sparsity-aware products use.
 std::vector<int32_t> TouchedColumns(const Csr& block, Csr* compact);

@@ -11,6 +11,7 @@
 #include "runtime/comm/process_grid.h"
 #include "runtime/grid/spmm_15d.h"
 #include "runtime/grid/spmm_2d.h"
+#include "runtime/grid/spmm_3d.h"
 
 namespace fg::grid {
 namespace {
@@ -19,12 +20,12 @@ using runtime::Communicator;
 
 constexpr int kStepGradients = kGridSteps, kStepLoss = kGridSteps + 1;
 
-// Rows of `x` at positions [lo, lo + rows) of `blocks`' order, columns [c0, c0 + cols).
-Tensor LocalBlock(const Tensor& x, const VertexBlocks& blocks, int b, int64_t c0, int64_t cols) {
-  const int64_t w = x.row_width(), rows = blocks.Size(b);
+// Rows of `x` at positions [lo, hi) of `blocks`' order, columns [c0, c0 + cols).
+Tensor LocalBlock(const Tensor& x, const VertexBlocks& blocks, int64_t lo, int64_t hi, int64_t c0, int64_t cols) {
+  const int64_t w = x.row_width(), rows = hi - lo;
   Tensor t = Tensor::Empty({rows, cols});
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(t.f32() + r * cols, x.f32() + blocks.order[blocks.Lo(b) + r] * w + c0, cols * sizeof(float));
+    std::memcpy(t.f32() + r * cols, x.f32() + blocks.order[lo + r] * w + c0, cols * sizeof(float));
   }
   return t;
 }
@@ -97,15 +98,24 @@ Csr GcnNormalized(const Csr& in_edges) {
 }
 
 absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnProblem& p, const GridGcnOptions& o) {
-  const bool two_d = o.scheme == GridScheme::kTwoD;
+  // 2D and 3D hold column blocks of the dense operands (gathered along the grid row for the dense
+  // products); 1.5D whole rows.
+  const bool two_d = o.scheme != GridScheme::kOnePointFiveD, three_d = o.scheme == GridScheme::kThreeD;
   FG_ASSIGN_OR_RETURN(runtime::ProcessGrid grid,
-                      two_d ? runtime::ProcessGrid::Make2D(world, o.pr, o.pc) : runtime::ProcessGrid::Make15D(world, o.c));
+                      three_d ? runtime::ProcessGrid::Make3D(world, o.pr, o.pc, o.pf)
+                      : two_d ? runtime::ProcessGrid::Make2D(world, o.pr, o.pc)
+                              : runtime::ProcessGrid::Make15D(world, o.c));
   const int64_t n = p.a.num_rows, f = p.features.row_width();
   const VertexBlocks blocks = VertexBlocks::Make(n, grid.rows(), o.permutation_seed);
-  const int b = grid.i(), copies = grid.columns();  // 2D: pc copies of each row block's loss; 1.5D: c
+  const int copies = grid.columns();  // of each row's loss: 2D and 3D pc, 1.5D c
   std::unique_ptr<Spmm2D> spmm2d;
   std::unique_ptr<Spmm15D> spmm15d;
-  if (two_d) {
+  std::unique_ptr<Spmm3D> spmm3d;
+  int64_t lo = blocks.Lo(grid.i()), hi = blocks.Lo(grid.i() + 1);  // this worker's rows (positions)
+  if (three_d) {
+    FG_ASSIGN_OR_RETURN(spmm3d, Spmm3D::Make(grid, p.a, blocks, o.aware));
+    lo = spmm3d->SliceLo(grid.i(), grid.l()), hi = spmm3d->SliceLo(grid.i(), grid.l() + 1);
+  } else if (two_d) {
     FG_ASSIGN_OR_RETURN(spmm2d, Spmm2D::Make(grid, p.a, blocks, o.aware));
   } else {
     FG_ASSIGN_OR_RETURN(spmm15d, Spmm15D::Make(grid, p.a, blocks, o.aware));
@@ -115,7 +125,7 @@ absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnP
   // Aggregation: this worker's block of A x, gathered to whole rows (2D) or whole already (1.5D).
   auto aggregate = [&](const ag::Var& x, int64_t width) -> absl::StatusOr<ag::Var> {
     if (!two_d) return spmm15d->Apply(x);
-    return gather(spmm2d->Apply(x), width);
+    return gather(three_d ? spmm3d->Apply(x) : spmm2d->Apply(x), width);
   };
   // Columns of a width-w operand this worker holds (2D: block j; 1.5D: all).
   auto columns = [&](int64_t w) -> std::pair<int64_t, int64_t> {
@@ -123,16 +133,16 @@ absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnP
     return {ColumnLo(w, grid.columns(), grid.j()), ColumnLo(w, grid.columns(), grid.j() + 1) - ColumnLo(w, grid.columns(), grid.j())};
   };
   const auto [f0, fw] = columns(f);
-  const ag::Var x(LocalBlock(p.features, blocks, b, f0, fw));
+  const ag::Var x(LocalBlock(p.features, blocks, lo, hi, f0, fw));
   // This block's training rows and labels; the loss weight of this copy.
   std::vector<int32_t> rows;
   const int64_t* train = p.train.i64();
   for (int64_t t = 0; t < p.train.numel(); ++t) {
     const int64_t pos = blocks.position[train[t]];
-    if (blocks.BlockOf(pos) == b) rows.push_back(static_cast<int32_t>(pos - blocks.Lo(b)));
+    if (pos >= lo && pos < hi) rows.push_back(static_cast<int32_t>(pos - lo));
   }
-  std::vector<int64_t> labels(blocks.Size(b));
-  for (int64_t r = 0; r < blocks.Size(b); ++r) labels[r] = p.labels.i64()[blocks.order[blocks.Lo(b) + r]];
+  std::vector<int64_t> labels(hi - lo);
+  for (int64_t r = 0; r < hi - lo; ++r) labels[r] = p.labels.i64()[blocks.order[lo + r]];
   const Tensor label_t = Tensor::FromVector(labels), rows_t = Tensor::FromVector(rows);
   const float weight = static_cast<float>(rows.size()) / static_cast<float>(p.train.numel()) / static_cast<float>(copies);
 
@@ -158,7 +168,7 @@ absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnP
                                 : ag::Scale(ag::NllLoss(ag::LogSoftmax(logits), label_t, rows_t), weight);
     std::vector<double> total = {static_cast<double>(loss.value().f32()[0])};
     loss.Backward();
-    FG_RETURN_IF_ERROR(two_d ? spmm2d->status() : spmm15d->status());
+    FG_RETURN_IF_ERROR(three_d ? spmm3d->status() : two_d ? spmm2d->status() : spmm15d->status());
     FG_RETURN_IF_ERROR(gather.status());
     FG_RETURN_IF_ERROR(world.AllReduce(&total, epoch, kStepLoss));
     losses.push_back(total[0]);

@@ -1,8 +1,8 @@
 // A two-layer GCN trained over a process grid, its aggregations the grid products (2D: Spmm2D; 1.5D:
-// Spmm15D): logits = A relu(A X W1) W2 with A the GCN-normalised adjacency, the aggregation first
+// Spmm15D; 3D: Spmm3D): logits = A relu(A X W1) W2 with A the GCN-normalised adjacency, the aggregation first
 // in each layer, full-batch gradient descent on the mean negative log-likelihood of the training
-// vertices. The dense products and the loss run on each worker's row block (2D: the layer's
-// aggregate gathered along the grid row first; every copy of a block weighs 1/copies in the loss);
+// vertices. The dense products and the loss run on each worker's rows (2D, 3D: the layer's
+// aggregate gathered along the grid row first; every copy of a row weighs 1/copies in the loss);
 // the weights' gradients are summed over the whole run (world AllReduce at step 1000, the loss at
 // step 1001 of the epoch: blocks.h kGridSteps) and every worker takes the same step.
 // Collective over `world`; no dropout, no bias. Thread-compatible.
@@ -18,11 +18,12 @@
 
 namespace fg::grid {
 
-enum class GridScheme { kTwoD, kOnePointFiveD };
+enum class GridScheme { kTwoD, kOnePointFiveD, kThreeD };
 
 struct GridGcnOptions {
   GridScheme scheme = GridScheme::kTwoD;
-  int pr = 1, pc = 1;  // 2D grid
+  int pr = 1, pc = 1;  // 2D grid (3D: with pf)
+  int pf = 1;          // 3D fibres
   int c = 1;           // 1.5D replication
   bool aware = true;   // sparsity-aware products
   int epochs = 10;

@@ -122,13 +122,6 @@ Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loop
   Volume vol;
   const double P = parts, n = static_cast<double>(g.vertices), w = static_cast<double>(width);
   const double E = static_cast<double>(g.entries) + (self_loops ? n : 0.0);
-  const double gw = static_cast<double>(gemm_width);
-  auto dense = [&](double words, double sparse_entries) {
-    vol.bytes_received = words * kWord + sparse_entries * kSparseEntry;
-    vol.sparse_bytes = sparse_entries * kSparseEntry;
-    vol.bytes_sent = vol.bytes_received;
-    vol.bytes_received_max = vol.bytes_received;
-  };
   switch (spec.scheme) {
     case Scheme::kOneD: {
       if (cut == nullptr) return vol;
@@ -155,14 +148,9 @@ Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loop
       return TwoDVolume(spec, b, parts, width, gemm_width);
     }
     case Scheme::kThreeD: {
-      const double pr = spec.grid[0], pc = spec.grid[1], pf = spec.grid[2];
-      double rows = (n / pf) * (1.0 - 1.0 / pr);
-      if (spec.aware) rows *= g.out_degrees.ExpectedTouched(1.0 / pr) / n;
-      const double scatter = (1.0 - 1.0 / pf) * n * w / (pr * pc);
-      const double gather = (1.0 - 1.0 / pc) * n * gw / (pr * pf);
-      dense(rows * w / pc + scatter + gather, E / (pr * pf) - E / P);
-      vol.messages = pc * Log2Ceil(spec.grid[1]) + pr * Log2Ceil(spec.grid[0]) + (pf - 1.0) + (pc - 1.0);
-      return vol;
+      const double pr = spec.grid[0];
+      BlockCounts b{n, E, spec.aware ? (pr - 1.0) * g.out_degrees.ExpectedTouched(1.0 / pr) : 0.0};
+      return ThreeDVolume(spec, b, parts, width, gemm_width);
     }
   }
   return vol;
@@ -200,6 +188,25 @@ Volume OnePointFiveDVolume(const StrategySpec& spec, const BlockCounts& b, int p
   vol.bytes_received = (rows * w / P + 2.0 * (c - 1.0) * n * w / P) * kWord;
   vol.bytes_sent = vol.bytes_received_max = vol.bytes_received;
   vol.messages = (teams - 1.0) / c * Log2Ceil(static_cast<int>(teams)) + 2.0 * (c - 1.0);
+  return vol;
+}
+
+Volume ThreeDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width) {
+  Volume vol;
+  const double P = parts, n = b.vertices, E = b.entries, w = static_cast<double>(width);
+  const double gw = static_cast<double>(gemm_width);
+  const double pr = spec.grid[0], pc = spec.grid[1], pf = spec.grid[2];
+  // Each fibre layer runs 2D on its slice of the inner dimension: over all workers the dense rows
+  // are the 2D ones, cut pf ways; then the fibre's reduce-scatter of the pr x pc partial blocks.
+  const double rows = spec.aware ? b.touched : (pr - 1.0) * n;
+  const double scatter = (1.0 - 1.0 / pf) * n * w / (pr * pc);
+  const double gather = (1.0 - 1.0 / pc) * n * gw / (pr * pf);
+  const double words = rows * w / P + scatter + gather + (n - n / pc);
+  const double entries = E / (pr * pf) - E / P;
+  vol.sparse_bytes = entries * kSparseEntry + (n - n / pc) * kWord;
+  vol.bytes_received = words * kWord + entries * kSparseEntry;
+  vol.bytes_sent = vol.bytes_received_max = vol.bytes_received;
+  vol.messages = pc * Log2Ceil(spec.grid[1]) + pr * Log2Ceil(spec.grid[0]) + (pf - 1.0) + (pc - 1.0);
   return vol;
 }
 

@@ -17,7 +17,7 @@
 //   2D pr x pc            A: E/pr - E/P entries and (n - n/pc) row lengths (4 bytes each: a
 //                         block's structure); dense: (n/pc - n/P) w [aware: x T(1/pr)/n];
 //                         the layer's GEMM all-gathers its row block: (n/pr)(1 - 1/pc) min(in,out)
-//   3D pr x pc x pf       A: E/(pr pf) - E/P; dense: (n/(pc pf) - n/P) w [aware: x T(1/pr)/n];
+//   3D pr x pc x pf       A: E/(pr pf) - E/P and (n - n/pc) row lengths; dense: (n/(pc pf) - n/P) w [aware: x T(1/pr)/n];
 //                         reduce-scatter over the fibre: (1 - 1/pf) n w/(pr pc); GEMM all-gather
 //                         (1 - 1/pc) n min(in,out)/(pr pf)
 // plus, for every scheme, the ring all-reduce of the parameters' gradients: 2 (P-1)/P x params.
@@ -80,7 +80,7 @@ struct Volume {
 // `gemm_width`: the layer's min(in, out) (2D and 3D all-gather it for the dense product; 0: none).
 Volume SpmmVolume(const StrategySpec& spec, const GraphCounts& g, bool self_loops, const Cut* cut,
                   int parts, int64_t width, int64_t gemm_width, bool backward);
-// The exact counts behind the 2D and 1.5D formulas for one matrix under one block distribution (rows and
+// The exact counts behind the 1.5D, 2D and 3D formulas for one matrix under one block distribution (rows and
 // columns cut alike into `blocks` blocks; block_of[v]: v's block): vertices, entries (all of them,
 // the diagonal included), and touched: the sum over row blocks i and column blocks k != i of the
 // distinct columns with an entry in block (i, k) — the rows the sparsity-aware variant sends
@@ -93,6 +93,8 @@ BlockCounts CountBlocks(const Csr& a, const std::vector<int32_t>& block_of, int 
 // workers of what each sends and receives per SpMM, exactly for exact counts (runtime/grid/spmm_2d.h).
 Volume TwoDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width);
 
+// SpmmVolume's 3D case from block counts over pr blocks (runtime/grid/spmm_3d.h).
+Volume ThreeDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width, int64_t gemm_width);
 // SpmmVolume's 1.5D case from block counts over the P/c blocks (spec.c = c), exactly for exact
 // counts (runtime/grid/spmm_15d.h).
 Volume OnePointFiveDVolume(const StrategySpec& spec, const BlockCounts& b, int parts, int64_t width);

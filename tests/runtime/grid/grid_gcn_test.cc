@@ -1,5 +1,5 @@
 // A two-layer GCN trained over process grids of in-process workers (2D 2 x 2 and 3 x 3; 1.5D with
-// c = 2 at P = 4 and 8; sparsity-aware and oblivious) against one process's training of the same
+// c = 2 at P = 4 and 8; 3D 2 x 2 x 2; sparsity-aware and oblivious) against one process's training of the same
 // model (a reference loop here: the same normalised adjacency, initial weights and steps on the
 // whole graph): every epoch's loss equals the reference's within 1e-4 relative, and falls; and the
 // same with real processes, MPI ranks under mpirun at P = 4 (2D 2 x 2, 1.5D c = 2).
@@ -74,6 +74,20 @@ TEST(GridGcn, OnePointFiveDLossesEqualOneProcess) {
     o.lr = kLr;
     o.c = 2;
     ExpectGridTrainingMatches(4, o, p, want);
+    ExpectGridTrainingMatches(8, o, p, want);
+  }
+}
+
+TEST(GridGcn, ThreeDLossesEqualOneProcess) {
+  const GcnProblem p = Problem();
+  const std::vector<double> want = Reference(p);
+  for (bool aware : {false, true}) {
+    GridGcnOptions o;
+    o.scheme = GridScheme::kThreeD;
+    o.aware = aware;
+    o.epochs = kEpochs;
+    o.lr = kLr;
+    o.pr = o.pc = o.pf = 2;
     ExpectGridTrainingMatches(8, o, p, want);
   }
 }

@@ -87,14 +87,15 @@ TEST(Volumes, TwoDOnADenseBlockMatrix) {
   s.aware = true;
   const Volume a = SpmmVolume(s, g, true, nullptr, 4, 4, 4, false);
   EXPECT_DOUBLE_EQ(a.bytes_received, (4 * (1 - 1.0 / 128) * 2 + 4 * 2 + 4) * 4.0 + 16 * 8);
-  // 3D on 2 x 2 x 2 (P = 8): A (E/(pr pf) - E/P = 16 - 8), the other row of H's slice (2 x 2 words),
-  // the reduce-scatter over the fibre (1/2 x 8 x 4 / 4 = 4 words) and the gather (1/2 x 8 x 4 / 4).
+  // 3D on 2 x 2 x 2 (P = 8): A (E/(pr pf) - E/P = 16 - 8, with n - n/pc = 4 row lengths), the other
+  // row of H's slice (2 x 2 words), the reduce-scatter over the fibre (1/2 x 8 x 4 / 4 = 4 words)
+  // and the gather (1/2 x 8 x 4 / 4).
   StrategySpec t;
   t.scheme = Scheme::kThreeD;
   t.grid[0] = t.grid[1] = t.grid[2] = 2;
   t.aware = false;
   const Volume c = SpmmVolume(t, g, true, nullptr, 8, 4, 4, false);
-  EXPECT_DOUBLE_EQ(c.bytes_received, (2 * 2 + 4 + 4) * 4.0 + 8 * 8);
+  EXPECT_DOUBLE_EQ(c.bytes_received, (2 * 2 + 4 + 4 + 4) * 4.0 + 8 * 8);
 }
 
 // 1.5D: n = 64, P = 16, c = 2: 8 teams; each replica receives (8 - 1) / 2 blocks of 8 rows and
