@@ -153,8 +153,7 @@ ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& p
     const SparseMatrixPtr& a = hdg.level(1).matrix;
     FG_CHECK(!ctx.edge_state.defined() || ctx.edge_state.rows() == a->csr().nnz())
         << "edge state of " << ctx.edge_state.rows() << " rows for " << a->csr().nnz() << " entries";
-    ag::Var in = ag::EdgeInput(a, messages, self, ctx.edge_state);
-    ctx.edge_state = layer.UpdateEdges(ctx, in, ctx.edge_state);
+    ctx.edge_state = layer.UpdateEdgesFrom(ctx, a, messages, self, ctx.edge_state);
     ctx.edge_matrix = a;
     ScopedTimer timer(t_agg);
     nbr = ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), ag::EdgeSide::kDestination);

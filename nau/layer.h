@@ -83,6 +83,14 @@ class Layer : public nn::Module {
   virtual ag::Var UpdateEdges(LayerContext& ctx, const ag::Var& edge_input, const ag::Var& edge) {
     return edge;
   }
+  // What the executor calls: the new edge state from the entries of `a` (sources: rows of
+  // `messages`, destinations: rows of `self`) and their state. Default: UpdateEdges of their
+  // concatenation (ag::EdgeInput); a layer whose first product splits over the three parts may
+  // override it to skip the [nnz, 2d + de] rows.
+  virtual ag::Var UpdateEdgesFrom(LayerContext& ctx, const SparseMatrixPtr& a,
+                                  const ag::Var& messages, const ag::Var& self, const ag::Var& edge) {
+    return UpdateEdges(ctx, ag::EdgeInput(a, messages, self, edge), edge);
+  }
   virtual std::vector<ag::EdgeReduce> EdgeAggregation() const { return {ag::EdgeReduce::kSum}; }
 
   // True when `nbr` is the roots' embedding and Update only maps it to the output (attention

@@ -5,6 +5,7 @@
 //   K layers:   NeighborSelection: the in-neighbours (one HDG entry per edge, both directions when
 //               the dataset stores reverse edges, so a hit hears its inner and outer neighbours);
 //               edge update: e' = MLP_e([h_src, h_dst, e]) + e;
+//               (the first product split over the three parts: no [entries, 3d] rows);
 //               Aggregation: the options' reductions (sum, mean, max, std) of e' at each hit;
 //               Update: h' = MLP_n([h, aggregated]) + h
 //   head:       logit = MLP_out([h_src, h_dst, e]) per entry (the task averages an edge's entries).
@@ -13,6 +14,7 @@
 #include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/autograd/edge_functions.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/nn/layer_norm.h"
 #include "nau/model.h"
@@ -40,10 +42,33 @@ class Mlp : public nn::Module {
       }
     }
   }
-  ag::Var Forward(const ag::Var& x) const {
-    ag::Var h = x;
+  ag::Var Forward(const ag::Var& x) const { return From(linears_[0]->Forward(x)); }
+  // Forward(EdgeInput(a, xs, xd, e)) without the concatenation: the first product splits as
+  // [xs | xd | e] W = (xs W_s)[source] + (xd W_d)[destination] + e W_e, the first two on vertex
+  // rows (e may be undefined). The same function up to float rounding.
+  ag::Var ForwardEdges(const SparseMatrixPtr& a, const ag::Var& xs, const ag::Var& xd,
+                       const ag::Var& e) const {
+    const nn::Linear& first = *linears_[0];
+    const int64_t ds = xs.row_width(), dd = xd.row_width(), de = e.defined() ? e.row_width() : 0;
+    FG_CHECK(first.in_features() == ds + dd + de)
+        << "Mlp::ForwardEdges: " << ds << " + " << dd << " + " << de << " columns for "
+        << first.in_features() << " inputs";
+    auto part = [&](int64_t begin, int64_t width) {
+      std::vector<int32_t> rows(width);
+      for (int64_t i = 0; i < width; ++i) rows[i] = static_cast<int32_t>(begin + i);
+      return ag::GatherRows(first.weight(), Tensor::FromVector(rows));
+    };
+    ag::Var y = ag::SddmmAdd(a, ag::MatMul(xd, part(ds, dd)), ag::MatMul(xs, part(0, ds)));
+    if (e.defined()) y = ag::Add(y, ag::MatMul(e, part(ds + dd, de)));
+    return From(first.bias().defined() ? ag::AddBias(y, first.bias()) : y);
+  }
+
+ private:
+  // The blocks from the first product's output on.
+  ag::Var From(const ag::Var& first) const {
+    ag::Var h = first;
     for (size_t b = 0; b < linears_.size(); ++b) {
-      h = linears_[b]->Forward(h);
+      if (b > 0) h = linears_[b]->Forward(h);
       if (bare_output_ && b + 1 == linears_.size()) break;
       if (norms_[b]) h = norms_[b]->Forward(h);
       h = ag::Silu(h);
@@ -51,7 +76,6 @@ class Mlp : public nn::Module {
     return h;
   }
 
- private:
   bool bare_output_;
   std::vector<std::unique_ptr<nn::Linear>> linears_;
   std::vector<std::unique_ptr<nn::LayerNorm>> norms_;
@@ -87,6 +111,10 @@ class InteractionLayer : public nau::Layer {
   bool UpdatesEdges() const override { return true; }
   ag::Var UpdateEdges(nau::LayerContext&, const ag::Var& in, const ag::Var& e) override {
     return ag::Add(edge_mlp_.Forward(in), e);
+  }
+  ag::Var UpdateEdgesFrom(nau::LayerContext&, const SparseMatrixPtr& a, const ag::Var& messages,
+                          const ag::Var& self, const ag::Var& e) override {
+    return ag::Add(edge_mlp_.ForwardEdges(a, messages, self, e), e);
   }
   std::vector<ag::EdgeReduce> EdgeAggregation() const override { return aggregation_; }
   ag::Var Update(nau::UpdateContext&, const ag::Var& self, const ag::Var& nbr) override {
@@ -151,7 +179,7 @@ class InteractionNetwork : public nau::Model {
   ag::Var Head(nau::LayerContext& ctx, const nau::ModelSpec&, const ag::Var& h) override {
     return Maybe(
         [this, a = ctx.edge_matrix](const std::vector<ag::Var>& in) {
-          return std::vector<ag::Var>{head_->Forward(ag::EdgeInput(a, in[0], in[0], in[1]))};
+          return std::vector<ag::Var>{head_->ForwardEdges(a, in[0], in[0], in[1])};
         },
         {h, ctx.edge_state});
   }
