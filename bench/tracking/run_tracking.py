@@ -4,6 +4,7 @@ run_interaction.py) on the same generated tracking events, weights and settings,
 
   bench/tracking/run.sh [--particles "50 200 1000"] [--events 6] [--epochs 3] [--threads 2]
                         [--hidden 128] [--layers 8] [--batch_size 1] [--build build/release]
+                        [--reference_max_particles P] [--model_opt recompute=0]
 
 Per size: `flexgraph generate trackml:events=E,particles=P,noise=0.1,seed=S --out DIR` (the OGB
 graph-property layout both sides read), Glorot weights written by the reference
@@ -13,7 +14,10 @@ after printing the table. Printed per size: hits and candidate edges per event, 
 both and their ratio, peak RSS of both, and the fraction of the machine's roofline floor each
 reaches (bench/harness/floor.py's ceilings; the floor of an epoch is the sum over its GEMMs, edge
 gathers and aggregations of max(bytes / triad bandwidth, flops / GEMM peak), element-wise work
-fused). Writes bench/results/tracking-latest.json.
+fused), and FlexGraph's peak RSS per candidate edge of one event (KB; one event per batch).
+Sizes above --reference_max_particles run FlexGraph only (the reference's columns say "not run";
+no epoch-0 check there): how time and memory grow up to events the reference cannot hold.
+Writes bench/results/tracking-latest.json.
 """
 import argparse
 import gzip
@@ -38,6 +42,9 @@ def parse_args():
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--batch_size", type=int, default=1)
     p.add_argument("--seed", type=int, default=21)
+    p.add_argument("--reference_max_particles", type=int, default=10**9,
+                   help="larger sizes run FlexGraph only")
+    p.add_argument("--model_opt", default="", help="FlexGraph's --model_opt (default: the model's)")
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--python", default=os.path.join(ROOT, "bench", ".venv", "bin", "python"))
     p.add_argument("--work", default=os.path.join(ROOT, "build", "bench_work", "tracking"))
@@ -112,15 +119,22 @@ def main():
         settings = ["--hidden", str(a.hidden), "--layers", str(a.layers), "--epochs", str(a.epochs),
                     "--batch_size", str(a.batch_size), "--threads", str(a.threads)]
         ref_json = os.path.join(data, "pyg.json")
-        run([a.python, os.path.join(ROOT, "bench", "baselines", "run_interaction.py"), "--data", data,
-             "--weights", weights, "--write_weights", "--out", ref_json, "--lr", "0.001"] + settings,
-            os.path.join(data, "pyg.log"))
+        with_ref = particles <= a.reference_max_particles
+        if with_ref:
+            run([a.python, os.path.join(ROOT, "bench", "baselines", "run_interaction.py"), "--data", data,
+                 "--weights", weights, "--write_weights", "--out", ref_json, "--lr", "0.001"] + settings,
+                os.path.join(data, "pyg.log"))
         fg_json = os.path.join(data, "flexgraph.json")
-        run([fg, "train", "--model", "interaction", "--dataset", data, "--init_weights", weights,
-             "--epoch0_loss", "--lr", "0.001", "--summary_json", fg_json] + settings,
+        init = ["--init_weights", weights, "--epoch0_loss"] if with_ref else []
+        opts = ["--model_opt", a.model_opt] if a.model_opt else []
+        run([fg, "train", "--model", "interaction", "--dataset", data, "--lr", "0.001",
+             "--summary_json", fg_json] + init + opts + settings,
             os.path.join(data, "flexgraph.log"))
-        ref, got = json.load(open(ref_json)), json.load(open(fg_json))
-        if abs(ref["epoch0_loss"] - got["epoch0_loss"]) > 1e-4 * abs(ref["epoch0_loss"]):
+        got = json.load(open(fg_json))
+        nan = float("nan")
+        ref = json.load(open(ref_json)) if with_ref else {
+            "epoch0_loss": nan, "epoch_seconds_median": nan, "peak_rss_bytes": nan}
+        if with_ref and abs(ref["epoch0_loss"] - got["epoch0_loss"]) > 1e-4 * abs(ref["epoch0_loss"]):
             disagree.append((particles, got["epoch0_loss"], ref["epoch0_loss"]))
         mean_hits = sum(hits) / len(hits)
         mean_edges = sum(edges) / len(edges)
@@ -129,7 +143,9 @@ def main():
             "flexgraph_s": got["epoch_seconds_median"], "pyg_s": ref["epoch_seconds_median"],
             "speedup": ref["epoch_seconds_median"] / got["epoch_seconds_median"],
             "flexgraph_rss_mib": got["peak_rss_bytes"] / 2**20, "pyg_rss_mib": ref["peak_rss_bytes"] / 2**20,
-            "epoch0_loss": got["epoch0_loss"], "pyg_epoch0_loss": ref["epoch0_loss"],
+            "epoch0_loss": got.get("epoch0_loss"), "pyg_epoch0_loss": ref["epoch0_loss"],
+            "reference_run": with_ref,
+            "flexgraph_kb_per_edge": got["peak_rss_bytes"] / 1e3 / max(edges),
         })
         r = rows[-1]
         print(f"particles {particles}: {mean_hits:.0f} hits, {mean_edges:.0f} edges per event; "
@@ -144,12 +160,18 @@ def main():
         r["flexgraph_of_floor"] = r["floor_s"] / r["flexgraph_s"]
         r["pyg_of_floor"] = r["floor_s"] / r["pyg_s"]
     header = ("hits/event", "edges/event", "FlexGraph s/epoch", "PyG s/epoch", "speedup",
-              "FlexGraph RSS MiB", "PyG RSS MiB", "FlexGraph % of floor", "PyG % of floor")
+              "FlexGraph RSS MiB", "PyG RSS MiB", "FlexGraph KB/edge", "FlexGraph % of floor",
+              "PyG % of floor")
     print("| " + " | ".join(header) + " |\n|" + " --- |" * len(header))
     for r in rows:
+        if r["reference_run"]:
+            pyg = (f"{r['pyg_s']:.3f} | {r['speedup']:.2f}x", f"{r['pyg_rss_mib']:.0f}",
+                   f"{100 * r['pyg_of_floor']:.1f}")
+        else:
+            pyg = ("not run | -", "not run", "-")
         print(f"| {r['hits_per_event']:.0f} | {r['edges_per_event']:.0f} | {r['flexgraph_s']:.3f} | "
-              f"{r['pyg_s']:.3f} | {r['speedup']:.2f}x | {r['flexgraph_rss_mib']:.0f} | "
-              f"{r['pyg_rss_mib']:.0f} | {100 * r['flexgraph_of_floor']:.1f} | {100 * r['pyg_of_floor']:.1f} |")
+              f"{pyg[0]} | {r['flexgraph_rss_mib']:.0f} | {pyg[1]} | {r['flexgraph_kb_per_edge']:.1f} | "
+              f"{100 * r['flexgraph_of_floor']:.1f} | {pyg[2]} |")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"settings": vars(a), "ceilings": ceilings, "rows": rows}, f, indent=1)
