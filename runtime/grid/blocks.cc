@@ -154,6 +154,24 @@ CallName NameCall(int64_t call, int stages) {
   return {static_cast<int>((call / per) % (runtime::kMaxTagEpoch + 1)), static_cast<int>(call % per) * stages};
 }
 
+ag::Var ProductOp(const ag::Var& h, const char* op, int64_t rows, const ProductFn& forward, ProductFn backward,
+                  absl::Status* status) {
+  auto z = forward(h.value());
+  if (!z.ok()) {
+    if (status->ok()) *status = z.status();
+    return ag::Var(Tensor::Zeros({rows, h.value().row_width()}));
+  }
+  return ag::MakeResult(std::move(*z), op, {h},
+                        [backward = std::move(backward), status, op, hr = ag::GradRef(h)](const Tensor& g) {
+                          auto gh = backward(g);
+                          if (!gh.ok()) {
+                            if (status->ok()) *status = gh.status();
+                            return;
+                          }
+                          ag::AccumulateGrad(hr, *gh, op);
+                        });
+}
+
 std::string GatherRowBytes(const Tensor& x, const std::vector<int32_t>& idx) {
   const int64_t w = x.row_width();
   std::string out(idx.size() * w * sizeof(float), '\0');

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "flexgraph/autograd/var.h"
 #include "flexgraph/tensor/csr.h"
 #include "flexgraph/tensor/tensor.h"
 
@@ -57,6 +59,13 @@ struct CallName {
   int epoch = 0, first = 0;
 };
 CallName NameCall(int64_t call, int stages);
+
+// A grid product as a differentiable op named `op`: forward(h) is the result and backward(g) h's
+// gradient. A failed forward leaves zeros ([rows, h's width]), a failed backward no gradient, and
+// the first error in *status (which must outlive the graph).
+using ProductFn = std::function<absl::StatusOr<Tensor>(const Tensor&)>;
+ag::Var ProductOp(const ag::Var& h, const char* op, int64_t rows, const ProductFn& forward, ProductFn backward,
+                  absl::Status* status);
 
 // Rows `idx` of a dense [rows, w] float tensor, as bytes; and the reverse into a new tensor.
 std::string GatherRowBytes(const Tensor& x, const std::vector<int32_t>& idx);

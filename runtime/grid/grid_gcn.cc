@@ -10,7 +10,6 @@
 #include "flexgraph/base/status.h"
 #include "runtime/comm/process_grid.h"
 #include "runtime/grid/spmm_15d.h"
-#include "runtime/grid/spmm_2d.h"
 #include "runtime/grid/spmm_3d.h"
 
 namespace fg::grid {
@@ -108,15 +107,12 @@ absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnP
   const int64_t n = p.a.num_rows, f = p.features.row_width();
   const VertexBlocks blocks = VertexBlocks::Make(n, grid.rows(), o.permutation_seed);
   const int copies = grid.columns();  // of each row's loss: 2D and 3D pc, 1.5D c
-  std::unique_ptr<Spmm2D> spmm2d;
   std::unique_ptr<Spmm15D> spmm15d;
-  std::unique_ptr<Spmm3D> spmm3d;
+  std::unique_ptr<Spmm3D> spmm3d;  // 2D: one fibre layer
   int64_t lo = blocks.Lo(grid.i()), hi = blocks.Lo(grid.i() + 1);  // this worker's rows (positions)
-  if (three_d) {
+  if (two_d) {
     FG_ASSIGN_OR_RETURN(spmm3d, Spmm3D::Make(grid, p.a, blocks, o.aware));
     lo = spmm3d->SliceLo(grid.i(), grid.l()), hi = spmm3d->SliceLo(grid.i(), grid.l() + 1);
-  } else if (two_d) {
-    FG_ASSIGN_OR_RETURN(spmm2d, Spmm2D::Make(grid, p.a, blocks, o.aware));
   } else {
     FG_ASSIGN_OR_RETURN(spmm15d, Spmm15D::Make(grid, p.a, blocks, o.aware));
   }
@@ -125,7 +121,7 @@ absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnP
   // Aggregation: this worker's block of A x, gathered to whole rows (2D) or whole already (1.5D).
   auto aggregate = [&](const ag::Var& x, int64_t width) -> absl::StatusOr<ag::Var> {
     if (!two_d) return spmm15d->Apply(x);
-    return gather(three_d ? spmm3d->Apply(x) : spmm2d->Apply(x), width);
+    return gather(spmm3d->Apply(x), width);
   };
   // Columns of a width-w operand this worker holds (2D: block j; 1.5D: all).
   auto columns = [&](int64_t w) -> std::pair<int64_t, int64_t> {
@@ -168,7 +164,7 @@ absl::StatusOr<std::vector<double>> TrainGridGcn(Communicator& world, const GcnP
                                 : ag::Scale(ag::NllLoss(ag::LogSoftmax(logits), label_t, rows_t), weight);
     std::vector<double> total = {static_cast<double>(loss.value().f32()[0])};
     loss.Backward();
-    FG_RETURN_IF_ERROR(three_d ? spmm3d->status() : two_d ? spmm2d->status() : spmm15d->status());
+    FG_RETURN_IF_ERROR(two_d ? spmm3d->status() : spmm15d->status());
     FG_RETURN_IF_ERROR(gather.status());
     FG_RETURN_IF_ERROR(world.AllReduce(&total, epoch, kStepLoss));
     losses.push_back(total[0]);

@@ -1,7 +1,6 @@
 #include "runtime/grid/spmm_15d.h"
 
 #include "absl/strings/str_cat.h"
-#include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/ops/ops.h"
 
@@ -11,7 +10,7 @@ namespace {
 using runtime::Communicator;
 using runtime::TrafficKind;
 
-constexpr int kPhaseSmall = 15, kRoundRows = 3;  // as spmm_2d.cc
+constexpr int kPhaseSmall = 15, kRoundRows = 3;  // as spmm_3d.cc
 
 }  // namespace
 
@@ -105,19 +104,9 @@ absl::StatusOr<Tensor> Spmm15D::Forward(const Tensor& h) { return Run(a_, h, Tra
 absl::StatusOr<Tensor> Spmm15D::Backward(const Tensor& g) { return Run(at_, g, TrafficKind::kGradients); }
 
 ag::Var Spmm15D::Apply(const ag::Var& h) {
-  auto z = Forward(h.value());
-  if (!z.ok()) {
-    if (status_.ok()) status_ = z.status();
-    return ag::Var(Tensor::Zeros({rows(), h.value().row_width()}));
-  }
-  return ag::MakeResult(std::move(*z), "grid_spmm_15d", {h}, [this, hr = ag::GradRef(h)](const Tensor& g) {
-    auto gh = Backward(g);
-    if (!gh.ok()) {
-      if (status_.ok()) status_ = gh.status();
-      return;
-    }
-    ag::AccumulateGrad(hr, *gh, "grid_spmm_15d");
-  });
+  return ProductOp(
+      h, "grid_spmm_15d", rows(), [this](const Tensor& x) { return Forward(x); },
+      [this](const Tensor& g) { return Backward(g); }, &status_);
 }
 
 }  // namespace fg::grid

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/ops/ops.h"
 
@@ -13,7 +12,9 @@ namespace {
 using runtime::Communicator;
 using runtime::TrafficKind;
 
-constexpr int kPhaseSmall = 15, kRoundRows = 3;  // as spmm_2d.cc; the fibre's messages too
+// The aware variant's row messages and the fibre's: phase 15 at round 3 (rounds 0-2 are the small
+// collectives', the broadcasts' and Split's: collectives.cc, sub_communicator.cc).
+constexpr int kPhaseSmall = 15, kRoundRows = 3;
 
 }  // namespace
 
@@ -111,6 +112,7 @@ absl::StatusOr<Tensor> Spmm3D::Run(const Operand& op, const Tensor& x, TrafficKi
     }
     if (block.nnz() > 0) ops::AddInPlace(&partial, ops::Spmm(block, h, ops::SpmmReduce::kSum));
   }
+  if (pf_ == 1) return partial;  // 2D
   // The fibre's reduce-scatter: slice l' of the partial to (i, j, l'), the others' slice l summed here.
   Communicator& fibre = grid_.fibre();
   const uint64_t tag = runtime::MakeTag(name.epoch, 0, kPhaseSmall, kind, name.first + pr_, kRoundRows);
@@ -135,19 +137,9 @@ absl::StatusOr<Tensor> Spmm3D::Forward(const Tensor& h) { return Run(a_, h, Traf
 absl::StatusOr<Tensor> Spmm3D::Backward(const Tensor& g) { return Run(at_, g, TrafficKind::kGradients); }
 
 ag::Var Spmm3D::Apply(const ag::Var& h) {
-  auto z = Forward(h.value());
-  if (!z.ok()) {
-    if (status_.ok()) status_ = z.status();
-    return ag::Var(Tensor::Zeros({rows(), h.value().row_width()}));
-  }
-  return ag::MakeResult(std::move(*z), "grid_spmm_3d", {h}, [this, hr = ag::GradRef(h)](const Tensor& g) {
-    auto gh = Backward(g);
-    if (!gh.ok()) {
-      if (status_.ok()) status_ = gh.status();
-      return;
-    }
-    ag::AccumulateGrad(hr, *gh, "grid_spmm_3d");
-  });
+  return ProductOp(
+      h, "grid_spmm_3d", rows(), [this](const Tensor& x) { return Forward(x); },
+      [this](const Tensor& g) { return Backward(g); }, &status_);
 }
 
 }  // namespace fg::grid

@@ -1,19 +1,30 @@
-// The 3D distributed sparse-dense product (Split-3D-SpMM, as CAGNET and Plexus run it) on a
-// pr x pc x pf grid (ProcessGrid::Make3D), forward Z = A H and backward G_H = A^T G_Z,
-// sparsity-oblivious or aware.
+// The SUMMA-style distributed sparse-dense products of CAGNET on a pr x pc (2D) or pr x pc x pf (3D,
+// Split-3D-SpMM as Plexus scales it) grid (ProcessGrid::Make2D / Make3D), forward Z = A H and
+// backward G_H = A^T G_Z, each sparsity-oblivious or sparsity-aware. A 2D grid is a 3D grid with one
+// fibre layer (spmm_2d.h: Spmm2D is this class).
 //
-// Layout (VertexBlocks: a random vertex permutation cut into pr blocks R_i; each cut again into pf
-// slices R_{i,l}, slice l = positions [Lo(i) + Size(i) l / pf, Lo(i) + Size(i) (l + 1) / pf)): worker
-// (i, j, l) holds H[R_{i,l}, cols j of pc] (and Z the same way), and the sparse blocks
-// A[R_i, R_{k,l}] for k mod pc = j (A^T's the same way, for backward). Fibre layer l runs Spmm2D's
-// stages on its slice of the inner dimension — A[R_i, R_{k,l}] broadcast along the row (i, ., l),
-// H[R_{k,l}, cols j] down the column (., j, l) (aware: only the rows of the columns A[R_i, R_{k,l}]
-// holds) — into a partial Z[R_i, cols j]; the fibre (i, j, .) then reduce-scatters the partials,
-// each worker sending every other its slice's rows (one message each), so that (i, j, l) ends with
-// Z[R_{i,l}, cols j]. Bytes per worker, mean over workers: runtime/plan/volumes.h ThreeDVolume,
-// exactly. Forward bytes count as kFeatures, backward as kGradients, on the grid's row, column and
-// fibre communicators. Calls are named as blocks.h NameCall says; setup reads all of A.
-// Thread-compatible.
+// Layout (VertexBlocks: a random vertex permutation cut into pr blocks R_i, each cut again into pf
+// slices R_{i,l} = positions [SliceLo(i, l), SliceLo(i, l + 1)); in 2D R_{i,0} = R_i): worker
+// (i, j, l) holds H[R_{i,l}, cols j of pc] (blocks.h ColumnLo), Z the same way, and the sparse blocks
+// A[R_i, R_{k,l}] for k mod pc = j (A^T's the same way, for backward). Fibre layer l runs pr stages
+// on its slice of the inner dimension; stage k:
+//   A[R_i, R_{k,l}] is broadcast along the grid row (i, ., l) from (i, k mod pc, l), as a sparse
+//   block (blocks.h: 4 bytes per row, 8 per entry);
+//   H[R_{k,l}, cols j] goes down the grid column (., j, l) from (k, j, l) — oblivious: the whole
+//   slice, a broadcast; aware: to each (i, j, l) only the rows of the columns where A[R_i, R_{k,l}]
+//   has an entry (one message each, none when there are none), A's off-diagonal blocks carried
+//   over those columns only;
+//   (i, j, l) adds A[R_i, R_{k,l}] H[R_{k,l}, cols j] to its partial Z[R_i, cols j].
+// 3D then reduce-scatters the partials over the fibre (i, j, .): each worker sends every other its
+// slice's rows (one message each), so that (i, j, l) ends with Z[R_{i,l}, cols j].
+// Bytes per worker, mean over workers: runtime/plan/volumes.h TwoDVolume / ThreeDVolume, exactly
+// (tests/runtime/grid). Forward bytes count as TrafficKind::kFeatures, backward as kGradients, on
+// the grid's row, column and fibre communicators.
+//
+// Every worker builds its blocks from the whole matrix (setup reads all of A; a worker keeps its own
+// blocks and, aware, the row lists it sends). Calls are collective over the grid, in the same order
+// on every worker; their messages are named by a call counter (blocks.h NameCall; phase 15, rounds
+// 1 and 3) on the grid's groups. Thread-compatible.
 #pragma once
 
 #include <map>
@@ -31,7 +42,7 @@ namespace fg::grid {
 
 class Spmm3D {
  public:
-  // `a`: n x n, rows are outputs, the same on every worker; `blocks`: pr blocks of n.
+  // `a`: n x n, rows are outputs (Z = A H), the same on every worker; `blocks`: pr blocks of n.
   static absl::StatusOr<std::unique_ptr<Spmm3D>> Make(const runtime::ProcessGrid& grid, const Csr& a,
                                                        const VertexBlocks& blocks, bool aware);
   // Slice l of block i: positions [SliceLo(i, l), SliceLo(i, l + 1)).
