@@ -1,8 +1,9 @@
-// The 3D grid product against one process: P in-process workers on pr x pc x pf grids (2 x 2 x 2,
-// 2 x 3 x 2, 3 x 2 x 3) multiply a random non-symmetric weighted matrix by a dense block, forward
+// The 2D and 3D grid products against one process: P in-process workers on pr x pc grids (2 x 2,
+// 3 x 3 and the non-square 2 x 3, 3 x 2) and pr x pc x pf grids (2 x 2 x 2, 2 x 3 x 2, 3 x 2 x 3) multiply a random non-symmetric weighted matrix by a dense block, forward
 // (A H) and backward (A^T G, also through autograd), sparsity-oblivious and aware; every slice
 // equals one process's product within 1e-5 relative, and the bytes the row, column and fibre
-// communicators count equal runtime/plan/volumes.h's ThreeDVolume from the exact block counts.
+// communicators count equal runtime/plan/volumes.h's TwoDVolume / ThreeDVolume from the exact block
+// counts.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -56,7 +57,7 @@ void ExpectThreeDMatchesOneProcess(int pr, int pc, int pf, bool aware) {
       const int i = grid->i(), j = grid->j(), l = grid->l();
       const int64_t lo = (*spmm)->SliceLo(i, l), hi = (*spmm)->SliceLo(i, l + 1);
       auto sent = [&](TrafficKind k) {
-        return grid->row().bytes_sent(k) + grid->column().bytes_sent(k) + grid->fibre().bytes_sent(k);
+        return grid->row().bytes_sent(k) + grid->column().bytes_sent(k) + (pf > 1 ? grid->fibre().bytes_sent(k) : 0);
       };
       auto z = (*spmm)->Forward(SliceOf(h, blocks, lo, hi, pc, j));
       ASSERT_TRUE(z.ok()) << z.status();
@@ -81,12 +82,31 @@ void ExpectThreeDMatchesOneProcess(int pr, int pc, int pf, bool aware) {
   spec.scheme = plan::Scheme::kThreeD;
   spec.aware = aware;
   spec.grid[0] = pr, spec.grid[1] = pc, spec.grid[2] = pf;
-  const plan::Volume fwd = plan::ThreeDVolume(spec, plan::CountBlocks(a, block_of, pr), parts, kWidth, 0);
-  const plan::Volume bwd = plan::ThreeDVolume(spec, plan::CountBlocks(a.Transpose(), block_of, pr), parts, kWidth, 0);
+  auto volume = [&](const Csr& m) {  // 2D (one fibre layer) has a model of its own
+    const plan::BlockCounts counts = plan::CountBlocks(m, block_of, pr);
+    if (pf > 1) return plan::ThreeDVolume(spec, counts, parts, kWidth, 0);
+    spec.scheme = plan::Scheme::kTwoD;
+    return plan::TwoDVolume(spec, counts, parts, kWidth, 0);
+  };
+  const plan::Volume fwd = volume(a), bwd = volume(a.Transpose());
   int64_t f = 0, b = 0;
   for (int r = 0; r < parts; ++r) f += forward[r], b += backward[r];
   EXPECT_EQ(static_cast<int64_t>(std::llround(fwd.bytes_sent * parts)), f);
   EXPECT_EQ(static_cast<int64_t>(std::llround(bwd.bytes_sent * parts)), b);
+}
+
+TEST(Spmm2D, SquareGridsMatchOneProcessAndTheModel) {
+  for (bool aware : {false, true}) {
+    ExpectThreeDMatchesOneProcess(2, 2, 1, aware);
+    ExpectThreeDMatchesOneProcess(3, 3, 1, aware);
+  }
+}
+
+TEST(Spmm2D, NonSquareGridsMatchOneProcessAndTheModel) {
+  for (bool aware : {false, true}) {
+    ExpectThreeDMatchesOneProcess(2, 3, 1, aware);
+    ExpectThreeDMatchesOneProcess(3, 2, 1, aware);
+  }
 }
 
 TEST(Spmm3D, GridsMatchOneProcessAndTheModel) {
