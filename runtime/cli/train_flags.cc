@@ -64,8 +64,14 @@ const ConfigFlag kConfigFlags[] = {
     {"init_weights", "train.init_weights", "directory of initial parameter values, one <parameter>.npy each"},
     {"exec", "train.exec", "force built-in aggregations to dense, sparse or graph"},
     {"batch_size", "train.batch_size", "mini-batch training: training vertices per batch (0: whole graph); on a set of graphs, graphs per batch (0: all)"},
-    {"sampler", "train.sampler", "mini-batch sampler: neighbor (GraphSAGE node-wise) or ladies (layer-wise)"},
-    {"fanouts", "train.fanouts", "neighbor sampler: neighbours per root, one per layer from the seeds down (\"25,10\")"},
+    {"sampler", "train.sampler",
+     "mini-batch sampler: neighbor (GraphSAGE node-wise), ladies (layer-wise) or shadow (ShaDow-GNN: every layer on "
+     "each seed's induced k-hop subgraph)"},
+    {"fanouts", "train.fanouts",
+     "neighbor sampler: neighbours per root, one per layer from the seeds down (\"25,10\"); shadow: one per hop from "
+     "the seed out, any number of hops (default \"10,5\"; 0: all)"},
+    {"sampler_opt", "train.sampler_opt", "sampler options key=value,...: shadow: pool=mean (read out root + mean over "
+     "the subgraph) or pool=none (the default)"},
     {"layer_size", "train.layer_size", "ladies sampler: vertices drawn per batch and layer"},
     {"bulk", "train.bulk",
      "batches sampled together, the next bulk while the current one trains (0, the default: 8; with the ladies sampler at "
@@ -209,7 +215,7 @@ absl::StatusOr<flexgraph::RunConfig> RunConfigFromFlags(const FlagSet& f,
   FG_ASSIGN_OR_RETURN(flexgraph::RunConfig resolved, runtime::ResolveConfig(config));
   // Sampler flags without mini-batches would be ignored: the run would train on the whole graph.
   if (resolved.train().batch_size() == 0) {
-    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk", "sample_on", "feature_cache_mb"}) {
+    for (const char* flag : {"sampler", "fanouts", "layer_size", "bulk", "sample_on", "feature_cache_mb", "sampler_opt"}) {
       if (f.IsSet(flag)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--", flag, " applies to mini-batch training: give --batch_size too (0, the default, trains on "

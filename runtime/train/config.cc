@@ -34,7 +34,7 @@ constexpr char kBaseDefaults[] = R"pb(
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 0 eval_every: 1
-    device_memory_gib: 0 sample_on: "" feature_cache_mb: -1
+    device_memory_gib: 0 sample_on: "" feature_cache_mb: -1 sampler_opt: ""
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" tensorboard: "" }
@@ -190,7 +190,7 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   }
   if (t.batch_size() < 0) return bad("batch_size", absl::StrCat("must not be negative, got ", t.batch_size()));
   if (sampling::SamplerKind kind; !sampling::ParseSamplerKind(t.sampler(), &kind)) {
-    return bad("sampler", absl::StrCat("unknown sampler '", t.sampler(), "' (neighbor or ladies)"));
+    return bad("sampler", absl::StrCat("unknown sampler '", t.sampler(), "' (neighbor, ladies or shadow)"));
   }
   if (t.layer_size() < 1 || t.layer_size() > kMaxLayerSize) {
     return bad("layer_size", absl::StrCat("must lie in [1, ", kMaxLayerSize, "], got ", t.layer_size()));
@@ -209,7 +209,12 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
     return bad("sample_on", absl::StrCat("device samples for training on a CUDA device (--device cuda), got --device ",
                                          t.device()));
   }
-  if (t.batch_size() > 0) FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers()).status());
+  if (t.batch_size() > 0) {
+    sampling::SamplerOptions options;
+    sampling::ParseSamplerKind(t.sampler(), &options.kind);
+    FG_RETURN_IF_ERROR(ParseFanouts(t.fanouts(), m.layers(), options.kind).status());
+    FG_RETURN_IF_ERROR(sampling::ParseSamplerOptions(t.sampler_opt(), &options));
+  }
   if (c.dataset().path().empty()) return bad("dataset", "is empty");
   // The partition section (flexgraph partition --config) is checked as the flags are.
   if (c.partition().has_parts() && c.partition().parts() < 1) {

@@ -30,11 +30,17 @@ constexpr int kStepBulkThreads = 6;
 constexpr int64_t kPrefetchBytes = int64_t{256} << 20;
 // Batches a bulk samples where train.bulk is 0 (automatic).
 constexpr int kAutomaticBulk = 8;
+// ShaDow evaluation: the epoch that keys its subgraphs (no training epoch's), and the least
+// vertices per batch.
+constexpr int kInferenceEpoch = -1;
+constexpr int64_t kInferenceBatch = 1024;
 
 }  // namespace
 
-absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers) {
+absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers, sampling::SamplerKind kind) {
   std::vector<int> fanouts;
+  const bool shadow = kind == sampling::SamplerKind::kShadow;
+  if (text.empty() && shadow) return std::vector<int>{10, 5};  // ShaDow-GNN's 2 hops
   if (text.empty()) {
     for (int hop = 0; hop < layers; ++hop) fanouts.push_back(hop == 0 ? 25 : 10);
     return fanouts;
@@ -47,7 +53,7 @@ absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layer
     }
     fanouts.push_back(f);
   }
-  if (static_cast<int>(fanouts.size()) != layers) {
+  if (static_cast<int>(fanouts.size()) != layers && !shadow) {
     return absl::InvalidArgumentError(absl::StrCat("fanouts: '", text, "' gives ", fanouts.size(),
                                                    " fanouts for a model of ", layers,
                                                    " layers (one per layer, from the seeds down)"));
@@ -90,7 +96,8 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
   m->items_ = Tensor::FromVector(items);
   FG_CHECK(sampling::ParseSamplerKind(tc.sampler(), &m->options_.kind)) << "unresolved sampler";
   const int layers = parts.model->num_layers();
-  FG_ASSIGN_OR_RETURN(m->options_.fanouts, ParseFanouts(tc.fanouts(), layers));
+  FG_ASSIGN_OR_RETURN(m->options_.fanouts, ParseFanouts(tc.fanouts(), layers, m->options_.kind));
+  FG_RETURN_IF_ERROR(sampling::ParseSamplerOptions(tc.sampler_opt(), &m->options_));
   m->options_.layer_size = tc.layer_size();
   // Automatic bulks: 8 batches; with LADIES (one thread a batch) at least one a thread, over all
   // workers where batches are led by the workers in turn (layer_wise_sampling.cc), so that every
@@ -111,6 +118,10 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
           " in layer ", i, "; mini-batch sampling takes flat neighbourhoods (GCN, SAGE, GIN, "
           "PinSage); train it on the whole graph (batch_size 0)"));
     }
+  }
+  if (m->options_.kind == sampling::SamplerKind::kShadow && parts.owned != nullptr) {
+    return absl::UnimplementedError("sampler: shadow over a partitioned dataset is not supported; train it on the "
+                                    "whole graph in every worker");
   }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
   // On the device where it can: training there, over the whole graph, and each batch on its worker.
@@ -149,9 +160,13 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
 }
 
 std::string MiniBatchTraining::Describe() const {
-  std::string how = options_.kind == sampling::SamplerKind::kNodeWise
-                        ? absl::StrCat("fanouts ", absl::StrJoin(options_.fanouts, ","))
-                        : absl::StrCat("layer size ", options_.layer_size);
+  std::string how = options_.kind == sampling::SamplerKind::kLayerWise
+                        ? absl::StrCat("layer size ", options_.layer_size)
+                        : absl::StrCat("fanouts ", absl::StrJoin(options_.fanouts, ","));
+  if (options_.kind == sampling::SamplerKind::kShadow) {
+    absl::StrAppend(&how, " (hops), every layer on the induced subgraphs",
+                    options_.pool == sampling::SamplerOptions::Pool::kMean ? ", read out root + mean" : "");
+  }
   return absl::StrCat(sampling::SamplerKindName(options_.kind), " sampler, ", how, ", batches of ",
                       batch_size_, " in bulks of ", bulk_, sample_on_device_ ? " sampled on the device" : "",
                       LeadersDrawBatches() ? ", each drawn whole by one worker in turn" : "",
@@ -185,26 +200,14 @@ nau::LayerContext MiniBatchTraining::StepContext(int64_t step) const {
   return ctx;
 }
 
-double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped,
-                                     const Tensor& items, int64_t batch_total, int epoch, int64_t step) {
-  NoteProgress();
+ag::Var MiniBatchTraining::RunLayers(const sampling::MiniBatch& batch, const DroppedInputs& dropped,
+                                     nau::LayerContext* ctx) {
   nau::Model& model = *parts_.model;
-  DistributedExecutor& exec = *parts_.exec;
-  const int64_t mine = items.numel();
-  if (mine == 0) {  // no seeds of this batch here: zero gradients to the sum, the same step
-    ScopedTimer t(&parts_.stats->optimizer);
-    exec.AllReduceGradients(parts_.optimizer->params(), static_cast<int>(step));
-    if (exec.status().ok()) parts_.optimizer->Step();
-    parts_.optimizer->ZeroGrad();
-    return 0.0;
-  }
-  nau::LayerContext ctx = StepContext(step);
-  ctx.stats = parts_.stats;
   // Rows fetched from other parts come with their features and randomness keys; rows read ahead
   // (prefetch_inputs_) with their features.
   ag::Var h = batch.inputs.defined() ? ag::Var(batch.inputs.To(parts_.device))
-                                     : model.InputRows(ctx, *parts_.spec, batch.blocks[0].table);
-  if (parts_.device == Device::kCpu) SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &ctx);
+                                     : model.InputRows(*ctx, *parts_.spec, batch.blocks[0].table);
+  if (parts_.device == Device::kCpu) SparseInputViews(h, batch.blocks[0].hdg->num_roots(), &*ctx);
   const ag::Var input = h;
   const Tensor& keys = batch.keys.defined() ? batch.keys : batch.blocks[0].table;
   auto first = [&](int64_t n) {  // a block's table is a prefix of blocks[0].table
@@ -213,18 +216,18 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Dro
   for (int l = 0; l < model.num_layers(); ++l) {
     const sampling::Block& b = batch.blocks[l];
     nau::Layer& layer = model.layer(l);
-    ctx.layer = l;
-    if (l == 1) ctx.input_sparse = ctx.roots_sparse = nullptr;
-    ctx.table_global_ids = first(b.table.numel());
-    ctx.root_global_ids = first(b.hdg->num_roots());
+    ctx->layer = l;
+    if (l == 1) ctx->input_sparse = ctx->roots_sparse = nullptr;
+    ctx->table_global_ids = first(b.table.numel());
+    ctx->root_global_ids = first(b.hdg->num_roots());
     const std::vector<nau::LevelPlan> plan = executor_.Plan(*b.hdg, layer);
     if (parts_.device == Device::kCpu) {
       if (l == 0) {
-        for (const auto& [d, t] : dropped) ctx.NoteDropped(input, d.p, d.site, ctx.table_global_ids, ag::Var(t));
+        for (const auto& [d, t] : dropped) ctx->NoteDropped(input, d.p, d.site, ctx->table_global_ids, ag::Var(t));
       }
-      h = executor_.Run(*b.hdg, plan, layer, h, ctx);
-      if (l == 0 && prefetch_inputs_ == 1 && !input_dropouts_known_) {
-        for (const auto& [p, site] : ctx.DropoutsOf(input, ctx.table_global_ids)) input_dropouts_.push_back({p, site});
+      h = executor_.Run(*b.hdg, plan, layer, h, *ctx);
+      if (l == 0 && prefetch_inputs_ == 1 && !input_dropouts_known_ && ctx->training) {
+        for (const auto& [p, site] : ctx->DropoutsOf(input, ctx->table_global_ids)) input_dropouts_.push_back({p, site});
         input_dropouts_known_ = true;
       }
       continue;
@@ -237,11 +240,32 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Dro
       custom = custom || layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom;
       normalized.push_back(layer.LevelAggregator(k).normalize_weights());
     }
-    ctx.placed_ids = {{ctx.table_global_ids, ctx.table_global_ids.To(parts_.device)},
-                      {ctx.root_global_ids, ctx.root_global_ids.To(parts_.device)}};
-    h = custom ? executor_.Run(*b.hdg, plan, layer, h, ctx)
-               : executor_.Run(b.hdg->OnDevice(parts_.device, normalized), plan, layer, h, ctx);
+    ctx->placed_ids = {{ctx->table_global_ids, ctx->table_global_ids.To(parts_.device)},
+                      {ctx->root_global_ids, ctx->root_global_ids.To(parts_.device)}};
+    h = custom ? executor_.Run(*b.hdg, plan, layer, h, *ctx)
+               : executor_.Run(b.hdg->OnDevice(parts_.device, normalized), plan, layer, h, *ctx);
   }
+  if (batch.readout.num_rows > 0) {  // ShaDow, pooled: each seed's output from its subgraph's
+    h = ag::Spmm(std::make_shared<const SparseMatrix>(batch.readout.To(parts_.device)), h, ops::SpmmReduce::kSum);
+  }
+  return h;
+}
+
+double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped,
+                                     const Tensor& items, int64_t batch_total, int epoch, int64_t step) {
+  NoteProgress();
+  DistributedExecutor& exec = *parts_.exec;
+  const int64_t mine = items.numel();
+  if (mine == 0) {  // no seeds of this batch here: zero gradients to the sum, the same step
+    ScopedTimer t(&parts_.stats->optimizer);
+    exec.AllReduceGradients(parts_.optimizer->params(), static_cast<int>(step));
+    if (exec.status().ok()) parts_.optimizer->Step();
+    parts_.optimizer->ZeroGrad();
+    return 0.0;
+  }
+  nau::LayerContext ctx = StepContext(step);
+  ctx.stats = parts_.stats;
+  ag::Var h = RunLayers(batch, dropped, &ctx);
   ag::Var loss;
   {
     ScopedTimer t(&parts_.stats->loss);
@@ -260,12 +284,12 @@ double MiniBatchTraining::TrainBatch(const sampling::MiniBatch& batch, const Dro
   return loss.value().Item();
 }
 
-absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs,
-                                                   const std::vector<Tensor>& root_keys) {
+absl::StatusOr<std::vector<const sampling::NeighbourhoodMatrix*>> MiniBatchTraining::Matrices(
+    const std::vector<hdg::HdgPtr>& layer_hdgs, const std::vector<Tensor>& root_keys,
+    std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>>* held) {
   // The layers' neighbourhood matrices, rebuilt when selection has made new HDGs.
   std::map<const hdg::Hdg*, std::shared_ptr<const sampling::NeighbourhoodMatrix>> matrices;
   std::vector<const sampling::NeighbourhoodMatrix*> layers;
-  std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> held;
   for (size_t i = 0; i < layer_hdgs.size(); ++i) {
     const hdg::HdgPtr& h = layer_hdgs[i];
     auto& m = matrices[h.get()];
@@ -281,9 +305,43 @@ absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<
       }
     }
     layers.push_back(m.get());
-    held.push_back(m);
+    held->push_back(m);
   }
   matrices_ = std::move(matrices);
+  return layers;
+}
+
+absl::StatusOr<Tensor> MiniBatchTraining::InferOnSubgraphs(const Tensor& ids, const std::vector<hdg::HdgPtr>& layer_hdgs) {
+  std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> held;
+  FG_ASSIGN_OR_RETURN(std::vector<const sampling::NeighbourhoodMatrix*> layers, Matrices(layer_hdgs, {}, &held));
+  ag::NoGradGuard guard;
+  std::vector<Tensor> rows;
+  const int64_t n = ids.numel(), chunk = std::max<int64_t>(batch_size_, kInferenceBatch);
+  for (int64_t at = 0; at < n; at += chunk) {
+    const Tensor seeds = Tensor::FromVector(std::vector<int64_t>(ids.i64() + at, ids.i64() + std::min(n, at + chunk)));
+    // Every chunk as batch 0 of the evaluation epoch: a vertex's subgraph is the same in every
+    // evaluation, whatever the chunk it falls in and the worker that evaluates it.
+    FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> batch,
+                        sampling::SampleBulk(layers, options_, kInferenceEpoch, 0, {seeds}));
+    nau::LayerContext ctx;
+    ctx.training = false;
+    ctx.seed = options_.seed;
+    rows.push_back(RunLayers(batch[0], {}, &ctx).value().To(Device::kCpu));
+  }
+  if (rows.size() == 1) return rows[0];
+  Tensor out = Tensor::Empty({n, rows.empty() ? 0 : rows[0].dim(1)}, DType::kFloat32);
+  int64_t at = 0;
+  for (const Tensor& r : rows) {
+    std::copy(r.f32(), r.f32() + r.numel(), out.f32() + at);
+    at += r.numel();
+  }
+  return out;
+}
+
+absl::StatusOr<double> MiniBatchTraining::RunEpoch(int epoch, const std::vector<hdg::HdgPtr>& layer_hdgs,
+                                                   const std::vector<Tensor>& root_keys) {
+  std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> held;
+  FG_ASSIGN_OR_RETURN(std::vector<const sampling::NeighbourhoodMatrix*> layers, Matrices(layer_hdgs, root_keys, &held));
   if (sample_on_device_ && (device_sampler_ == nullptr || device_layers_ != held)) {
     device_sampler_.reset();
     FG_ASSIGN_OR_RETURN(device_sampler_, sampling::DeviceSampler::Create(layers, options_));

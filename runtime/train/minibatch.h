@@ -71,6 +71,13 @@ class MiniBatchTraining {
   const RemoteNeighbourhoodCache* remote_neighbourhoods() const { return remote_neighbourhoods_.get(); }
   // "neighbor sampler, fanouts 25,10, batches of 1024 in bulks of 8: 3 batches per epoch".
   std::string Describe() const;
+  // ShaDow: evaluation runs the model on each vertex's own subgraph too, as the method defines it
+  // (the other samplers' models are evaluated on the whole graph).
+  bool EvaluatesOnSubgraphs() const { return options_.kind == sampling::SamplerKind::kShadow; }
+  // The model's output rows (on the host) for vertices `ids` (int64 global ids), each read out from
+  // its ShaDow subgraph, the same in every evaluation and for any worker count; no gradients.
+  // `layer_hdgs` as RunEpoch takes them over the whole graph.
+  absl::StatusOr<Tensor> InferOnSubgraphs(const Tensor& ids, const std::vector<hdg::HdgPtr>& layer_hdgs);
   // Whether each batch is drawn whole by one worker in turn (LADIES across workers).
   bool LeadersDrawBatches() const {
     return parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise;
@@ -99,6 +106,13 @@ class MiniBatchTraining {
   // this worker's share of the batch loss.
   double TrainBatch(const sampling::MiniBatch& batch, const DroppedInputs& dropped, const Tensor& items,
                     int64_t batch_total, int epoch, int64_t step);
+  // The model's layers over a batch's blocks (then a ShaDow readout): its seeds' output rows.
+  ag::Var RunLayers(const sampling::MiniBatch& batch, const DroppedInputs& dropped, nau::LayerContext* ctx);
+  // The layers' neighbourhood matrices (RunEpoch's arguments), rebuilt when selection has made new
+  // HDGs; `held` keeps them.
+  absl::StatusOr<std::vector<const sampling::NeighbourhoodMatrix*>> Matrices(
+      const std::vector<hdg::HdgPtr>& layer_hdgs, const std::vector<Tensor>& root_keys,
+      std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>>* held);
 
   // Sparse views of a constant, mostly-zero layer-0 input `h` (bag-of-words features) and of its
   // first `roots` rows, for DropoutLinear's SpMM path (LayerContext::input_sparse).
@@ -136,8 +150,10 @@ class MiniBatchTraining {
   double sampling_wait_ = 0;
 };
 
-// The node-wise fanouts of train.fanouts for a model of `layers` layers ("25,10"; "" = 25 for the
-// seeds' neighbours, 10 below). Errors name the flag's text.
-absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers);
+// The fanouts of train.fanouts: node-wise, for a model of `layers` layers ("25,10"; "" = 25 for the
+// seeds' neighbours, 10 below); shadow, per hop from the seed out, any number ("" = "10,5").
+// Errors name the flag's text.
+absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text, int layers,
+                                              sampling::SamplerKind kind = sampling::SamplerKind::kNodeWise);
 
 }  // namespace fg::runtime

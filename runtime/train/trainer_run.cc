@@ -167,7 +167,25 @@ EpochMetrics Trainer::Evaluate(int epoch) {
     return static_cast<const GraphSetTask&>(*task_).SplitMetrics(splits);
   }
   ag::NoGradGuard guard;
-  Tensor output = TaskRows(Forward(epoch, false)).value().To(Device::kCpu);  // metrics: host
+  Tensor output;
+  if (minibatch_ != nullptr && minibatch_->EvaluatesOnSubgraphs()) {
+    // ShaDow: each root's output from its own subgraph, as in training (a whole graph per worker).
+    absl::StatusOr<Tensor> rows = absl::UnknownError("no rows");
+    if (absl::Status s = WholeGraphHdgs(epoch); !s.ok()) {
+      rows = s;
+    } else {
+      std::vector<hdg::HdgPtr> hdgs;
+      for (const LayerGraph& lg : distributed() ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
+      rows = minibatch_->InferOnSubgraphs(layer_roots_.back().ids, hdgs);
+    }
+    if (!rows.ok()) {
+      exec_.RecordError(rows.status());
+      return EpochMetrics();
+    }
+    output = TaskRows(ag::Var(rows->To(device_))).value().To(Device::kCpu);
+  } else {
+    output = TaskRows(Forward(epoch, false)).value().To(Device::kCpu);  // metrics: host
+  }
   int step = kStepMetrics;
   return task_->Evaluate(output, [&](std::vector<double>* v) {
     FG_CHECK(step <= kMaxTagStep) << "evaluation needs too many sums";
