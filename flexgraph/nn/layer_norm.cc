@@ -98,9 +98,12 @@ void ForRowChunks(int64_t n, int64_t d, F&& f) {
 // gradients do not depend on the thread count.
 int ParameterBlocks(int64_t n) { return static_cast<int>(std::clamp<int64_t>(n / 512, 1, 16)); }
 
-}  // namespace
+// The normalised rows, their inverse deviations and the output of LayerNormRows.
+struct LayerNormed {
+  Tensor xhat, rstd, y;
+};
 
-Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps) {
+LayerNormed LayerNormForward(const Var& x, const Var& gain, const Var& bias, float eps) {
   const Tensor& xv = x.value();
   FG_CHECK(xv.device() == Device::kCpu) << "LayerNormRows: CPU only";
   FG_CHECK(xv.rank() == 2 && gain.value().numel() == xv.dim(1) && bias.value().numel() == xv.dim(1))
@@ -125,63 +128,112 @@ Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps) {
       yr[j] = hr[j] * g[j] + b[j];
     }
   });
-  return MakeResult(y, "LayerNormRows", {x, gain, bias},
-                    [x = GradRef(x), gain = GradRef(gain), bias = GradRef(bias), gv = gain.value(),
-                     xhat, rstd, n, d](const Tensor& gy) {
-    const float* go = gy.f32();
-    const float* h = xhat.f32();
-    const float* gp = gv.f32();
-    if (x.requires_grad()) {
-      Tensor gx = Tensor::Empty({n, d});
-      float* gxp = gx.f32();
-      const float* rp = rstd.f32();
-      ForRowChunks(n, d, [&](int64_t r) {
+  return {xhat, rstd, y};
+}
+
+// LayerNormRows' backward from gy, the output's gradient.
+void LayerNormBackward(const GradRef& x, const GradRef& gain, const GradRef& bias, const Tensor& gv,
+                       const Tensor& xhat, const Tensor& rstd, int64_t n, int64_t d,
+                       const Tensor& gy) {
+  const float* go = gy.f32();
+  const float* h = xhat.f32();
+  const float* gp = gv.f32();
+  if (x.requires_grad()) {
+    Tensor gx = Tensor::Empty({n, d});
+    float* gxp = gx.f32();
+    const float* rp = rstd.f32();
+    ForRowChunks(n, d, [&](int64_t r) {
+      const float* gor = go + r * d;
+      const float* hr = h + r * d;
+      float* out = gxp + r * d;
+      // out = rstd (t - mean(t) - xhat mean(t xhat)), t = gy * gain; t kept in `out` meanwhile.
+      for (int64_t j = 0; j < d; ++j) out[j] = gor[j] * gp[j];
+      float lane[8] = {};
+      int64_t j = 0;
+      for (; j + 8 <= d; j += 8) {
+        for (int k = 0; k < 8; ++k) lane[k] += out[j + k] * hr[j + k];
+      }
+      float s2 = 0;
+      for (; j < d; ++j) s2 += out[j] * hr[j];
+      for (int k = 0; k < 8; ++k) s2 += lane[k];
+      const float s1 = Sum8(out, d) / d;
+      s2 /= d;
+      const float rs = rp[r];
+      for (int64_t j2 = 0; j2 < d; ++j2) out[j2] = rs * (out[j2] - s1 - hr[j2] * s2);
+    });
+    AccumulateGrad(x, gx, "LayerNormRows");
+  }
+  if (gain.requires_grad() || bias.requires_grad()) {
+    const int blocks = ParameterBlocks(n);
+    std::vector<float> partial(static_cast<size_t>(blocks) * 2 * d, 0.0f);
+    ParallelBlocks(n, blocks, [&](int block, int64_t begin, int64_t end) {
+      float* gg = partial.data() + static_cast<size_t>(block) * 2 * d;
+      float* gb = gg + d;
+      for (int64_t r = begin; r < end; ++r) {
         const float* gor = go + r * d;
         const float* hr = h + r * d;
-        float* out = gxp + r * d;
-        // out = rstd (t - mean(t) - xhat mean(t xhat)), t = gy * gain; t kept in `out` meanwhile.
-        for (int64_t j = 0; j < d; ++j) out[j] = gor[j] * gp[j];
-        float lane[8] = {};
-        int64_t j = 0;
-        for (; j + 8 <= d; j += 8) {
-          for (int k = 0; k < 8; ++k) lane[k] += out[j + k] * hr[j + k];
-        }
-        float s2 = 0;
-        for (; j < d; ++j) s2 += out[j] * hr[j];
-        for (int k = 0; k < 8; ++k) s2 += lane[k];
-        const float s1 = Sum8(out, d) / d;
-        s2 /= d;
-        const float rs = rp[r];
-        for (int64_t j2 = 0; j2 < d; ++j2) out[j2] = rs * (out[j2] - s1 - hr[j2] * s2);
-      });
-      AccumulateGrad(x, gx, "LayerNormRows");
-    }
-    if (gain.requires_grad() || bias.requires_grad()) {
-      const int blocks = ParameterBlocks(n);
-      std::vector<float> partial(static_cast<size_t>(blocks) * 2 * d, 0.0f);
-      ParallelBlocks(n, blocks, [&](int block, int64_t begin, int64_t end) {
-        float* gg = partial.data() + static_cast<size_t>(block) * 2 * d;
-        float* gb = gg + d;
-        for (int64_t r = begin; r < end; ++r) {
-          const float* gor = go + r * d;
-          const float* hr = h + r * d;
-          for (int64_t j = 0; j < d; ++j) {
-            gg[j] += gor[j] * hr[j];
-            gb[j] += gor[j];
-          }
-        }
-      });
-      Tensor gg = Tensor::Zeros({d}), gb = Tensor::Zeros({d});
-      for (int block = 0; block < blocks; ++block) {
-        const float* p = partial.data() + static_cast<size_t>(block) * 2 * d;
         for (int64_t j = 0; j < d; ++j) {
-          gg.f32()[j] += p[j];
-          gb.f32()[j] += p[d + j];
+          gg[j] += gor[j] * hr[j];
+          gb[j] += gor[j];
         }
       }
-      if (gain.requires_grad()) AccumulateGrad(gain, gg.Reshape(gain.shape()), "LayerNormRows");
-      if (bias.requires_grad()) AccumulateGrad(bias, gb.Reshape(bias.shape()), "LayerNormRows");
+    });
+    Tensor gg = Tensor::Zeros({d}), gb = Tensor::Zeros({d});
+    for (int block = 0; block < blocks; ++block) {
+      const float* p = partial.data() + static_cast<size_t>(block) * 2 * d;
+      for (int64_t j = 0; j < d; ++j) {
+        gg.f32()[j] += p[j];
+        gb.f32()[j] += p[d + j];
+      }
     }
+    if (gain.requires_grad()) AccumulateGrad(gain, gg.Reshape(gain.shape()), "LayerNormRows");
+    if (bias.requires_grad()) AccumulateGrad(bias, gb.Reshape(bias.shape()), "LayerNormRows");
+  }
+}
+
+}  // namespace
+
+Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps) {
+  LayerNormed f = LayerNormForward(x, gain, bias, eps);
+  const int64_t n = f.y.dim(0), d = f.y.dim(1);
+  return MakeResult(f.y, "LayerNormRows", {x, gain, bias},
+                    [x = GradRef(x), gain = GradRef(gain), bias = GradRef(bias), gv = gain.value(),
+                     xhat = f.xhat, rstd = f.rstd, n, d](const Tensor& gy) {
+    LayerNormBackward(x, gain, bias, gv, xhat, rstd, n, d, gy);
+  });
+}
+
+Var LayerNormSilu(const Var& x, const Var& gain, const Var& bias, float eps) {
+  LayerNormed f = LayerNormForward(x, gain, bias, eps);
+  const int64_t n = f.y.dim(0), d = f.y.dim(1);
+  Tensor out = Tensor::Empty({n, d}), sig = Tensor::Empty({n, d});
+  const float* yp = f.y.f32();
+  float* op = out.f32();
+  float* sp = sig.f32();
+  ParallelFor(0, (n * d + kSiluChunk - 1) / kSiluChunk, [&](int64_t c) {
+    const int64_t i = c * kSiluChunk;
+    SiluForward(yp + i, sp + i, op + i, std::min(kSiluChunk, n * d - i));
+  });
+  // Kept: xhat, rstd and the sigmoid; the normalised output y = xhat gain + bias is recomputed.
+  return MakeResult(out, "LayerNormSilu", {x, gain, bias},
+                    [x = GradRef(x), gain = GradRef(gain), bias = GradRef(bias), gv = gain.value(),
+                     bv = bias.value(), xhat = f.xhat, rstd = f.rstd, sig, n, d](const Tensor& gout) {
+    Tensor gy = Tensor::Empty({n, d});
+    const float* h = xhat.f32();
+    const float* g = gv.f32();
+    const float* b = bv.f32();
+    const float* sp = sig.f32();
+    const float* go = gout.f32();
+    float* out = gy.f32();
+    ForRowChunks(n, d, [&](int64_t r) {
+      float y[512];
+      for (int64_t j0 = 0; j0 < d; j0 += 512) {
+        const int64_t w = std::min<int64_t>(512, d - j0), k = r * d + j0;
+        for (int64_t j = 0; j < w; ++j) y[j] = h[k + j] * g[j0 + j] + b[j0 + j];
+        SiluBackward(y, sp + k, go + k, out + k, w);
+      }
+    });
+    LayerNormBackward(x, gain, bias, gv, xhat, rstd, n, d, gy);
   });
 }
 

@@ -15,6 +15,9 @@ namespace ag {
 Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps = 1e-5f);
 // x * sigmoid(x).
 Var Silu(const Var& x);
+// Silu(LayerNormRows(x, gain, bias)) keeping one [n, d] tensor fewer for the backward pass (the
+// normalised rows and the sigmoid; the normalised output is recomputed from them). CPU only.
+Var LayerNormSilu(const Var& x, const Var& gain, const Var& bias, float eps = 1e-5f);
 }  // namespace ag
 
 namespace nn {
@@ -23,6 +26,8 @@ class LayerNorm : public Module {
   LayerNorm() = default;
   explicit LayerNorm(int64_t dim);  // gain 1, bias 0
   ag::Var Forward(const ag::Var& x) const { return ag::LayerNormRows(x, gain_, bias_); }
+  // Silu(Forward(x)) (ag::LayerNormSilu).
+  ag::Var ForwardSilu(const ag::Var& x) const { return ag::LayerNormSilu(x, gain_, bias_); }
 
  private:
   ag::Var gain_, bias_;

@@ -144,5 +144,30 @@ TEST(EdgeOpsTest, LayerNormNormalisesRowsAndMatchesFiniteDifferences) {
                        {RandomTensor({1, 4200}, 28, -6.0f, 6.0f)}, 1e-3f, 2e-2f);
 }
 
+TEST(EdgeOpsTest, FusedLayerNormSiluIsSiluOfLayerNormAndMatchesFiniteDifferences) {
+  // Rows wider than the backward's 512-column pieces, with a tail; gain and bias away from 1 and 0.
+  const Tensor x = RandomTensor({6, 530}, 41, -2.0f, 2.0f), g = RandomTensor({530}, 42, 0.5f, 1.5f),
+               b = RandomTensor({530}, 43);
+  std::vector<Var> fused = {Var::Parameter(x.Clone()), Var::Parameter(g.Clone()), Var::Parameter(b.Clone())};
+  std::vector<Var> apart = {Var::Parameter(x.Clone()), Var::Parameter(g.Clone()), Var::Parameter(b.Clone())};
+  const Tensor r = RandomTensor({6, 530}, 44);
+  Var yf = ag::LayerNormSilu(fused[0], fused[1], fused[2]);
+  Var ya = ag::Silu(ag::LayerNormRows(apart[0], apart[1], apart[2]));
+  for (int64_t i = 0; i < yf.value().numel(); ++i) ASSERT_EQ(yf.value().f32()[i], ya.value().f32()[i]) << i;
+  ag::Sum(ag::Mul(yf, Var(r))).Backward();
+  ag::Sum(ag::Mul(ya, Var(r))).Backward();
+  for (int k = 0; k < 3; ++k) {
+    const Tensor& gf = fused[k].grad();
+    const Tensor& ga = apart[k].grad();
+    for (int64_t i = 0; i < gf.numel(); ++i) {
+      EXPECT_NEAR(gf.f32()[i], ga.f32()[i], 1e-5f * std::max(1.0f, std::fabs(ga.f32()[i])))
+          << "input " << k << " [" << i << "]";
+    }
+  }
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) { return ag::LayerNormSilu(v[0], v[1], v[2]); },
+      {RandomTensor({4, 19}, 45), RandomTensor({19}, 46), RandomTensor({19}, 47)}, 1e-3f, 2e-2f);
+}
+
 }  // namespace
 }  // namespace fg

@@ -70,8 +70,7 @@ class Mlp : public nn::Module {
     for (size_t b = 0; b < linears_.size(); ++b) {
       if (b > 0) h = linears_[b]->Forward(h);
       if (bare_output_ && b + 1 == linears_.size()) break;
-      if (norms_[b]) h = norms_[b]->Forward(h);
-      h = ag::Silu(h);
+      h = norms_[b] ? norms_[b]->ForwardSilu(h) : ag::Silu(h);
     }
     return h;
   }
