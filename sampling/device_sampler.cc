@@ -101,6 +101,10 @@ absl::StatusOr<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("layer_size: must be positive for the ladies sampler, got ", options.layer_size));
   }
+  if (options.kind == SamplerKind::kShadow) {
+    return absl::UnimplementedError("sample_on: the device draws neighbor and ladies batches; shadow batches are "
+                                    "sampled on the host (--sample_on host)");
+  }
   if (options.kind == SamplerKind::kNodeWise && options.fanouts.size() != layers.size()) {
     return absl::InvalidArgumentError(absl::StrCat("fanouts: ", options.fanouts.size(),
                                                    " given for a model of ", layers.size(), " layers"));

@@ -6,7 +6,9 @@
 // (its column id) and one random slot of the batch's vertex map; layer-wise (LADIES), every entry
 // of a frontier row is read (its column id and weight, streamed), sampled or not. --sample_on
 // device draws the rows on a CUDA device (sampling/device_sampler.h; the blocks are built on the
-// host either way). Writes the figures as JSON with --summary_json.
+// host either way). ShaDow (--sampler shadow, --fanouts per hop): the entries are the induced
+// subgraphs' edges (layer 0's block), and every row of every subgraph is read whole (its column ids,
+// streamed, after a random line for its offsets). Writes the figures as JSON with --summary_json.
 //
 //   minibatch_bench [--dataset rmat:scale=18,edge_factor=16,features=16,classes=8,seed=1]
 //                   [--model sage] [--batch_size 1024] [--fanouts 25,10] [--sampler neighbor]
@@ -86,8 +88,11 @@ int main(int argc, char** argv) {
   runtime::Trainer& trainer = **created;
   const int layers = trainer.model().num_layers();
   sampling::SamplerOptions options;
-  if (!sampling::ParseSamplerKind(flags["sampler"], &options.kind)) return Fail("--sampler: neighbor or ladies");
-  auto fanouts = runtime::ParseFanouts(flags["fanouts"], layers);
+  if (!sampling::ParseSamplerKind(flags["sampler"], &options.kind)) {
+    return Fail("--sampler: neighbor, ladies or shadow");
+  }
+  const bool shadow = options.kind == sampling::SamplerKind::kShadow;
+  auto fanouts = runtime::ParseFanouts(flags["fanouts"], layers, options.kind);
   if (!fanouts.ok()) return Fail(std::string(fanouts.status().message()));
   options.fanouts = *fanouts;
   options.layer_size = layer_size;
@@ -121,7 +126,7 @@ int main(int argc, char** argv) {
   const double triad = bench::TriadBytesPerSecond();
   std::printf("STREAM triad: %.1f GB/s; %s sampler on the %s, %s, batches of %d\n", triad / 1e9,
               flags["sampler"].c_str(), flags["sample_on"].c_str(),
-              options.kind == sampling::SamplerKind::kNodeWise ? ("fanouts " + flags["fanouts"]).c_str()
+              options.kind != sampling::SamplerKind::kLayerWise ? ("fanouts " + flags["fanouts"]).c_str()
                                                                : ("layer size " + flags["layer_size"]).c_str(),
               batch_size);
   std::printf("\n%-6s %-10s %-14s %-16s %-10s %s\n", "bulk", "epoch (s)", "entries/epoch",
@@ -151,6 +156,17 @@ int main(int argc, char** argv) {
                                       : sampling::SampleBulk(matrices, options, e, static_cast<int64_t>(first), seeds);
         if (!bulk.ok()) return Fail(std::string(bulk.status().message()));
         for (const sampling::MiniBatch& b : *bulk) {
+          if (shadow) {  // the subgraphs' edges, every row of them read whole
+            const sampling::Block& b0 = b.blocks[0];
+            epoch_entries += b0.hdg->level(1).csr().nnz();
+            epoch_rows += b0.table.numel();
+            const int64_t* row_ptr = matrices[0]->csr().row_ptr();
+            for (int64_t j = 0; j < b0.table.numel(); ++j) {
+              const int64_t row = matrices[0]->RowOf(b0.table.i64()[j]);
+              epoch_read += row_ptr[row + 1] - row_ptr[row];
+            }
+            continue;
+          }
           epoch_entries += b.sampled_edges;
           for (size_t l = 0; l < b.blocks.size(); ++l) {
             const int64_t roots = b.blocks[l].hdg->num_roots();
@@ -179,7 +195,8 @@ int main(int argc, char** argv) {
     // (4 B). Layer-wise: every entry of the frontier rows streamed (column id and weight), a random
     // line per frontier row, and the kept entries written.
     const double entry_bytes = matrices[0]->weights() != nullptr ? 8.0 : 4.0;
-    const double floor_bytes = options.kind == sampling::SamplerKind::kLayerWise
+    const double floor_bytes = shadow ? entries_read * 4.0 + frontier_rows * 64.0 + entries * 4.0
+                               : options.kind == sampling::SamplerKind::kLayerWise
                                    ? entries_read * entry_bytes + frontier_rows * 64.0 + entries * 4.0
                                    : entries * (64.0 + 64.0 + 4.0) + frontier_rows * 64.0;
     const double fraction = floor_bytes / t / triad;
@@ -192,7 +209,7 @@ int main(int argc, char** argv) {
     row["entries_per_second"] = runtime::NumberValue(rate);
     row["speedup_over_bulk_1"] = runtime::NumberValue(rate / base);
     row["fraction_of_memory_ceiling"] = runtime::NumberValue(fraction);
-    if (options.kind == sampling::SamplerKind::kLayerWise) {
+    if (options.kind != sampling::SamplerKind::kNodeWise) {
       row["entries_read_per_epoch"] = runtime::NumberValue(static_cast<double>(entries_read));
     }
   }

@@ -123,6 +123,10 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
     return absl::UnimplementedError("sampler: shadow over a partitioned dataset is not supported; train it on the "
                                     "whole graph in every worker");
   }
+  if (m->options_.kind == sampling::SamplerKind::kShadow && tc.sample_on() == "device") {
+    return absl::UnimplementedError("sample_on: the device draws neighbor and ladies batches; shadow batches are "
+                                    "sampled on the host (--sample_on host)");
+  }
   if (nau::Strategy s; nau::ParseStrategy(tc.exec(), &s)) m->executor_.SetOverride(s);
   // On the device where it can: training there, over the whole graph, and each batch on its worker.
   const bool device_can = parts.device == Device::kCuda && parts.owned == nullptr && !m->LeadersDrawBatches();

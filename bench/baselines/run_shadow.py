@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""ShaDow-GNN baseline in PyG (torch_geometric.loader.ShaDowKHopSampler, which needs torch_sparse) on a
+FlexGraph .npy workload: the sampling rate (one epoch of the loader over the training vertices, structure
+only, counting the induced subgraphs' edges), the training epoch time (sampling, feature gathering, forward,
+backward and the Adam step per batch) and, with --accuracy_epochs, the test accuracy at the best validation
+accuracy (evaluated every 5 epochs on each vertex's own subgraph).
+
+The model is FlexGraph's GCN on the subgraphs: GCNConv layers (self loops, symmetric normalisation over the
+subgraph), ReLU and dropout between them, read out at the root.
+
+  bench/.venv/bin/python bench/baselines/run_shadow.py --data DIR --depth 2 --fanout 10 \
+      --batch_size 32 --layers 2 --hidden 16 --epochs 3 --threads 2 --out result.json
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="workload directory")
+    p.add_argument("--depth", type=int, default=2, help="hops")
+    p.add_argument("--fanout", type=int, default=10, help="neighbours drawn per vertex and hop (PyG: one for all)")
+    p.add_argument("--batch_size", type=int, default=32)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=16)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--weight_decay", type=float, default=5e-4)
+    p.add_argument("--epochs", type=int, default=3, help="timed epochs (after one warm-up epoch)")
+    p.add_argument("--accuracy_epochs", type=int, default=0, help="train this many epochs for the accuracy (0: none)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="result JSON path")
+    return p.parse_args(argv)
+
+
+ARGS = parse_args() if __name__ == "__main__" else None
+if ARGS is not None:
+    os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+    os.environ["MKL_NUM_THREADS"] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_baseline import Workload  # noqa: E402
+
+
+def loader(data, a, idx, shuffle):
+    from torch_geometric.loader import ShaDowKHopSampler
+    return ShaDowKHopSampler(data, depth=a.depth, num_neighbors=a.fanout, node_idx=torch.from_numpy(idx),
+                             batch_size=a.batch_size, shuffle=shuffle, replace=False)
+
+
+class Gcn(torch.nn.Module):
+    def __init__(self, a, f, c):
+        super().__init__()
+        from torch_geometric.nn import GCNConv
+        dims = [f] + [a.hidden] * (a.layers - 1) + [c]
+        self.convs = torch.nn.ModuleList(GCNConv(dims[i], dims[i + 1]) for i in range(a.layers))
+        self.dropout = a.dropout
+
+    def forward(self, x, edge_index, root):
+        for i, conv in enumerate(self.convs):
+            x = F.dropout(x, self.dropout, self.training)
+            x = conv(x, edge_index)
+            if i + 1 < len(self.convs):
+                x = F.relu(x)
+        return x[root]
+
+
+def main(a):
+    try:
+        import torch_sparse  # noqa: F401  ShaDowKHopSampler's ego_k_hop_sample_adj
+    except ImportError as e:
+        sys.exit(f"run_shadow.py: PyG's ShaDowKHopSampler needs torch_sparse, which is not installed ({e})")
+    from torch_geometric.data import Data
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    w = Workload(a.data)
+    edge_index = torch.from_numpy(np.stack([w.src, w.dst]))
+    structure = Data(edge_index=edge_index, num_nodes=w.n)
+    full = Data(edge_index=edge_index, num_nodes=w.n, x=torch.from_numpy(w.feat), y=torch.from_numpy(w.label))
+
+    # Sampling alone: structure only (no features gathered).
+    rates, edges = [], 0
+    for e in range(a.epochs + 1):
+        t0 = time.perf_counter()
+        n = 0
+        for batch in loader(structure, a, w.train_idx, True):
+            n += int(batch.edge_index.size(1))
+        if e > 0:
+            rates.append(n / (time.perf_counter() - t0))
+            edges = n
+
+    model = Gcn(a, w.feat.shape[1], w.num_classes)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+
+    def train_epoch():
+        model.train()
+        for batch in loader(full, a, w.train_idx, True):
+            opt.zero_grad()
+            out = model(batch.x, batch.edge_index, batch.root_n_id)
+            F.cross_entropy(out, batch.y[batch.root_n_id]).backward()
+            opt.step()
+
+    @torch.no_grad()
+    def accuracy(idx):
+        model.eval()
+        right = 0
+        for batch in loader(full, a, idx, False):
+            out = model(batch.x, batch.edge_index, batch.root_n_id)
+            right += int((out.argmax(-1) == batch.y[batch.root_n_id]).sum())
+        return right / max(1, len(idx))
+
+    seconds = []
+    for e in range(a.epochs + 1):
+        t0 = time.perf_counter()
+        train_epoch()
+        if e > 0:
+            seconds.append(time.perf_counter() - t0)
+    result = {
+        "system": "PyG ShaDowKHopSampler",
+        "sampled_edges_per_epoch": edges,
+        "sampled_edges_per_second": statistics.median(rates),
+        "epoch_seconds": statistics.median(seconds),
+        "threads": a.threads,
+    }
+    if a.accuracy_epochs > 0:
+        torch.manual_seed(a.seed)
+        model = Gcn(a, w.feat.shape[1], w.num_classes)
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+        best_valid, test = -1.0, 0.0
+        for e in range(1, a.accuracy_epochs + 1):
+            train_epoch()
+            if e % 5 == 0 or e == a.accuracy_epochs:
+                v = accuracy(w.valid_idx)
+                if v > best_valid:
+                    best_valid, test = v, accuracy(w.test_idx)
+        result["valid_accuracy"] = best_valid
+        result["test_accuracy"] = test
+    print(json.dumps(result))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main(ARGS)
