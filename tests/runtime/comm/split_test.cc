@@ -108,6 +108,20 @@ TEST(Split, BadShapesAndColoursAreClearErrors) {
   ExpectAllOk(status);
 }
 
+TEST(Split, AGroupsSilentPeerIsNamedByBothRanks) {
+  const auto status = RunInProcess(4, [](Communicator& c) -> absl::Status {
+    c.set_timeout(std::chrono::milliseconds(300));
+    FG_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> odd, c.Split(c.rank() % 2, c.rank()));
+    if (c.rank() != 1) return absl::OkStatus();
+    auto got = odd->Recv(1, MakeTag(0, 0, 1, TrafficKind::kFeatures));  // worker 3 sends nothing
+    EXPECT_TRUE(absl::IsDeadlineExceeded(got.status())) << got.status();
+    EXPECT_NE(got.status().message().find("group worker 1 (worker 3 of the run)"), std::string::npos)
+        << got.status();
+    return absl::OkStatus();
+  });
+  ExpectAllOk(status);
+}
+
 TEST(Split, OverGrpcOnLoopback) {
   constexpr int kParts = 4;
   constexpr char kToken[] = "split-test-token";
