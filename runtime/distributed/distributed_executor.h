@@ -30,6 +30,8 @@ struct Traffic {
   int world_size = 1;
   int64_t bytes_features = 0, bytes_partials = 0, bytes_gradients = 0, bytes_allreduce = 0;
   int64_t bytes_control = 0;  // sampling's requests and rows, and other control messages
+  // wait_seconds: blocked in receives over the whole run (set-up and evaluation included);
+  // compute_seconds: the training steps' wall time not spent in those waits (the trainer's).
   double compute_seconds = 0, wait_seconds = 0, overlap = 0;
   // Vectors received per forward pass (all layers): as chosen per peer, and the alternatives.
   int64_t vectors_chosen = 0, vectors_rows_only = 0, vectors_partial_only = 0, vectors_naive = 0;

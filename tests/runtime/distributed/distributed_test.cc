@@ -51,6 +51,13 @@ void ExpectMatchesSingleProcess(const std::string& model, ExchangeMode mode,
       // NaN for link prediction, whose metrics are not accuracies.
       EXPECT_THAT(results[r].test_accuracy, ::testing::NanSensitiveDoubleEq(base->test_accuracy)) << model << " P=" << parts;
       EXPECT_EQ(results[r].traffic.world_size, parts);
+      // The training steps' time outside receives: positive, and at most their wall time.
+      double step_seconds = 0;
+      for (const auto& h : results[r].history) step_seconds += h.seconds;
+      if (parts > 1) {
+        EXPECT_GT(results[r].traffic.compute_seconds, 0) << model << " P=" << parts << " worker " << r;
+        EXPECT_LE(results[r].traffic.compute_seconds, step_seconds) << model << " P=" << parts << " worker " << r;
+      }
       if (o.train().batch_size() == 0) continue;
       // Batch by batch: every batch's loss (the workers' shares summed) is the single process's.
       ASSERT_GT(base->batches_per_epoch, 1) << model;
