@@ -20,6 +20,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import run, thread_env  # noqa: E402  (bench/minibatch/run.py's)
 
 
 def parse_args():
@@ -38,21 +40,6 @@ def parse_args():
     p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"))
     p.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "minibatch"))
     return p.parse_args()
-
-
-def run(cmd, env=None):
-    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
-    return p.stdout
-
-
-def thread_env(threads):
-    env = dict(os.environ)
-    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[k] = str(threads)
-    return env
 
 
 def prepare(a, name):
