@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """ShaDow-GNN baseline in PyG (torch_geometric.loader.ShaDowKHopSampler, which needs torch_sparse) on a
-FlexGraph .npy workload: the sampling rate (one epoch of the loader over the training vertices, structure
+FlexGraph .npy workload. Where torch_sparse is not installed (its source build takes most of an hour on 2
+cores), --ego_library names a library built from torch_sparse's own ego_sample sources (csrc/ego_sample.cpp,
+csrc/cpu/ego_sample_cpu.cpp, linked against the venv's torch): the op ShaDowKHopSampler calls,
+torch_sparse::ego_k_hop_sample_adj, in a loader that collates as ShaDowKHopSampler does (the subgraph's
+edge_index, the batch vector, features and root labels) with plain torch in place of SparseTensor. It reports: the sampling rate (one epoch of the loader over the training vertices, structure
 only, counting the induced subgraphs' edges), the training epoch time (sampling, feature gathering, forward,
 backward and the Adam step per batch) and, with --accuracy_epochs, the test accuracy at the best validation
 accuracy (evaluated every 5 epochs on each vertex's own subgraph).
@@ -34,6 +38,8 @@ def parse_args(argv=None):
     p.add_argument("--accuracy_epochs", type=int, default=0, help="train this many epochs for the accuracy (0: none)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ego_library", default=None, help="torch_sparse's ego_sample op as a library, where "
+                   "torch_sparse is not installed")
     p.add_argument("--out", default=None, help="result JSON path")
     return p.parse_args(argv)
 
@@ -51,10 +57,30 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_baseline import Workload  # noqa: E402
 
 
+IN_CSR = None  # the workload's in-edge CSR (rowptr, col), for --ego_library
+
+
 def loader(data, a, idx, shuffle):
-    from torch_geometric.loader import ShaDowKHopSampler
-    return ShaDowKHopSampler(data, depth=a.depth, num_neighbors=a.fanout, node_idx=torch.from_numpy(idx),
-                             batch_size=a.batch_size, shuffle=shuffle, replace=False)
+    if a.ego_library is None:
+        from torch_geometric.loader import ShaDowKHopSampler
+        return ShaDowKHopSampler(data, depth=a.depth, num_neighbors=a.fanout, node_idx=torch.from_numpy(idx),
+                                 batch_size=a.batch_size, shuffle=shuffle, replace=False)
+    from torch_geometric.data import Batch
+    rowptr, col = IN_CSR  # row i lists the sources of i (ShaDowKHopSampler's adj_t)
+
+    def collate(n_id):  # ShaDowKHopSampler.__collate__ without SparseTensor
+        out = torch.ops.torch_sparse.ego_k_hop_sample_adj(rowptr, col, torch.tensor(n_id), a.depth, a.fanout,
+                                                          False)
+        sub_rowptr, sub_col, n_id, e_id, ptr, root_n_id = out
+        dst = torch.repeat_interleave(torch.arange(n_id.numel()), sub_rowptr.diff())
+        batch = Batch(batch=torch.repeat_interleave(torch.arange(ptr.numel() - 1), ptr.diff()), ptr=ptr)
+        batch.root_n_id = root_n_id
+        batch.edge_index = torch.stack([sub_col, dst], dim=0)
+        if getattr(data, "x", None) is not None:
+            batch.x = data.x[n_id]
+            batch.y = data.y[n_id][root_n_id]
+        return batch
+    return torch.utils.data.DataLoader(idx.tolist(), batch_size=a.batch_size, shuffle=shuffle, collate_fn=collate)
 
 
 class Gcn(torch.nn.Module):
@@ -75,10 +101,14 @@ class Gcn(torch.nn.Module):
 
 
 def main(a):
-    try:
-        import torch_sparse  # noqa: F401  ShaDowKHopSampler's ego_k_hop_sample_adj
-    except ImportError as e:
-        sys.exit(f"run_shadow.py: PyG's ShaDowKHopSampler needs torch_sparse, which is not installed ({e})")
+    if a.ego_library is not None:
+        torch.ops.load_library(a.ego_library)
+    else:
+        try:
+            import torch_sparse  # noqa: F401  ShaDowKHopSampler's ego_k_hop_sample_adj
+        except ImportError as e:
+            sys.exit(f"run_shadow.py: PyG's ShaDowKHopSampler needs torch_sparse, which is not installed ({e}); "
+                     "give --ego_library")
     from torch_geometric.data import Data
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -86,6 +116,8 @@ def main(a):
     edge_index = torch.from_numpy(np.stack([w.src, w.dst]))
     structure = Data(edge_index=edge_index, num_nodes=w.n)
     full = Data(edge_index=edge_index, num_nodes=w.n, x=torch.from_numpy(w.feat), y=torch.from_numpy(w.label))
+    global IN_CSR
+    IN_CSR = (torch.from_numpy(w.indptr), torch.from_numpy(w.indices))
 
     # Sampling alone: structure only (no features gathered).
     rates, edges = [], 0
@@ -106,7 +138,7 @@ def main(a):
         for batch in loader(full, a, w.train_idx, True):
             opt.zero_grad()
             out = model(batch.x, batch.edge_index, batch.root_n_id)
-            F.cross_entropy(out, batch.y[batch.root_n_id]).backward()
+            F.cross_entropy(out, batch.y).backward()  # y: the roots' labels
             opt.step()
 
     @torch.no_grad()
@@ -115,7 +147,7 @@ def main(a):
         right = 0
         for batch in loader(full, a, idx, False):
             out = model(batch.x, batch.edge_index, batch.root_n_id)
-            right += int((out.argmax(-1) == batch.y[batch.root_n_id]).sum())
+            right += int((out.argmax(-1) == batch.y).sum())
         return right / max(1, len(idx))
 
     seconds = []
@@ -125,7 +157,7 @@ def main(a):
         if e > 0:
             seconds.append(time.perf_counter() - t0)
     result = {
-        "system": "PyG ShaDowKHopSampler",
+        "system": "PyG ShaDowKHopSampler" if a.ego_library is None else "PyG ShaDow (torch_sparse ego op)",
         "sampled_edges_per_epoch": edges,
         "sampled_edges_per_second": statistics.median(rates),
         "epoch_seconds": statistics.median(seconds),

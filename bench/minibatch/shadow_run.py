@@ -36,6 +36,8 @@ def parse_args():
     p.add_argument("--epochs", type=int, default=3, help="timed epochs, after one warm-up epoch")
     p.add_argument("--accuracy_epochs", type=int, default=100, help="on Cora (0: no accuracy)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--ego_library", default=None, help="run_shadow.py's: torch_sparse's ego_sample op as a library, "
+                   "where torch_sparse is not installed")
     p.add_argument("--build", default=os.environ.get("FLEXGRAPH_BUILD", os.path.join(ROOT, "build", "release")))
     p.add_argument("--work_dir", default=os.path.join(ROOT, "build", "bench_work"))
     p.add_argument("--out_dir", default=os.path.join(ROOT, "bench", "results", "minibatch"))
@@ -96,7 +98,8 @@ def pyg_row(a, d, name, accuracy_epochs):
     run([sys.executable, os.path.join(ROOT, "bench", "baselines", "run_shadow.py"), "--data", d,
          "--depth", str(a.depth), "--fanout", str(a.fanout), "--batch_size", str(a.batch_size),
          "--layers", str(a.layers), "--hidden", str(a.hidden), "--epochs", str(a.epochs if name != "cora" else 20),
-         "--accuracy_epochs", str(accuracy_epochs), "--threads", str(a.threads), "--out", out],
+         "--accuracy_epochs", str(accuracy_epochs), "--threads", str(a.threads), "--out", out]
+        + (["--ego_library", a.ego_library] if a.ego_library else []),
         env=thread_env(a.threads))
     with open(out) as f:
         return json.load(f)
