@@ -280,7 +280,7 @@ std::string FormatPlan(const PlanInput& in, const Plan& plan) {
                                                                          : "  (does not fit)"));
   }
   absl::StrAppend(&out, "chosen: ", plan.reason, "\n");
-  absl::StrAppend(&out, "(model predictions; FlexGraph implements the 1D schemes only)\n");
+  absl::StrAppend(&out, "(model predictions; `launch` runs the 1D schemes; the 1.5D, 2D and 3D products are in runtime/grid)\n");
   return out;
 }
 
