@@ -18,6 +18,9 @@ struct DrawnWords {
   uint32_t NextU32() { return *next++; }
 };
 
+// Rows below this many are drawn on the calling thread.
+constexpr int64_t kSerialRows = 1024;
+
 // `k` <= d < 2^31 distinct indices of [0, d), uniformly, ascending, by Floyd's algorithm
 // (pick.h; k draws). Where d is at most kMaskBits the picks so far are kept as bits of a mask
 // (read back in order), else in a list scanned for each draw, then sorted: the same picks.
@@ -68,6 +71,10 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   // first tasks' rows while the others are drawn; rows prefetched ahead.
   const int64_t chunk = std::clamp<int64_t>(R / (8 * NumThreads()), 64, 512);
   constexpr int64_t kAhead = 48;
+  // A few rows are drawn on the calling thread: joining a parallel region costs more, and on a
+  // loaded machine a whole scheduler slice.
+  const int64_t tasks = (R + chunk - 1) / chunk;
+  const int64_t grain = R < kSerialRows ? std::max<int64_t>(tasks, 1) : 1;
   auto locate = [&](int64_t r) {  // (batch, row within it)
     const int64_t k = std::upper_bound(base.begin(), base.end(), r) - base.begin() - 1;
     return std::pair<int64_t, int64_t>(k, r - base[k]);
@@ -84,7 +91,7 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
   for (int64_t k = 0; k < K; ++k) stream_prefix[k] = NodeWiseStreamPrefix(epoch, batch[k], layer);
   const int32_t* own_entry = a.own_entries();
   const int64_t* keys = a.keys();
-  ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
+  ParallelForDynamic(0, tasks, grain, [&](int64_t c) {
     const int64_t lo = c * chunk, hi = std::min(R, lo + chunk);
     auto prefetch = [&](int64_t r) {
       __builtin_prefetch(row_ptr + flat[r]);
@@ -113,7 +120,7 @@ void SampleRows(const NeighbourhoodMatrix& a, const SamplerOptions& o, int fanou
     s.cols.resize(s.offsets.back());
     s.weights.resize(w != nullptr ? s.offsets.back() : 0);
   }
-  ParallelForDynamic(0, (R + chunk - 1) / chunk, 1, [&](int64_t c) {
+  ParallelForDynamic(0, tasks, grain, [&](int64_t c) {
     const int64_t lo = c * chunk, hi = std::min(R, lo + chunk);
     for (int64_t r = lo; r < std::min(hi, lo + kAhead); ++r) __builtin_prefetch(col + begin[r]);
     // First the random words of every row that keeps part of its entries, all at once (one block
