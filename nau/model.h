@@ -79,7 +79,9 @@ class Model : public nn::Module {
   virtual ag::Var Head(LayerContext& ctx, const ModelSpec& spec, const ag::Var& h) { return h; }
   // Whether training on a set of graphs runs each layer under ag::Checkpoint: its inputs (the
   // vertex rows and the edge state) kept, its intermediates recomputed in the backward pass.
-  // Default: no.
+  // Its layers must then compute the same values when run again (counter-based randomness) and
+  // make no call across workers (LayerContext::MeanOverRoots): the second run happens in the
+  // backward pass, on this worker alone. Default: no.
   virtual bool RecomputeLayers() const { return false; }
   // Roots (global vertex ids) of layer i. Default: every vertex for hidden layers, the target
   // type's vertices for the last layer.
