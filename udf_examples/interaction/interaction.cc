@@ -15,6 +15,7 @@
 #include "flexgraph/autograd/edge_functions.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/logging.h"
+#include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/nn/layer_norm.h"
 #include "nau/model.h"
@@ -146,8 +147,13 @@ class InteractionNetwork : public nau::Model {
     if (spec.num_classes < 1) return absl::InvalidArgumentError("interaction: no edge classes");
     o.blocks = static_cast<int>(blocks);
     o.layer_norm = norm != 0;
-    FG_ASSIGN_OR_RETURN(int64_t recompute, spec.options.Int("recompute"));
-    recompute_ = recompute != 0;
+    const std::string recompute = spec.options.String("recompute");
+    if (recompute != "auto" && recompute != "1" && recompute != "0") {
+      return absl::InvalidArgumentError(absl::StrCat("recompute: '", recompute, "' is not auto, 1 or 0"));
+    }
+    recompute_mode_ = recompute;
+    hidden_ = o.hidden;
+    iterations_ = spec.layers;
     const int64_t f = spec.FeatureDim("node"), fe = ds.graphs->edge_feat.dim(1);
     node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);
     edge_encoder_ = std::make_unique<Mlp>(fe, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 2);
@@ -171,6 +177,12 @@ class InteractionNetwork : public nau::Model {
     return node_encoder_->Forward(ag::Var(spec.dataset->features.at("node")));
   }
   ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec&, const Tensor& entry_features) override {
+    // Per batch: auto recomputes when keeping every activation would take more than a quarter of
+    // the memory still available (about 9 rows of [entries, hidden] per iteration and 13 for the
+    // encoders and head, measured), so small events train at full speed and large ones fit.
+    const double kept = static_cast<double>(entry_features.rows()) * hidden_ * 4.0 * (9.0 * iterations_ + 13.0);
+    recompute_ = recompute_mode_ == "1" ||
+                 (recompute_mode_ == "auto" && kept > 0.25 * static_cast<double>(AvailableMemoryBytes()));
     return Maybe(
         [this](const std::vector<ag::Var>& in) { return std::vector<ag::Var>{edge_encoder_->Forward(in[0])}; },
         {ag::Var(entry_features)});
@@ -190,7 +202,10 @@ class InteractionNetwork : public nau::Model {
     return recompute_ ? ag::Checkpoint(fn, in)[0] : fn(in)[0];
   }
 
-  bool recompute_ = true;
+  std::string recompute_mode_ = "auto";
+  int64_t hidden_ = 0;
+  int iterations_ = 0;
+  bool recompute_ = false;  // this batch's choice
   std::unique_ptr<Mlp> node_encoder_, edge_encoder_, head_;
   std::vector<std::unique_ptr<InteractionLayer>> layers_;
 };
@@ -208,8 +223,9 @@ FG_REGISTER_MODEL(
       "edge messages into hits: comma-separated sum, mean, max, std (concatenated)"},
      {"mlp_layers", nau::OptionType::kInt, "2", "Linear-LayerNorm-SiLU blocks per MLP"},
      {"layernorm", nau::OptionType::kInt, "1", "LayerNorm in the MLPs: 0 or 1"},
-     {"recompute", nau::OptionType::kInt, "1",
-      "1: keep each iteration's inputs only and recompute its activations in the backward pass "
+     {"recompute", nau::OptionType::kString, "auto",
+      "auto: per batch, 1 when keeping every activation would take more than a quarter of the "
+      "available memory; 1: keep each iteration's inputs only and recompute its activations in the backward pass "
       "(ag::Checkpoint; the edge encoder and head too), 0: keep every activation"},
      {"pos_weight", nau::OptionType::kFloat, "1", "edge task: weight of a true edge in the loss"},
      {"class_weights", nau::OptionType::kString, "",

@@ -79,4 +79,30 @@ TEST(TrackingCli, TwoWorkerProcessesTrainDataParallelToTheSingleProcessLosses) {
   EXPECT_NEAR(Field(Read(d + "/launch.json"), "test_auc"), Field(Read(d + "/single.json"), "test_auc"), 1e-5);
 }
 
+TEST(TrackingCli, AutomaticRecomputationKeepsActivationsWhereTheyFit) {
+  // A small event: `recompute=auto` keeps every activation (the peak of recompute=0), and
+  // recompute=1 holds less at its peak; the three runs give the same losses.
+  const std::string d = ScratchDir("fg_tracking_cli_recompute");
+  const std::string data = " --dataset trackml:events=3,particles=60,noise=0.1,seed=4,train=0.34,valid=0.33";
+  std::string out;
+  double peak[3] = {0, 0, 0};
+  std::vector<double> losses[3];
+  const char* modes[3] = {"auto", "0", "1"};
+  for (int k = 0; k < 3; ++k) {
+    const std::string json = d + "/" + modes[k] + ".json";
+    ASSERT_EQ(Shell(kFlexgraph + kTrain + data + " --epochs 2 --model_opt recompute=" + modes[k] +
+                        " --summary_json " + json, &out), 0) << out;
+    peak[k] = Field(Read(json), "peak_tensor_bytes");
+    losses[k] = Losses(Read(json));
+    ASSERT_EQ(losses[k].size(), 2u) << modes[k];
+  }
+  EXPECT_EQ(peak[0], peak[1]);
+  EXPECT_LT(peak[2], peak[1]);
+  for (int k = 1; k < 3; ++k) {
+    for (size_t e = 0; e < 2; ++e) EXPECT_NEAR(losses[k][e], losses[0][e], 1e-6) << modes[k];
+  }
+  EXPECT_EQ(Shell(kFlexgraph + kTrain + data + " --model_opt recompute=sometimes", &out), 1);
+  EXPECT_NE(out.find("recompute: 'sometimes' is not auto, 1 or 0"), std::string::npos) << out;
+}
+
 }  // namespace
