@@ -159,6 +159,23 @@ TEST(Cli, CommandsAndFlagsAreChecked) {
   EXPECT_NE(out.find("out of memory: allocating"), std::string::npos) << out;
 }
 
+TEST(Train, ShadowSamplingThroughTheBinary) {
+  // `--sampler shadow` as a user types it: two hops of 5 and 3, the pooled readout, two epochs of
+  // Cora in batches of 128; the summary has both epochs' falling losses. A bad option is named.
+  const std::string json = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_shadow.json";
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " train --quiet --dataset " + kCora + " --model gcn --sampler shadow --fanouts 5,3 "
+                  "--sampler_opt pool=mean --batch_size 128 --epochs 2 --threads 1 --summary_json " + json, &out), 0)
+      << out;
+  const std::vector<double> losses = Losses(Read(json));
+  ASSERT_EQ(losses.size(), 2u) << Read(json);
+  EXPECT_LT(losses[1], losses[0]);
+  EXPECT_GT(Field(Read(json), "test_accuracy"), 1.0 / 7);  // above chance on 7 classes
+  EXPECT_NE(Shell(kFlexgraph + " train --quiet --dataset " + kCora + " --sampler shadow --sampler_opt pool=max "
+                  "--batch_size 128 --epochs 1", &out), 0);
+  EXPECT_NE(out.find("--sampler_opt pool: expected none or mean, got 'max'"), std::string::npos) << out;
+}
+
 TEST(Train, UnderAPerProcessDataLimitEndsTrainingOrSaysOutOfMemory) {
   // Whichever allocation meets the limit first (a tensor, or OpenBLAS's GEMM buffer, which it
   // would retry forever), the run trains or ends with the out-of-memory error within seconds.
