@@ -5,6 +5,8 @@
 //   flexgraph plan --dataset rmat:scale=18,edge_factor=16,features=128,classes=8 --workers 8 --device cpu
 //   flexgraph plan --vertices 111e6 --edges 1.6e9 --undirected --features 128 --hidden 256 --classes 172 \
 //       --layers 3 --model gcn --workers 1024 --device h100 --bandwidth_gbps 200 --latency_us 5
+//   flexgraph plan --dataset D --model gcn --hidden 16 --workers 2 --partitions hash --explain run.json
+//       (a launched run's summary: its measured bytes and time beside the prediction)
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -19,6 +21,7 @@
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
 #include "runtime/plan/planner.h"
+#include "runtime/train/summary.h"
 
 namespace fg::cli {
 namespace {
@@ -46,6 +49,11 @@ void AddFlags(FlagSet* f) {
   f->AddString("evaluations_per_epoch", "0", "forward-only evaluation passes per epoch to include");
   f->AddString("seed", "1", "seed of the hash partition and METIS");
   f->AddString("summary_json", "", "also write the plan as JSON to this file");
+  f->AddString("explain", "",
+               "a run's --summary_json (launch -- train): its measured bytes per worker and epoch, and "
+               "epoch time, beside this plan's prediction for the 1D scheme it ran (--exchange auto: "
+               "partial; --partitions names the run's partition; --seed its train seed)");
+  f->AddString("explain_exchange", "auto", "with --explain: the run's --exchange, auto or rows");
 }
 
 absl::StatusOr<double> Positive(const FlagSet& f, const char* name) {
@@ -155,6 +163,75 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
   return in;
 }
 
+double Number(const google::protobuf::Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() || !it->second.has_number_value() ? std::nan("") : it->second.number_value();
+}
+
+// --explain: the run's measured traffic and time against the prediction of the scheme it ran, from
+// the same partition. Bytes per worker and epoch are the workers' mean, evaluation passes included
+// (the run's count of them, from its history). Errors name the file and the field.
+absl::Status Explain(const FlagSet& f, const plan::PlanInput& in) {
+  const std::string path = f.Get("explain");
+  FG_ASSIGN_OR_RETURN(const std::string json, graph::io::ReadFileToString(path));
+  FG_ASSIGN_OR_RETURN(const google::protobuf::Struct run, runtime::StructFromJson(json, path));
+  const double world = Number(run, "world_size"), epochs = Number(run, "epochs");
+  if (!(world >= 1) || !(epochs >= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no world_size or epochs: not a run summary"));
+  }
+  if (static_cast<int>(world) != in.workers) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the run had ", world, " workers, --workers is ", in.workers));
+  }
+  if (const auto m = run.fields().find("model"); m != run.fields().end() && m->second.string_value() != f.Get("model")) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the run trained ", m->second.string_value(), ", --model is ",
+                                                   f.Get("model")));
+  }
+  const std::string exchange = f.Get("explain_exchange");
+  if (exchange != "auto" && exchange != "rows") {
+    return absl::InvalidArgumentError(absl::StrCat("--explain_exchange ", exchange, ": auto or rows"));
+  }
+  if (in.cuts.empty()) return absl::InvalidArgumentError("--explain needs the run's partition in --partitions");
+  const auto& [cut_name, cut] = in.cuts.front();
+  plan::StrategySpec spec;
+  spec.mode = exchange == "rows" ? plan::OneDMode::kRows : plan::OneDMode::kPartial;
+  spec.partition = cut_name;
+  // Evaluation passes per epoch: the epochs whose history holds validation figures.
+  double evaluations = 0;
+  if (const auto h = run.fields().find("history"); h != run.fields().end()) {
+    for (const auto& e : h->second.list_value().values()) {
+      evaluations += e.struct_value().fields().count("valid_accuracy") + e.struct_value().fields().count("valid_auc") > 0;
+    }
+  }
+  plan::PlanInput train_only = in, eval_only = in;
+  train_only.evaluations_per_epoch = 0;
+  eval_only.evaluations_per_epoch = 1;
+  const plan::Prediction t = plan::Predict(train_only, spec, &cut), e = plan::Predict(eval_only, spec, &cut);
+  const double eval_share = evaluations / epochs;
+  const double predicted = (t.bytes_sent - t.allreduce_bytes) + eval_share * (e.bytes_sent - t.bytes_sent);
+  double measured = 0, allreduce = 0;
+  const auto w = run.fields().find("workers");
+  if (w == run.fields().end() || w->second.list_value().values_size() != in.workers) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": field workers does not list ", in.workers, " workers"));
+  }
+  for (const auto& v : w->second.list_value().values()) {
+    const google::protobuf::Struct& ws = v.struct_value();
+    measured += Number(ws, "bytes_features_per_epoch") + Number(ws, "bytes_partials_per_epoch") +
+                Number(ws, "bytes_gradients_per_epoch");
+    allreduce += Number(ws, "bytes_allreduce_per_epoch");
+  }
+  measured /= in.workers;
+  allreduce /= in.workers;
+  const double seconds = Number(run, "epoch_seconds_median");
+  std::printf("explain %s (%s, %g epochs, %g evaluation passes):\n", path.c_str(), t.name.c_str(), epochs, evaluations);
+  std::printf("  exchange bytes per worker and epoch: predicted %.0f, measured %.0f (%.4fx)\n", predicted, measured,
+              measured / predicted);
+  std::printf("  gradient all-reduce per worker and epoch: predicted %.0f, measured %.0f (%.4fx)\n", t.allreduce_bytes,
+              allreduce, allreduce / t.allreduce_bytes);
+  std::printf("  epoch seconds (training step, median): predicted %.4g (compute %.4g, link %.4g), measured %.4g (%.3fx)\n",
+              t.epoch_s, t.compute_s, t.comm_s, seconds, seconds / t.epoch_s);
+  return absl::OkStatus();
+}
+
 int Plan(const std::vector<std::string>& args) {
   FlagSet f("plan", "predict bytes, memory and epoch time per training scheme, and pick one");
   AddFlags(&f);
@@ -177,6 +254,12 @@ int Plan(const std::vector<std::string>& args) {
     return 2;
   }
   std::printf("%s", plan::FormatPlan(*in, *p).c_str());
+  if (f.IsSet("explain")) {
+    if (absl::Status s = Explain(f, *in); !s.ok()) {
+      std::fprintf(stderr, "plan: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   if (const std::string path = f.Get("summary_json"); !path.empty()) {
     if (absl::Status s = graph::io::WriteFileAtomically(path, plan::PlanJson(*in, *p)); !s.ok()) {
       std::fprintf(stderr, "plan: %s\n", std::string(s.message()).c_str());

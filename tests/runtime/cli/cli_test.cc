@@ -176,6 +176,31 @@ TEST(Train, ShadowSamplingThroughTheBinary) {
   EXPECT_NE(out.find("--sampler_opt pool: expected none or mean, got 'max'"), std::string::npos) << out;
 }
 
+TEST(Plan, ExplainPutsARunsMeasuredBytesBesideThePrediction) {
+  // Two launched workers on a hash partition; `plan --explain` rebuilds that partition (the run's
+  // train seed) and its 1D prediction must equal the bytes the workers counted, exactly.
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_explain";
+  std::filesystem::create_directories(dir);
+  const std::string data = " --dataset rmat:scale=11,edge_factor=8,features=32,classes=4 --model gcn --hidden 16";
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --partition hash --log_dir " + dir + "/logs -- train" + data +
+                  " --epochs 3 --threads 1 --quiet --summary_json " + dir + "/run.json", &out), 0) << out;
+  const std::string plan = kFlexgraph + " plan" + data + " --partitions hash --seed 0 --explain " + dir + "/run.json";
+  ASSERT_EQ(Shell(plan + " --workers 2", &out), 0) << out;
+  for (const char* what : {"exchange bytes per worker and epoch", "gradient all-reduce per worker and epoch"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, std::regex(std::string(what) + ": predicted ([0-9]+), measured ([0-9]+)")))
+        << out;
+    EXPECT_EQ(m[1].str(), m[2].str()) << what;
+    EXPECT_NE(m[1].str(), "0") << what;
+  }
+  EXPECT_EQ(Shell(plan + " --workers 3", &out), 2);
+  EXPECT_NE(out.find("the run had 2 workers, --workers is 3"), std::string::npos) << out;
+  std::ofstream(dir + "/other.json") << "{\"epochs\": 3}";
+  EXPECT_EQ(Shell(kFlexgraph + " plan" + data + " --workers 2 --explain " + dir + "/other.json", &out), 2);
+  EXPECT_NE(out.find(dir + "/other.json: no world_size or epochs"), std::string::npos) << out;
+}
+
 TEST(Train, UnderAPerProcessDataLimitEndsTrainingOrSaysOutOfMemory) {
   // Whichever allocation meets the limit first (a tensor, or OpenBLAS's GEMM buffer, which it
   // would retry forever), the run trains or ends with the out-of-memory error within seconds.
