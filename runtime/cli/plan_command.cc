@@ -3,8 +3,9 @@
 // worker sends and receives per epoch, its memory and the epoch time, and the scheme it picks.
 //
 //   flexgraph plan --dataset rmat:scale=18,edge_factor=16,features=128,classes=8 --workers 8 --device cpu
-//   flexgraph plan --vertices 111e6 --edges 1.6e9 --undirected --features 128 --hidden 256 --classes 172 \
-//       --layers 3 --model gcn --workers 1024 --device h100 --bandwidth_gbps 200 --latency_us 5
+//   flexgraph plan --vertices 111e6 --edges 1.6e9 --undirected --features 128 --hidden 256
+//       --classes 172 --layers 3 --model gcn --workers 1024 --device h100 --bandwidth_gbps 200
+//       --latency_us 5
 //   flexgraph plan --dataset D --model gcn --hidden 16 --workers 2 --partitions hash --explain run.json
 //       (a launched run's summary: its measured bytes and time beside the prediction)
 #include <cmath>
