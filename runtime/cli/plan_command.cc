@@ -187,6 +187,16 @@ absl::Status Explain(const FlagSet& f, const plan::PlanInput& in) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": the run trained ", m->second.string_value(), ", --model is ",
                                                    f.Get("model")));
   }
+  if (const auto d = run.fields().find("dataset");
+      f.IsSet("dataset") && d != run.fields().end() && d->second.string_value() != f.Get("dataset")) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the run trained on ", d->second.string_value(),
+                                                   ", --dataset is ", f.Get("dataset")));
+  }
+  // The run's partition is seeded with its train seed: the plan's must be too.
+  if (const double seed = Number(run, "seed"); std::isfinite(seed) && f.Get("seed") != absl::StrCat(seed)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the run's partition used seed ", seed, ", --seed is ",
+                                                   f.Get("seed"), ": give --seed ", seed));
+  }
   const std::string exchange = f.Get("explain_exchange");
   if (exchange != "auto" && exchange != "rows") {
     return absl::InvalidArgumentError(absl::StrCat("--explain_exchange ", exchange, ": auto or rows"));
@@ -200,7 +210,8 @@ absl::Status Explain(const FlagSet& f, const plan::PlanInput& in) {
   double evaluations = 0;
   if (const auto h = run.fields().find("history"); h != run.fields().end()) {
     for (const auto& e : h->second.list_value().values()) {
-      evaluations += e.struct_value().fields().count("valid_accuracy") + e.struct_value().fields().count("valid_auc") > 0;
+      const auto& fields = e.struct_value().fields();
+      if (fields.contains("valid_accuracy") || fields.contains("valid_auc")) ++evaluations;
     }
   }
   plan::PlanInput train_only = in, eval_only = in;

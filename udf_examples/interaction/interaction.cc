@@ -153,7 +153,6 @@ class InteractionNetwork : public nau::Model {
     }
     recompute_mode_ = recompute;
     hidden_ = o.hidden;
-    iterations_ = spec.layers;
     const int64_t f = spec.FeatureDim("node"), fe = ds.graphs->edge_feat.dim(1);
     node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);
     edge_encoder_ = std::make_unique<Mlp>(fe, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 2);
@@ -180,7 +179,7 @@ class InteractionNetwork : public nau::Model {
     // Per batch: auto recomputes when keeping every activation would take more than a quarter of
     // the memory still available (about 9 rows of [entries, hidden] per iteration and 13 for the
     // encoders and head, measured), so small events train at full speed and large ones fit.
-    const double kept = static_cast<double>(entry_features.rows()) * hidden_ * 4.0 * (9.0 * iterations_ + 13.0);
+    const double kept = static_cast<double>(entry_features.rows()) * hidden_ * 4.0 * (9.0 * static_cast<double>(layers_.size()) + 13.0);
     recompute_ = recompute_mode_ == "1" ||
                  (recompute_mode_ == "auto" && kept > 0.25 * static_cast<double>(AvailableMemoryBytes()));
     return Maybe(
@@ -204,7 +203,6 @@ class InteractionNetwork : public nau::Model {
 
   std::string recompute_mode_ = "auto";
   int64_t hidden_ = 0;
-  int iterations_ = 0;
   bool recompute_ = false;  // this batch's choice
   std::unique_ptr<Mlp> node_encoder_, edge_encoder_, head_;
   std::vector<std::unique_ptr<InteractionLayer>> layers_;

@@ -194,6 +194,8 @@ TEST(Plan, ExplainPutsARunsMeasuredBytesBesideThePrediction) {
     EXPECT_EQ(m[1].str(), m[2].str()) << what;
     EXPECT_NE(m[1].str(), "0") << what;
   }
+  EXPECT_EQ(Shell(kFlexgraph + " plan" + data + " --partitions hash --workers 2 --explain " + dir + "/run.json", &out), 2);
+  EXPECT_NE(out.find("the run's partition used seed 0, --seed is 1: give --seed 0"), std::string::npos) << out;
   EXPECT_EQ(Shell(plan + " --workers 3", &out), 2);
   EXPECT_NE(out.find("the run had 2 workers, --workers is 3"), std::string::npos) << out;
   std::ofstream(dir + "/other.json") << "{\"epochs\": 3}";
