@@ -29,7 +29,7 @@ partition:               nau proto
 udf_examples:            nau
 runtime/comm:            flexgraph/base proto
 runtime/tasks:           nau proto
-runtime/distributed:     runtime/comm nau sampling partition
+runtime/distributed:     runtime/comm runtime/grid nau sampling partition
 runtime/grid:            runtime/comm flexgraph/autograd
 runtime/train:           runtime/distributed runtime/tasks
 runtime/cluster:         runtime/train

@@ -28,6 +28,9 @@ constexpr char kStallHelp[] =
 
 // More workers than this are a typo, not a run (each is a process with its own gRPC server).
 constexpr int64_t kMaxWorkers = 4096;
+constexpr char kExchangeHelp[] =
+    "auto (per peer), rows or partial; or a process grid of the sparse-dense products (CAGNET): 1.5d:c=C, 2d, "
+    "2d:PRxPC, 3d or 3d:PRxPCxPF, each optionally followed by ,oblivious (GCN, SAGE, GIN, SGC; whole dataset per worker)";
 
 int UsageError(const FlagSet& flags, const std::string& message) {
   std::fprintf(stderr, "flexgraph %s\n\n%s", message.c_str(), flags.Usage().c_str());
@@ -105,7 +108,7 @@ int Launch(const std::vector<std::string>& args) {
   flags.AddString("stall_timeout", "300", kStallHelp);
   flags.AddString("partition", "metis",
                   "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
-  flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
+  flags.AddString("exchange", "auto", kExchangeHelp);
   flags.AddBool("restart_on_failure", false, "restart a failed run from its last checkpoint");
   flags.AddString("max_restarts", "3", "restarts allowed with --restart_on_failure");
   flags.AddBool("quiet", false, "do not echo worker 0's log");
@@ -135,8 +138,13 @@ int Launch(const std::vector<std::string>& args) {
   if (auto m = partition::ParseMethod(flags.Get("partition")); !m.ok()) {
     return UsageError(flags, absl::StrCat("launch: --partition: ", m.status().message()));
   }
-  if (runtime::ExchangeMode mode; !runtime::ParseExchangeMode(flags.Get("exchange"), &mode)) {
-    return UsageError(flags, "launch: --exchange takes auto, rows or partial");
+  runtime::ExchangeMode mode;
+  grid::GridSpec grid;
+  if (auto s = runtime::ParseExchange(flags.Get("exchange"), &mode, &grid); !s.ok()) {
+    return UsageError(flags, absl::StrCat("launch: ", s.message()));
+  }
+  if (auto s = grid::ResolveGridSpec(grid, static_cast<int>(*workers)); !s.ok()) {
+    return UsageError(flags, absl::StrCat("launch: ", s.status().message()));
   }
   if (auto tls = TlsFrom(flags, "launch"); !tls.ok()) {
     std::fprintf(stderr, "flexgraph %s\n", std::string(tls.status().message()).c_str());
@@ -264,7 +272,7 @@ int Worker(const std::vector<std::string>& args) {
   flags.AddString("host", "127.0.0.1", "interface the worker listens on");
   flags.AddString("advertise", "", "host name peers use to reach this worker");
   flags.AddString("rank", "-1", "requested rank (-1: from the environment or any)");
-  flags.AddString("exchange", "auto", "auto (per peer), rows or partial");
+  flags.AddString("exchange", "auto", kExchangeHelp);
   flags.AddString("register_timeout", "300", "seconds to wait for the coordinator and the other workers");
   flags.AddString("coordinator_timeout", "30", "seconds without the coordinator's answer before the run is given up");
   flags.AddString("stall_timeout", "300",
@@ -286,8 +294,9 @@ int Worker(const std::vector<std::string>& args) {
   const std::string comm = flags.Get("comm");
   if (comm != "grpc" && comm != "mpi") return UsageError(flags, "worker: --comm takes grpc or mpi");
   runtime::ExchangeMode exchange;
-  if (!runtime::ParseExchangeMode(flags.Get("exchange"), &exchange)) {
-    return UsageError(flags, "worker: --exchange takes auto, rows or partial");
+  grid::GridSpec grid;
+  if (auto s = runtime::ParseExchange(flags.Get("exchange"), &exchange, &grid); !s.ok()) {
+    return UsageError(flags, absl::StrCat("worker: ", s.message()));
   }
   auto stall = flags.GetDouble("stall_timeout");
   if (!stall.ok() || !(*stall > 0)) return UsageError(flags, "worker: --stall_timeout takes a positive number");
@@ -299,6 +308,7 @@ int Worker(const std::vector<std::string>& args) {
     runtime::MpiWorkerOptions m;
     m.partition_method = flags.Get("partition");
     m.exchange = exchange;
+    m.grid = grid;
     m.pipeline = flags.GetBool("pipeline");
     m.recv_timeout_seconds = *stall;
     if (auto s = PrepareOutputs(*train); !s.ok()) {
@@ -334,6 +344,7 @@ int Worker(const std::vector<std::string>& args) {
   o.coordinator_timeout_seconds = *silent;
   o.stall_timeout_seconds = *stall;
   o.exchange = exchange;
+  o.grid = grid;
   o.pipeline = flags.GetBool("pipeline");
   // Under srun without --coordinator: task 0 runs the coordinator on the step's first node.
   std::unique_ptr<runtime::Coordinator> coordinator;

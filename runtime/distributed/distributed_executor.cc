@@ -22,6 +22,17 @@ DistributedExecutor::DistributedExecutor(DistributedSetup setup)
   xctx_.pipeline = setup_.pipeline;
 }
 
+absl::Status DistributedExecutor::StartGrid(int64_t n, uint64_t seed) {
+  if (!setup_.grid.active() || !distributed()) return absl::OkStatus();
+  FG_ASSIGN_OR_RETURN(grid_, grid::GridAggregation::Make(*setup_.comm, setup_.grid, n, seed));
+  return absl::OkStatus();
+}
+
+absl::Status DistributedExecutor::status() const {
+  if (!xctx_.error->ok() || grid_ == nullptr) return *xctx_.error;
+  return grid_->status();
+}
+
 void DistributedExecutor::RecordError(const absl::Status& s) {
   if (!s.ok() && xctx_.error->ok()) *xctx_.error = s;
 }
@@ -31,7 +42,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                             const Rows& input, const Rows& roots, int epoch,
                                             int same_as) {
   if (static_cast<int>(layers_.size()) <= i) layers_.resize(i + 1);
-  if (same_as >= 0 && distributed() && (layers_[same_as].hdg || layers_[same_as].exchange.local_hdg)) {
+  if (same_as >= 0 && distributed() && !grid_ && (layers_[same_as].hdg || layers_[same_as].exchange.local_hdg)) {
     LayerPlan shared = layers_[same_as];  // tensors and matrices are shared, not copied
     shared.exchange.layer = i;            // its own tags
     shared.input = input;
@@ -47,6 +58,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
   p.hdg = std::move(hdg);
   p.input = input;
   p.roots = roots;
+  if (grid_) return PlanGridLayer(i, layer, same_as);
   const Tensor& input_ids = input.ids;
   const Tensor& root_ids = roots.ids;
   bool custom = false;  // a custom aggregator reads the HDG's structure on the host
@@ -136,7 +148,75 @@ ag::Var DistributedExecutor::RunLayer(int i, nau::Layer& layer, const ag::Var& h
   ctx.root_global_ids = p.roots.keys;
   ctx.placed_ids = p.placed_keys;
   if (!distributed()) return executor_.Run(*p.hdg, p.levels, layer, h, ctx);
+  if (grid_) return RunGridLayer(i, layer, h, ctx);
   return RunExchanged(i, layer, h, ctx);
+}
+
+absl::Status DistributedExecutor::PlanGridLayer(int i, const nau::Layer& layer, int same_as) {
+  LayerPlan& p = layers_[i];
+  const hdg::Hdg& h = *p.hdg;
+  const nau::Aggregator level1 = layer.LevelAggregator(1);
+  const std::string scheme = grid::DescribeGrid(grid_->spec());
+  if (h.num_levels() != 1 || !level1.decomposable() || level1.reduction() == nau::Reduction::kMax ||
+      layer.UpdatesEdges()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--exchange ", scheme, ": layer ", i, " is not a sparse-dense product (",
+        h.num_levels() != 1 ? absl::StrCat(h.num_levels(), " HDG levels")
+        : layer.UpdatesEdges() ? std::string("edge states")
+                               : std::string("a max or custom aggregation"),
+        "); grids run one-level sum, mean and weighted-sum aggregations (GCN, SAGE, GIN, SGC): use "
+        "--exchange auto"));
+  }
+  const int64_t n = h.num_vertices();
+  bool every = h.num_roots() == n;
+  for (int64_t r = 0; every && r < n; ++r) every = h.roots().i32()[r] == r;
+  if (!every) {
+    return absl::UnimplementedError(absl::StrCat("--exchange ", scheme, ": layer ", i, " has ", h.num_roots(),
+                                                 " roots; grids aggregate at every vertex (", n, ")"));
+  }
+  if (same_as >= 0 && layers_[same_as].grid_matrix >= 0) {
+    p.grid_matrix = layers_[same_as].grid_matrix;
+  } else {
+    // Level 1 as a matrix over the vertices: row = root, column = child (a vertex), the entry's weight.
+    const Csr& c = h.level(1).csr();
+    const std::vector<float> w = EntryWeights(h.level(1), level1);
+    std::vector<int64_t> off(c.row_ptr(), c.row_ptr() + c.num_rows + 1);
+    std::vector<int32_t> cols;
+    c.VisitIndices([&](const auto* col) { cols.assign(col, col + c.nnz()); });
+    FG_RETURN_IF_ERROR(grid_->AddMatrix(i, Csr::FromVectors(n, n, off, cols, w)));
+    p.grid_matrix = i;
+  }
+  // The output rows among the held ones (the last layer's are the owned share).
+  const Tensor& in = p.input.ids;
+  Tensor idx = Tensor::Empty({p.roots.ids.numel()}, DType::kInt32);
+  bool identity = idx.numel() == in.numel();
+  for (int64_t k = 0; k < idx.numel(); ++k) {
+    const int64_t at = std::lower_bound(in.i64(), in.i64() + in.numel(), p.roots.ids.i64()[k]) - in.i64();
+    idx.i32()[k] = static_cast<int32_t>(at);
+    identity = identity && at == k;
+  }
+  p.self_rows = identity ? Tensor() : idx;
+  PlaceKeys(&p, p.input.keys);
+  return absl::OkStatus();
+}
+
+ag::Var DistributedExecutor::RunGridLayer(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx) {
+  const LayerPlan& p = layers_[i];
+  ctx.root_global_ids = p.input.keys;  // every held row is a root until the output is cut
+  ag::Var m;
+  {
+    ScopedTimer t(ctx.stats ? &ctx.stats->message : nullptr);
+    m = layer.Message(ctx, h);
+  }
+  ag::Var agg;
+  {
+    ScopedTimer t(ctx.stats ? &ctx.stats->aggregation : nullptr);
+    agg = grid_->Aggregate(p.grid_matrix, m);
+  }
+  ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);
+  if (ctx.capture_nbr != nullptr) *ctx.capture_nbr = agg;
+  ag::Var out = layer.Update(ctx, h, agg);
+  return p.self_rows.defined() ? ag::GatherRows(out, p.self_rows) : out;
 }
 
 ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Var& h,
@@ -255,6 +335,10 @@ void DistributedExecutor::SumDoubles(std::vector<double>* values, int epoch, int
 std::string DistributedExecutor::Explain(int i) const {
   const LayerPlan& p = layers_[i];
   std::string out;
+  if (grid_) {
+    return absl::StrCat("  level 1: the grid product (", grid::DescribeGrid(grid_->spec()), ") of matrix ",
+                        p.grid_matrix, " over every vertex; this worker holds ", p.input.ids.numel(), " rows\n");
+  }
   if (distributed()) {
     const LayerExchange& ex = p.exchange;
     std::string partial, rows;

@@ -18,6 +18,7 @@
 #include "nau/executor.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/distributed/exchange.h"
+#include "runtime/grid/grid_aggregation.h"
 
 namespace fg::runtime {
 
@@ -42,6 +43,9 @@ struct DistributedSetup {
   std::vector<int32_t> owners;
   ExchangeMode exchange = ExchangeMode::kAuto;
   bool pipeline = true;  // overlap sends with local aggregation
+  // A process grid instead of the per-peer exchange (`--exchange 2d` ...; runtime/grid): every
+  // worker loads the whole dataset, holds the rows of its grid block and owns a share of them.
+  grid::GridSpec grid;
 };
 
 class DistributedExecutor {
@@ -50,8 +54,17 @@ class DistributedExecutor {
 
   bool distributed() const { return setup_.comm != nullptr && setup_.comm->size() > 1; }
   int rank() const { return distributed() ? setup_.comm->rank() : 0; }
-  // True when this worker owns global vertex `v` (always alone).
-  bool Owns(int64_t v) const { return !distributed() || owners_.Of(v) == rank(); }
+  // True when this worker owns global vertex `v` (always alone): the task reads its output row.
+  bool Owns(int64_t v) const {
+    return !distributed() || (grid_ ? grid_->Owns(v) : owners_.Of(v) == rank());
+  }
+  // True when this worker computes v's rows in the layers: its owned vertices, or over a grid the
+  // rows of its block, which it shares with the block's other copies.
+  bool Holds(int64_t v) const { return grid_ ? grid_->Holds(v) : Owns(v); }
+  // Over a grid (DistributedSetup::grid): builds it for `n` vertices, the blocks' permutation from
+  // `seed`. Collective; call once, before Holds and Owns are asked. Nothing to do otherwise.
+  absl::Status StartGrid(int64_t n, uint64_t seed);
+  bool grid() const { return grid_ != nullptr; }
   const DistributedSetup& setup() const { return setup_; }
   // Who owns what (set from the setup's table, or by the trainer from a part's bounds).
   void SetOwnership(Ownership owners) { owners_ = std::move(owners); }
@@ -70,6 +83,8 @@ class DistributedExecutor {
   // this worker's input rows and roots, ids sorted. Collective in a distributed run (index lists
   // are exchanged with the peers), unless `same_as` names an earlier layer with the same HDG,
   // rows and bottom reduction, whose exchange it shares (every worker must pass the same).
+  // Over a grid, `hdg` selects every vertex (roots 0..n-1), `input` are the held rows and `roots`
+  // the held rows or, for the model's last layer, the owned ones (the layer's output rows).
   absl::Status PlanLayer(int i, const nau::Layer& layer, std::shared_ptr<const hdg::Hdg> hdg,
                          const Rows& input, const Rows& roots, int epoch, int same_as = -1);
 
@@ -96,7 +111,7 @@ class DistributedExecutor {
   void SumDoubles(std::vector<double>* values, int epoch, int step);
 
   // The first error of the run (OK otherwise); RecordError keeps the first one.
-  absl::Status status() const { return *xctx_.error; }
+  absl::Status status() const;
   void RecordError(const absl::Status& s);
   // The plan of layer `i`: its exchange (distributed) and the HybridExecutor's level plans.
   std::string Explain(int i) const;
@@ -110,6 +125,7 @@ class DistributedExecutor {
     LayerExchange exchange;  // distributed runs
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
+    int grid_matrix = -1;  // over a grid: the key of its matrix (GridAggregation::AddMatrix)
     Tensor table_keys;  // dropout's keys of the aggregated table's rows (distributed: owned, then ghosts)
     std::shared_ptr<const hdg::Hdg>
         source;  // the host HDG that `hdg` was placed from (device runs)
@@ -118,6 +134,10 @@ class DistributedExecutor {
   // Sets p's table keys and, on a device, places them, the input's and the roots' keys there.
   void PlaceKeys(LayerPlan* p, Tensor table_keys);
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
+  // Over a grid: the layer's level 1 as one weighted matrix over every vertex (the HDG selects
+  // every vertex), the aggregation as its grid product.
+  absl::Status PlanGridLayer(int i, const nau::Layer& layer, int same_as);
+  ag::Var RunGridLayer(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
   // Layer 0's message of a constant input (features that are not trained, no dropout in this
   // pass) is the same in every pass: its remote part is received once and kept, when training
   // passes reuse it too. Where only evaluation would (dropout on the input in training), it is
@@ -138,6 +158,7 @@ class DistributedExecutor {
   Device device_ = Device::kCpu;
   bool constant_in_training_ = false;  // the last training pass's layer-0 message was constant
   LayerExchange all_rows_;
+  std::unique_ptr<grid::GridAggregation> grid_;
   Tensor all_rows_order_, all_keys_;
 };
 

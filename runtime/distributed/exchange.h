@@ -19,6 +19,7 @@
 #include "nau/aggregator.h"
 #include "nau/context.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/grid/grid_spec.h"
 
 namespace fg::runtime {
 
@@ -64,8 +65,16 @@ class IdPositions {
 };
 
 enum class ExchangeMode { kAuto, kRowFetch, kPartial };
+// Per-entry weights of level `l` under a decomposable reduction: the entry's weight under a
+// weighted sum (scaled to sum to one where the aggregator normalises), 1 under a sum, 1/degree
+// under a mean.
+std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& agg);
+
 // Parses "auto", "rows" or "partial".
 bool ParseExchangeMode(const std::string& s, ExchangeMode* out);
+// A run's --exchange: a per-peer mode (auto, rows, partial; *grid left inactive) or a process grid
+// (grid_spec.h; *mode left as it is). The error names the flag and what it accepts.
+absl::Status ParseExchange(const std::string& s, ExchangeMode* mode, grid::GridSpec* grid);
 
 struct PeerExchange {
   int peer = -1;

@@ -25,27 +25,6 @@ SparseMatrixPtr MakeMatrix(int64_t rows, int64_t cols, std::vector<int64_t> off,
   return std::make_shared<SparseMatrix>(std::move(c));
 }
 
-// Per-entry level-1 weights of a decomposable reduction (mean folded in as 1/degree).
-std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& agg) {
-  const Csr& c = l.csr();
-  std::vector<float> w(c.nnz(), 1.0f);
-  for (int64_t r = 0; r < c.num_rows; ++r) {
-    const int64_t lo = c.row_ptr()[r], hi = c.row_ptr()[r + 1];
-    double total = 0;
-    for (int64_t e = lo; e < hi; ++e) {
-      if (agg.reduction() == nau::Reduction::kWeightedSum) w[e] = l.weights.f32()[e];
-      total += w[e];
-    }
-    float scale = 1.0f;
-    if (agg.reduction() == nau::Reduction::kMean && hi > lo) scale = 1.0f / (hi - lo);
-    if (agg.reduction() == nau::Reduction::kWeightedSum && agg.normalize_weights()) {
-      scale = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
-    }
-    for (int64_t e = lo; e < hi; ++e) w[e] *= scale;
-  }
-  return w;
-}
-
 // The peers' lists concatenated in rank order (LayerExchange::send_index and the others).
 void ConcatenatePeers(LayerExchange* ex) {
   std::vector<int32_t> send, targets;
@@ -75,12 +54,44 @@ void ConcatenatePeers(LayerExchange* ex) {
 }
 
 }  // namespace
+
+std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& agg) {
+  const Csr& c = l.csr();
+  std::vector<float> w(c.nnz(), 1.0f);
+  for (int64_t r = 0; r < c.num_rows; ++r) {
+    const int64_t lo = c.row_ptr()[r], hi = c.row_ptr()[r + 1];
+    double total = 0;
+    for (int64_t e = lo; e < hi; ++e) {
+      if (agg.reduction() == nau::Reduction::kWeightedSum) w[e] = l.weights.f32()[e];
+      total += w[e];
+    }
+    float scale = 1.0f;
+    if (agg.reduction() == nau::Reduction::kMean && hi > lo) scale = 1.0f / (hi - lo);
+    if (agg.reduction() == nau::Reduction::kWeightedSum && agg.normalize_weights()) {
+      scale = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
+    }
+    for (int64_t e = lo; e < hi; ++e) w[e] *= scale;
+  }
+  return w;
+}
+
 bool ParseExchangeMode(const std::string& s, ExchangeMode* out) {
   if (s == "auto") *out = ExchangeMode::kAuto;
   else if (s == "rows") *out = ExchangeMode::kRowFetch;
   else if (s == "partial") *out = ExchangeMode::kPartial;
   else return false;
   return true;
+}
+
+absl::Status ParseExchange(const std::string& s, ExchangeMode* mode, grid::GridSpec* grid) {
+  *grid = grid::GridSpec();
+  if (ParseExchangeMode(s, mode)) return absl::OkStatus();
+  if (grid::IsGridSpec(s)) {
+    FG_ASSIGN_OR_RETURN(*grid, grid::ParseGridSpec(s));
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--exchange ", s, ": takes auto, rows, partial or a process grid (",
+                                                 "1.5d:c=C, 2d, 2d:PRxPC, 3d, 3d:PRxPCxPF, each optionally ,oblivious)"));
 }
 
 Ownership::Ownership(std::vector<int32_t> owners)

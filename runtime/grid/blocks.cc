@@ -44,6 +44,11 @@ VertexBlocks VertexBlocks::Make(int64_t n, int blocks, uint64_t seed) {
   return v;
 }
 
+void VertexBlocks::SortWithinBlocks() {
+  for (int b = 0; b < blocks; ++b) std::sort(order.begin() + Lo(b), order.begin() + Lo(b + 1));
+  for (int64_t p = 0; p < n; ++p) position[order[p]] = p;
+}
+
 std::vector<Csr> RowBlocks(const Csr& a, const VertexBlocks& rows, int i, const std::vector<bool>& want) {
   const int nb = rows.blocks;
   std::vector<std::vector<int64_t>> offsets(nb, std::vector<int64_t>{0});
@@ -151,7 +156,8 @@ absl::StatusOr<Csr> DecodeBlock(const std::string& bytes, int64_t rows, int64_t 
 CallName NameCall(int64_t call, int stages) {
   FG_CHECK(stages >= 1 && stages <= kGridSteps) << "a grid product of " << stages << " stages";
   const int per = kGridSteps / stages;
-  return {static_cast<int>((call / per) % (runtime::kMaxTagEpoch + 1)), static_cast<int>(call % per) * stages};
+  static_assert(kGridEpochBase * 2 == runtime::kMaxTagEpoch + 1);
+  return {kGridEpochBase + static_cast<int>((call / per) % kGridEpochBase), static_cast<int>(call % per) * stages};
 }
 
 ag::Var ProductOp(const ag::Var& h, const char* op, int64_t rows, const ProductFn& forward, ProductFn backward,

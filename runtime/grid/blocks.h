@@ -27,6 +27,9 @@ struct VertexBlocks {
   int BlockOf(int64_t pos) const;
   // A uniformly random permutation from `seed` (the same on every platform); seed 0: the identity.
   static VertexBlocks Make(int64_t n, int blocks, uint64_t seed);
+  // The same blocks with each block's vertices in ascending id order: any contiguous range of a
+  // block's positions then lists its vertices in id order (a trainer's row order).
+  void SortWithinBlocks();
 };
 
 // The columns [Lo, Lo + Size) of a `width`-wide dense operand that block j of `parts` holds.
@@ -53,8 +56,10 @@ absl::StatusOr<Csr> DecodeBlock(const std::string& bytes, int64_t rows, int64_t 
 // of a product with `stages` steps uses the tag fields (epoch = Name.epoch, step = Name.first + s)
 // for s < stages, all below kGridSteps: steps from kGridSteps up are left to the caller's own
 // collectives over the whole run (a gradient all-reduce), which then never share a name with a
-// product's messages.
+// product's messages. Name.epoch is at least kGridEpochBase, so that collectives named by a
+// training epoch (below it) never share a name with a product's either.
 inline constexpr int kGridSteps = 1000;
+inline constexpr int kGridEpochBase = 1 << 21;
 struct CallName {
   int epoch = 0, first = 0;
 };

@@ -15,10 +15,9 @@
 #include "flexgraph/tensor/csr.h"
 #include "flexgraph/tensor/tensor.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/grid/grid_spec.h"
 
 namespace fg::grid {
-
-enum class GridScheme { kTwoD, kOnePointFiveD, kThreeD };
 
 struct GridGcnOptions {
   GridScheme scheme = GridScheme::kTwoD;

@@ -60,14 +60,20 @@ Spmm15D::Operand Spmm15D::Distribute(const Csr& m) const {
   return op;
 }
 
-absl::StatusOr<Tensor> Spmm15D::Run(const Operand& op, const Tensor& x, TrafficKind kind) {
-  const int64_t w = x.row_width();
+absl::StatusOr<Tensor> Spmm15D::Run(const Operand& op, const Tensor& in, TrafficKind kind, bool sum_first) {
+  const int64_t w = in.row_width();
+  Tensor x = in;
   if (x.rows() != rows()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Spmm15D on grid worker (", b_, ", ", r_, "): ", x.rows(), " rows, expected ", rows()));
   }
   Communicator& layer = grid_.layer();
-  const CallName name = NameCall(calls_++, teams_ / c_ + 1);
+  // Stages, the replicas' all-reduce of the partial sums, and the one that sums x first.
+  const CallName name = NameCall((*calls_)++, teams_ / c_ + 2);
+  if (sum_first) {
+    x = in.Clone();
+    FG_RETURN_IF_ERROR(grid_.replicas().AllReduce(x.f32(), x.numel(), name.epoch, name.first + teams_ / c_ + 1));
+  }
   Tensor z = Tensor::Zeros({rows(), w});
   for (int k = first_; k < last_; ++k) {
     const int step = name.first + (k - first_);
@@ -96,6 +102,7 @@ absl::StatusOr<Tensor> Spmm15D::Run(const Operand& op, const Tensor& x, TrafficK
     if (block.nnz() > 0) ops::AddInPlace(&z, ops::Spmm(block, h, ops::SpmmReduce::kSum));
   }
   FG_RETURN_IF_ERROR(grid_.replicas().AllReduce(z.f32(), z.numel(), name.epoch, name.first + teams_ / c_));
+  if (sum_first) z = ops::Scale(z, 1.0f / static_cast<float>(c_));
   return z;
 }
 
@@ -107,6 +114,12 @@ ag::Var Spmm15D::Apply(const ag::Var& h) {
   return ProductOp(
       h, "grid_spmm_15d", rows(), [this](const Tensor& x) { return Forward(x); },
       [this](const Tensor& g) { return Backward(g); }, &status_);
+}
+
+ag::Var Spmm15D::ApplyReplicated(const ag::Var& h) {
+  return ProductOp(
+      h, "grid_spmm_15d", rows(), [this](const Tensor& x) { return Forward(x); },
+      [this](const Tensor& g) { return Run(at_, g, TrafficKind::kGradients, /*sum_first=*/true); }, &status_);
 }
 
 }  // namespace fg::grid

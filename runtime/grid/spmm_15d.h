@@ -38,7 +38,15 @@ class Spmm15D {
   absl::StatusOr<Tensor> Backward(const Tensor& g);
   // Forward as a differentiable op; a failed call leaves zeros and its error in status().
   ag::Var Apply(const ag::Var& h);
+  // Apply for a trainer whose replicas each hold a share of the gradient (their sum is the true
+  // one, e.g. each replica's loss over its own rows): backward first sums the gradient over the
+  // replicas (one all-reduce of [rows, w]), then returns 1/c of H's gradient on each replica, so
+  // that the shares again sum to the true one.
+  ag::Var ApplyReplicated(const ag::Var& h);
   absl::Status status() const { return status_; }
+  // Names this product's calls from `counter` (which must outlive it) instead of its own: products
+  // of one grid that share a counter never share a message name.
+  void ShareCallCounter(int64_t* counter) { calls_ = counter; }
 
  private:
   struct Operand {
@@ -47,14 +55,15 @@ class Spmm15D {
   };
   Spmm15D(const runtime::ProcessGrid& grid, VertexBlocks blocks, bool aware);
   Operand Distribute(const Csr& m) const;
-  absl::StatusOr<Tensor> Run(const Operand& op, const Tensor& x, runtime::TrafficKind kind);
+  absl::StatusOr<Tensor> Run(const Operand& op, const Tensor& x, runtime::TrafficKind kind, bool sum_first = false);
 
   const runtime::ProcessGrid& grid_;
   VertexBlocks blocks_;
   bool aware_;
   int teams_, c_, b_, r_, first_, last_;  // stages [first_, last_)
   Operand a_, at_;
-  int64_t calls_ = 0;
+  int64_t own_calls_ = 0;
+  int64_t* calls_ = &own_calls_;
   absl::Status status_;
 };
 

@@ -73,7 +73,7 @@ absl::StatusOr<Tensor> Spmm3D::Run(const Operand& op, const Tensor& x, TrafficKi
   }
   Communicator& row = grid_.row();
   Communicator& column = grid_.column();
-  const CallName name = NameCall(calls_++, pr_ + 1);
+  const CallName name = NameCall((*calls_)++, pr_ + 1);
   const int64_t block_rows = blocks_.Size(i_);
   Tensor partial = Tensor::Zeros({block_rows, w});
   for (int k = 0; k < pr_; ++k) {

@@ -53,6 +53,9 @@ class Spmm3D {
   // Forward as a differentiable op; a failed call leaves zeros and its error in status().
   ag::Var Apply(const ag::Var& h);
   absl::Status status() const { return status_; }
+  // Names this product's calls from `counter` (which must outlive it) instead of its own: products
+  // of one grid that share a counter never share a message name.
+  void ShareCallCounter(int64_t* counter) { calls_ = counter; }
 
  private:
   struct Operand {
@@ -70,7 +73,8 @@ class Spmm3D {
   bool aware_;
   int pr_, pc_, pf_, i_, j_, l_;
   Operand a_, at_;
-  int64_t calls_ = 0;
+  int64_t own_calls_ = 0;
+  int64_t* calls_ = &own_calls_;
   absl::Status status_;
 };
 

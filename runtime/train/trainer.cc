@@ -71,6 +71,7 @@ absl::Status Trainer::Init() {
   Progress::SetQuiet(config_.output().quiet());
   FG_RETURN_IF_ERROR(LoadData());
   FG_RETURN_IF_ERROR(BuildModel());
+  FG_RETURN_IF_ERROR(StartGrid());
   if (dataset_.IsGraphSet() && dynamic_cast<GraphSetTask*>(task_.get()) != nullptr) {
     return InitGraphBatches();
   }
@@ -110,6 +111,33 @@ absl::Status Trainer::Init() {
     return task_->SetOutputRows(exec_.all_keys());
   }
   return task_->SetOutputRows(layer_roots_.back().ids);
+}
+
+absl::Status Trainer::StartGrid() {
+  const grid::GridSpec& spec = exec_.setup().grid;
+  if (!spec.active() || !distributed()) return absl::OkStatus();
+  const std::string flag = absl::StrCat("--exchange ", grid::DescribeGrid(spec), ": ");
+  const std::string& path = config_.dataset().path();
+  if (dataset_.part) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, "every worker of a grid loads the whole dataset; ", path,
+                                                   " is a partitioned dataset: train on its source dataset"));
+  }
+  if (dataset_.IsGraphSet() || space_.num_types() != 1) {
+    return absl::UnimplementedError(absl::StrCat(flag, "grids train on one homogeneous graph; ", path, " is ",
+                                                 dataset_.IsGraphSet() ? std::string("a set of graphs")
+                                                                       : absl::StrCat("a graph of ", space_.num_types(), " node types")));
+  }
+  if (config_.train().batch_size() > 0) {
+    return absl::UnimplementedError(absl::StrCat(flag, "grids train on the whole graph; leave --batch_size at 0"));
+  }
+  if (device_ != Device::kCpu) {
+    return absl::UnimplementedError(absl::StrCat(flag, "grid products run on the CPU; leave --device at cpu"));
+  }
+  if (task_->NeedsAllRows()) {
+    return absl::UnimplementedError(absl::StrCat(flag, "grids train node classification; ", path, " holds ",
+                                                 task_->Describe()));
+  }
+  return exec_.StartGrid(space_.size(), MixKey(config_.train().seed(), 0x6121D));
 }
 
 absl::Status Trainer::InitGraphBatches() {
@@ -278,7 +306,7 @@ void Trainer::PlaceRows() {
   for (int t = 0; t < space_.num_types(); ++t) {
     const int64_t lo = part ? part->begin(t) : 0, hi = part ? part->end(t) : space_.type_size(t);
     for (int64_t v = space_.type_offset(t) + lo; v < space_.type_offset(t) + hi; ++v) {
-      if (exec_.Owns(v)) table.push_back(v);
+      if (exec_.Holds(v)) table.push_back(v);
     }
   }
   table_ = rows_of(table);
@@ -295,9 +323,10 @@ void Trainer::PlaceRows() {
   for (int i = 0; i < model_->num_layers(); ++i) {
     const std::vector<int32_t> global = model_->Roots(i, spec_);
     roots_key_.push_back(key_of(global));
-    std::vector<int64_t> ids;
+    std::vector<int64_t> ids;  // the last layer's output rows are those the task reads
+    const bool last = i == model_->num_layers() - 1;
     for (int32_t r : global) {
-      if (exec_.Owns(r)) ids.push_back(r);
+      if (last ? exec_.Owns(r) : exec_.Holds(r)) ids.push_back(r);
     }
     layer_roots_.push_back(rows_of(std::move(ids)));
   }
@@ -331,6 +360,7 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
       const Tensor& ids = layer_roots_[i].ids;
       std::vector<int32_t> roots(ids.numel());
       for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
+      if (exec_.grid()) roots = model_->Roots(i, spec_);  // a grid's products need every row of A
       auto select = [&]() -> absl::StatusOr<hdg::Hdg> {
         if (!dataset_.part || !distributed() || layer.LocalSelection()) {
           return nau::SelectHdg(layer, i, spec_, epoch, roots);

@@ -83,7 +83,10 @@ class Trainer {
   absl::Status LoadData();
   // The model over the task's target type, its initial parameters and the optimizer.
   absl::Status BuildModel();
-  // This worker's input rows and every layer's roots: all vertices alone, the owned ones with peers.
+  // Over a process grid (DistributedSetup::grid): checks that the run can use one and builds it.
+  absl::Status StartGrid();
+  // This worker's input rows and every layer's roots: all vertices alone, the owned ones with peers
+  // (over a grid: the held ones, the last layer's owned).
   void PlaceRows();
   absl::Status EnsureHdgs(int epoch);
   // Mini-batch training in a distributed run: every layer's HDG over all its roots, for sampling

@@ -1,0 +1,132 @@
+// Training over a process grid (--exchange 1.5d | 2d | 3d): P in-process workers running the
+// registered models (dropout, biases and Adam included) with the grid products as their
+// aggregations must give the single process's loss at every epoch (within 1e-4 relative) and its
+// test accuracy, at P = 4, 8 and 9.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/grid/grid_spec.h"
+#include "runtime/train/trainer.h"
+#include "tests/runtime/in_process_workers.h"
+
+namespace fg::runtime {
+namespace {
+
+const std::string kCora = std::string(FG_SHARED_DATA_DIR) + "/cora";
+constexpr int64_t kCoraVertices = 2708;
+
+flexgraph::RunConfig Options(const std::string& model, int epochs) {
+  flexgraph::RunConfig config;
+  config.mutable_model()->set_name(model);
+  config.mutable_dataset()->set_path(kCora);
+  config.mutable_train()->set_epochs(epochs);
+  config.mutable_train()->set_threads(1);
+  config.mutable_output()->set_quiet(true);
+  return config;
+}
+
+TrainResult SingleProcess(const flexgraph::RunConfig& o) {
+  auto single = Trainer::Create(o);
+  EXPECT_TRUE(single.ok()) << single.status();
+  if (!single.ok()) return {};
+  auto r = (*single)->Run();
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : TrainResult();
+}
+
+void ExpectGridMatches(const std::string& model, const std::string& exchange, int workers) {
+  const flexgraph::RunConfig o = Options(model, 4);
+  const TrainResult base = SingleProcess(o);
+  ASSERT_EQ(base.losses.size(), 4u);
+  auto spec = grid::ParseGridSpec(exchange);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto results = fg::testing::RunWorkers(o, workers, ExchangeMode::kAuto,
+                                               fg::testing::StridedOwners(kCoraVertices, workers), *spec);
+  for (int r = 0; r < workers; ++r) {
+    ASSERT_EQ(results[r].losses.size(), base.losses.size()) << model << " " << exchange << " worker " << r;
+    for (size_t e = 0; e < base.losses.size(); ++e) {
+      EXPECT_NEAR(results[r].losses[e], base.losses[e], 1e-4 * std::fabs(base.losses[e]))
+          << model << " " << exchange << " P=" << workers << " worker " << r << " epoch " << e + 1;
+    }
+    EXPECT_DOUBLE_EQ(results[r].test_accuracy, base.test_accuracy) << model << " " << exchange << " worker " << r;
+    EXPECT_EQ(results[r].traffic.world_size, workers);
+  }
+  EXPECT_GT(results[0].traffic.bytes_features, 0) << model << " " << exchange;
+  EXPECT_GT(results[0].traffic.bytes_gradients, 0) << model << " " << exchange;
+}
+
+TEST(GridTraining, GcnMatchesSingleProcessOn2D) {
+  ExpectGridMatches("gcn", "2d", 4);  // 2 x 2
+  ExpectGridMatches("gcn", "2d", 9);  // 3 x 3
+  ExpectGridMatches("gcn", "2d:2x2,oblivious", 4);
+}
+
+TEST(GridTraining, GcnMatchesSingleProcessOn15DAnd3D) {
+  ExpectGridMatches("gcn", "1.5d:c=2", 4);
+  ExpectGridMatches("gcn", "1.5d:c=2", 8);
+  ExpectGridMatches("gcn", "3d:2x2x2", 8);
+}
+
+TEST(GridTraining, SageAndGinMatchSingleProcess) {
+  ExpectGridMatches("sage", "2d", 4);
+  ExpectGridMatches("sage", "1.5d:c=2", 8);
+  ExpectGridMatches("gin", "3d:2x2x2", 8);
+  ExpectGridMatches("gin", "2d", 9);
+}
+
+// PinSage's random-walk neighbourhoods (importance-weighted sums) are drawn again every period:
+// each draw gets its own product.
+TEST(GridTraining, PinSageMatchesSingleProcess) { ExpectGridMatches("pinsage", "2d", 4); }
+
+// What a grid cannot run is refused before training, naming the flag and the reason.
+TEST(GridTraining, RefusesWhatItCannotRun) {
+  auto expect_refused = [](flexgraph::RunConfig o, const std::string& exchange, const std::string& why) {
+    auto spec = grid::ParseGridSpec(exchange);
+    ASSERT_TRUE(spec.ok());
+    auto group = MakeInProcessGroup(2);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        DistributedSetup setup{group[r].get(), fg::testing::StridedOwners(kCoraVertices, 2), ExchangeMode::kAuto, true,
+                               *spec};
+        auto t = Trainer::Create(o, setup);
+        errors[r] = t.ok() ? "" : std::string(t.status().message());
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const std::string& e : errors) {
+      EXPECT_NE(e.find("--exchange"), std::string::npos) << exchange << " " << o.model().name() << ": " << e;
+      EXPECT_NE(e.find(why), std::string::npos) << e;
+    }
+  };
+  flexgraph::RunConfig batches = Options("gcn", 1);
+  batches.mutable_train()->set_batch_size(64);
+  expect_refused(batches, "2d:2x1", "batch_size");
+  expect_refused(Options("rgcn", 1), "2d:2x1", "not a sparse-dense product");
+  expect_refused(Options("gcn", 1), "1.5d:c=2", "c^2 = 4 does not divide the 2 workers");
+}
+
+TEST(GridSpec, ParsesResolvesAndNamesBadInput) {
+  auto two = grid::ResolveGridSpec(*grid::ParseGridSpec("2d"), 6);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->pr * two->pc, 6);
+  EXPECT_GE(two->pr, two->pc);
+  auto three = grid::ResolveGridSpec(*grid::ParseGridSpec("3d"), 8);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(grid::DescribeGrid(*three), "3d 2x2x2 aware");
+  EXPECT_EQ(grid::DescribeGrid(*grid::ParseGridSpec("1.5d:c=2,oblivious")), "1.5d c=2 oblivious");
+  EXPECT_FALSE(grid::ResolveGridSpec(*grid::ParseGridSpec("1.5d:c=3"), 4).ok());
+  EXPECT_FALSE(grid::ResolveGridSpec(*grid::ParseGridSpec("2d:3x2"), 4).ok());
+  for (const char* bad : {"2d:2x", "3d:2x2", "1.5d", "1.5d:c=0", "2d:fast", "4d"}) {
+    ExchangeMode mode;
+    grid::GridSpec spec;
+    const absl::Status s = ParseExchange(bad, &mode, &spec);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(std::string(s.message()).find(std::string("--exchange ") + bad), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace fg::runtime
