@@ -362,6 +362,10 @@ Traffic DistributedExecutor::ReportTraffic(const nau::ExecStats& stats) const {
   if (!distributed()) return t;
   Communicator& c = *setup_.comm;
   t.world_size = c.size();
+  t.exchange = grid_ ? grid::DescribeGrid(grid_->spec())
+               : setup_.exchange == ExchangeMode::kRowFetch ? "1d rows"
+               : setup_.exchange == ExchangeMode::kPartial  ? "1d partial"
+                                                            : "1d auto";
   t.bytes_features = c.bytes_sent(TrafficKind::kFeatures);
   t.bytes_partials = c.bytes_sent(TrafficKind::kPartials);
   t.bytes_gradients = c.bytes_sent(TrafficKind::kGradients);

@@ -62,6 +62,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
   f["peak_device_bytes"] = NumberValue(static_cast<double>(r.peak_device_bytes));
   f["num_vertices"] = NumberValue(static_cast<double>(r.num_vertices));
   f["num_edges"] = NumberValue(static_cast<double>(r.num_edges));
+  if (r.traffic.world_size > 1) f["exchange"].set_string_value(r.traffic.exchange);
   auto& stages = *f["stage_seconds"].mutable_struct_value()->mutable_fields();
   for (const auto& [name, value] : r.stats.Named()) stages[name] = NumberValue(value);
   // Evaluation runs outside the training step, so the per-epoch stats have none.

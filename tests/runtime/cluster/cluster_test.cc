@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <tuple>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -71,6 +72,32 @@ TEST(Mpi, RanksMatchSingleProcess) {
       EXPECT_NE(out.find("worker " + std::to_string(p - 1) + " of " + std::to_string(p) + " (MPI)"), std::string::npos)
           << out;
     }
+  }
+}
+
+// Four ranks over a process grid (each rank's groups split by MPI_Comm_split) match one process.
+TEST(Mpi, RanksOverAProcessGridMatchSingleProcess) {
+  SKIP_WITHOUT_MPI();
+  const std::string d = fg::testing::ScratchDir("fg_mpi_grid");
+  for (const auto& [model, exchange, described] : {std::tuple<std::string, std::string, std::string>{"gin", "2d", "2d 2x2 aware"},
+                                                   {"sage", "3d:2x1x2", "3d 2x1x2 aware"}}) {
+    SCOPED_TRACE(model + " " + exchange);
+    const std::string train = " train --dataset " + kCora + " --model " + model + " --epochs 5 --threads 1 --quiet";
+    const std::string single = d + "/" + model + ".json", json = d + "/" + model + "_grid.json";
+    ASSERT_EQ(Shell(kFlexgraph + train + " --summary_json " + single), 0);
+    const auto base = Losses(Read(single));
+    std::string out;
+    ASSERT_EQ(Shell(Mpirun(Np(4) + kFlexgraph + " worker --comm mpi --exchange " + exchange + " --" + train +
+                           " --summary_json " + json),
+                    &out),
+              0)
+        << out;
+    const std::string summary = Read(json);
+    const auto losses = Losses(summary);
+    ASSERT_EQ(losses.size(), base.size()) << summary;
+    for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]) << "epoch " << e + 1;
+    EXPECT_EQ(Field(summary, "test_accuracy"), Field(Read(single), "test_accuracy"));
+    EXPECT_NE(summary.find("\"exchange\": \"" + described + "\""), std::string::npos) << summary;
   }
 }
 

@@ -51,6 +51,8 @@ void ExpectGridMatches(const std::string& model, const std::string& exchange, in
     }
     EXPECT_DOUBLE_EQ(results[r].test_accuracy, base.test_accuracy) << model << " " << exchange << " worker " << r;
     EXPECT_EQ(results[r].traffic.world_size, workers);
+    EXPECT_EQ(results[r].traffic.exchange,
+              grid::DescribeGrid(*grid::ResolveGridSpec(*spec, workers)));
   }
   EXPECT_GT(results[0].traffic.bytes_features, 0) << model << " " << exchange;
   EXPECT_GT(results[0].traffic.bytes_gradients, 0) << model << " " << exchange;
