@@ -10,6 +10,7 @@
 namespace fg::grid {
 namespace {
 
+constexpr int kMaxSide = 4096;  // no grid dimension or replication exceeds a run's workers
 constexpr char kAccepted[] = "1.5d:c=C, 2d, 2d:PRxPC, 3d or 3d:PRxPCxPF, optionally followed by ,oblivious";
 
 absl::Status Bad(const std::string& text, const std::string& why) {
@@ -48,14 +49,18 @@ absl::StatusOr<GridSpec> ParseGridSpec(const std::string& text) {
     } else if (f == "aware") {
       spec.aware = true;
     } else if (spec.scheme == GridScheme::kOnePointFiveD && f.rfind("c=", 0) == 0) {
-      if (!absl::SimpleAtoi(f.substr(2), &spec.c) || spec.c < 1) return Bad(text, absl::StrCat("replication '", f, "' is not c=<positive integer>"));
+      if (!absl::SimpleAtoi(f.substr(2), &spec.c) || spec.c < 1 || spec.c > kMaxSide) {
+        return Bad(text, absl::StrCat("replication '", f, "' is not c=<integer in [1, ", kMaxSide, "]>"));
+      }
     } else if (spec.scheme != GridScheme::kOnePointFiveD && f.find('x') != std::string::npos) {
       std::vector<std::string> dims = absl::StrSplit(f, 'x');
       const size_t want = spec.scheme == GridScheme::kThreeD ? 3 : 2;
       int d[3] = {1, 1, 1};
       if (dims.size() != want) return Bad(text, absl::StrCat("shape '", f, "' needs ", want, " dimensions"));
       for (size_t i = 0; i < dims.size(); ++i) {
-        if (!absl::SimpleAtoi(dims[i], &d[i]) || d[i] < 1) return Bad(text, absl::StrCat("shape '", f, "' has a dimension that is not a positive integer"));
+        if (!absl::SimpleAtoi(dims[i], &d[i]) || d[i] < 1 || d[i] > kMaxSide) {
+          return Bad(text, absl::StrCat("shape '", f, "' has a dimension that is not an integer in [1, ", kMaxSide, "]"));
+        }
       }
       spec.pr = d[0], spec.pc = d[1], spec.pf = spec.scheme == GridScheme::kThreeD ? d[2] : 1;
     } else {
@@ -72,7 +77,7 @@ absl::StatusOr<GridSpec> ResolveGridSpec(GridSpec spec, int workers) {
     case GridScheme::kNone:
       return spec;
     case GridScheme::kOnePointFiveD:
-      if (spec.c < 1 || P % (spec.c * spec.c) != 0) {  // c divides the P / c blocks
+      if (spec.c < 1 || spec.c > kMaxSide || P % (spec.c * spec.c) != 0) {  // c divides the P / c blocks
         return absl::InvalidArgumentError(absl::StrCat("--exchange ", DescribeGrid(spec), ": c^2 = ", spec.c * spec.c,
                                                        " does not divide the ", P, " workers (c must divide the P / c blocks)"));
       }
@@ -102,9 +107,9 @@ absl::StatusOr<GridSpec> ResolveGridSpec(GridSpec spec, int workers) {
       }
       break;
   }
-  if (spec.pr * spec.pc * spec.pf != P) {
+  if (static_cast<int64_t>(spec.pr) * spec.pc * spec.pf != P) {
     return absl::InvalidArgumentError(absl::StrCat("--exchange ", DescribeGrid(spec), ": the grid has ",
-                                                   spec.pr * spec.pc * spec.pf, " workers, the run ", P));
+                                                   static_cast<int64_t>(spec.pr) * spec.pc * spec.pf, " workers, the run ", P));
   }
   return spec;
 }

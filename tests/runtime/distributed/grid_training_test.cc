@@ -121,7 +121,7 @@ TEST(GridSpec, ParsesResolvesAndNamesBadInput) {
   EXPECT_EQ(grid::DescribeGrid(*grid::ParseGridSpec("1.5d:c=2,oblivious")), "1.5d c=2 oblivious");
   EXPECT_FALSE(grid::ResolveGridSpec(*grid::ParseGridSpec("1.5d:c=3"), 4).ok());
   EXPECT_FALSE(grid::ResolveGridSpec(*grid::ParseGridSpec("2d:3x2"), 4).ok());
-  for (const char* bad : {"2d:2x", "3d:2x2", "1.5d", "1.5d:c=0", "2d:fast", "4d"}) {
+  for (const char* bad : {"2d:2x", "3d:2x2", "1.5d", "1.5d:c=0", "2d:fast", "4d", "2d:99999x99999", "1.5d:c=5000"}) {
     ExchangeMode mode;
     grid::GridSpec spec;
     const absl::Status s = ParseExchange(bad, &mode, &spec);
