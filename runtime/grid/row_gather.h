@@ -1,9 +1,10 @@
 // The grid row's all-gather of column blocks as a differentiable op (2D and 3D grids, whose
-// workers hold column blocks of a dense operand): each member's [rows, w_j] block placed at its
-// columns (blocks.h ColumnLo) of a zero [rows, w] buffer, summed over the row (a ring all-reduce);
-// backward sums the members' gradients the same way and keeps this member's columns. Calls are
-// collective over the row, named by the shared counter `calls` (blocks.h NameCall). A failed call
-// leaves its error in status(). Thread-compatible.
+// workers hold column blocks of a dense operand): each member sends its [rows, w_j] block to every
+// other member and places theirs at their columns (blocks.h ColumnLo) of [rows, w]; backward is the
+// reduce-scatter: each member sends every other member that member's columns of its gradient and
+// keeps the sum of its own columns. Per call each member sends (pc - 1) of its blocks forward and
+// rows x (w - w_j) floats backward. Calls are collective over the row, named by the shared counter
+// `calls` (blocks.h NameCall). A failed call leaves its error in status(). Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ class RowGather {
   absl::Status status() const { return status_; }
 
  private:
-  absl::Status Sum(Tensor* t);
+  absl::StatusOr<Tensor> ReduceScatter(const Tensor& g, int64_t width, int64_t rows);
   runtime::Communicator& row_;
   int64_t* calls_;
   absl::Status status_;

@@ -43,7 +43,7 @@ void ExpectLaunchMatches(const std::string& d, const std::string& model_args, co
 
 TEST(GridLaunch, FourWorkerProcessesMatchSingleProcess) {
   ExpectLaunchMatches(Dir("fg_grid_launch_gcn"), "--model gcn", "2d", "2d 2x2 aware");
-  ExpectLaunchMatches(Dir("fg_grid_launch_sgc"), "--udf_library " + kSgc + " --model sgc", "1.5d:c=2");
+  ExpectLaunchMatches(Dir("fg_grid_launch_sgc"), "--udf_library " + kSgc + " --model sgc", "1.5d:c=2", "1.5d c=2 aware");
 }
 
 TEST(GridLaunch, AGridThatDoesNotFitIsRefusedBeforeAnythingStarts) {
