@@ -10,7 +10,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(FG_INSTALL_TARGETS fg_core fg_hdg fg_sampling fg_nau fg_partition fg_comm fg_tasks fg_grid fg_distributed fg_train
+set(FG_INSTALL_TARGETS fg_core fg_hdg fg_sampling fg_nau fg_partition fg_comm fg_tasks fg_grid fg_distributed fg_plan fg_train
     fg_cluster fg_runtime fg_proto fg_udf_examples
     fg_openblas fg_metis fg_plugin)
 install(TARGETS ${FG_INSTALL_TARGETS} EXPORT flexgraphTargets

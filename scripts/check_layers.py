@@ -31,7 +31,7 @@ runtime/comm:            flexgraph/base proto
 runtime/tasks:           nau proto
 runtime/distributed:     runtime/comm runtime/grid nau sampling partition
 runtime/grid:            runtime/comm flexgraph/autograd
-runtime/train:           runtime/distributed runtime/tasks
+runtime/train:           runtime/distributed runtime/tasks runtime/plan
 runtime/cluster:         runtime/train
 runtime/plan:            flexgraph/tensor
 runtime/cli:             runtime/cluster runtime/plan

@@ -30,7 +30,9 @@ struct WorkerOptions {
   // coordinator names a stalled peer before this worker's receive from it times out.
   double stall_timeout_seconds = 300;
   ExchangeMode exchange = ExchangeMode::kAuto;
-  grid::GridSpec grid;  // active: a process grid instead of the per-peer exchange
+  // Active: a process grid instead of the per-peer exchange. Under kAuto, the trainer may choose
+  // one (runtime/train/exchange_choice.h).
+  grid::GridSpec grid;
   bool pipeline = true;
 };
 
@@ -38,7 +40,9 @@ struct MpiWorkerOptions {
   std::string partition_method = "metis";  // how rank 0 partitions a dataset loaded whole
   double recv_timeout_seconds = 300;  // a receive from a peer that sends nothing this long fails, naming it
   ExchangeMode exchange = ExchangeMode::kAuto;
-  grid::GridSpec grid;  // active: a process grid instead of the per-peer exchange
+  // Active: a process grid instead of the per-peer exchange. Under kAuto, the trainer may choose
+  // one (runtime/train/exchange_choice.h).
+  grid::GridSpec grid;
   bool pipeline = true;
 };
 

@@ -22,9 +22,9 @@ DistributedExecutor::DistributedExecutor(DistributedSetup setup)
   xctx_.pipeline = setup_.pipeline;
 }
 
-absl::Status DistributedExecutor::StartGrid(int64_t n, uint64_t seed) {
-  if (!setup_.grid.active() || !distributed()) return absl::OkStatus();
-  FG_ASSIGN_OR_RETURN(grid_, grid::GridAggregation::Make(*setup_.comm, setup_.grid, n, seed));
+absl::Status DistributedExecutor::StartGrid(const grid::GridSpec& spec, int64_t n, uint64_t seed, bool automatic) {
+  FG_ASSIGN_OR_RETURN(grid_, grid::GridAggregation::Make(*setup_.comm, spec, n, seed));
+  grid_automatic_ = automatic;
   return absl::OkStatus();
 }
 
@@ -362,7 +362,7 @@ Traffic DistributedExecutor::ReportTraffic(const nau::ExecStats& stats) const {
   if (!distributed()) return t;
   Communicator& c = *setup_.comm;
   t.world_size = c.size();
-  t.exchange = grid_ ? grid::DescribeGrid(grid_->spec())
+  t.exchange = grid_ ? grid::DescribeGrid(grid_->spec()) + (grid_automatic_ ? " (auto)" : "")
                : setup_.exchange == ExchangeMode::kRowFetch ? "1d rows"
                : setup_.exchange == ExchangeMode::kPartial  ? "1d partial"
                                                             : "1d auto";

@@ -47,6 +47,9 @@ struct DistributedSetup {
   // A process grid instead of the per-peer exchange (`--exchange 2d` ...; runtime/grid): every
   // worker loads the whole dataset, holds the rows of its grid block and owns a share of them.
   grid::GridSpec grid;
+  // With exchange kAuto: a grid where runtime/plan predicts it sends fewer bytes than the 1D
+  // exchange (runtime/train/exchange_choice.h; the command line's --exchange auto).
+  bool auto_grid = false;
 };
 
 class DistributedExecutor {
@@ -62,9 +65,10 @@ class DistributedExecutor {
   // True when this worker computes v's rows in the layers: its owned vertices, or over a grid the
   // rows of its block, which it shares with the block's other copies.
   bool Holds(int64_t v) const { return grid_ ? grid_->Holds(v) : Owns(v); }
-  // Over a grid (DistributedSetup::grid): builds it for `n` vertices, the blocks' permutation from
-  // `seed`. Collective; call once, before Holds and Owns are asked. Nothing to do otherwise.
-  absl::Status StartGrid(int64_t n, uint64_t seed);
+  // Trains over the grid `spec` (resolved for the run's workers): builds it for `n` vertices, the
+  // blocks' permutation from `seed`; `automatic`: chosen by --exchange auto (the summary says so).
+  // Collective; call once, before Holds and Owns are asked, in a distributed run.
+  absl::Status StartGrid(const grid::GridSpec& spec, int64_t n, uint64_t seed, bool automatic);
   bool grid() const { return grid_ != nullptr; }
   const DistributedSetup& setup() const { return setup_; }
   // Who owns what (set from the setup's table, or by the trainer from a part's bounds).
@@ -160,6 +164,7 @@ class DistributedExecutor {
   bool constant_in_training_ = false;  // the last training pass's layer-0 message was constant
   LayerExchange all_rows_;
   std::unique_ptr<grid::GridAggregation> grid_;
+  bool grid_automatic_ = false;
   Tensor all_rows_order_, all_keys_;
 };
 

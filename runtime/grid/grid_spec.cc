@@ -82,26 +82,23 @@ absl::StatusOr<GridSpec> ResolveGridSpec(GridSpec spec, int workers) {
                                                        " does not divide the ", P, " workers (c must divide the P / c blocks)"));
       }
       return spec;
-    case GridScheme::kTwoD:
+    case GridScheme::kTwoD:  // as runtime/plan's NearCubicGrid(P, 2)
       if (spec.pr == 0) {
-        for (int d = 1; d * d <= P; ++d) {
-          if (P % d == 0) spec.pr = d;
+        for (int a = 1; a * a <= P; ++a) {
+          if (P % a == 0) spec.pr = a, spec.pc = P / a;
         }
-        spec.pc = P / spec.pr;
-        std::swap(spec.pr, spec.pc);  // pr >= pc
       }
       spec.pf = 1;
       break;
-    case GridScheme::kThreeD:
-      if (spec.pr == 0) {  // the most cube-like: the smallest largest side, then pr >= pc >= pf
-        int best = P + 1;
-        for (int pf = 1; pf <= P; ++pf) {
-          if (P % pf != 0) continue;
-          for (int pc = pf; pc <= P / pf; ++pc) {
-            if ((P / pf) % pc != 0) continue;
-            const int pr = P / pf / pc;
-            if (pr < pc) continue;
-            if (pr < best) best = pr, spec.pr = pr, spec.pc = pc, spec.pf = pf;
+    case GridScheme::kThreeD:  // as runtime/plan's NearCubicGrid(P, 3): pr <= pc <= pf, pf / pr least
+      if (spec.pr == 0) {
+        double best = 1e300;
+        for (int a = 1; a * a * a <= P; ++a) {
+          if (P % a != 0) continue;
+          for (int b = a; a * b * b <= P; ++b) {
+            if ((P / a) % b != 0) continue;
+            const int c = P / a / b;
+            if (static_cast<double>(c) / a < best) best = static_cast<double>(c) / a, spec.pr = a, spec.pc = b, spec.pf = c;
           }
         }
       }

@@ -26,8 +26,8 @@ absl::StatusOr<GridSpec> ParseGridSpec(const std::string& text);
 // True when `text` names a grid scheme at all ("2d...", "3d...", "1.5d...").
 bool IsGridSpec(const std::string& text);
 
-// The spec with its shape filled in for `workers` (2D: pr x pc as square as possible, pr >=
-// pc; 3D: the most cube-like pr x pc x pf, pr >= pc >= pf); an error naming the shape and P
+// The spec with its shape filled in for `workers` as runtime/plan shapes its grids (2D: pr x pc
+// as square as possible, pr <= pc; 3D: the most cube-like pr <= pc <= pf); an error naming the shape and P
 // when they disagree (1.5D: c^2 must divide P, so that c divides the P / c blocks).
 absl::StatusOr<GridSpec> ResolveGridSpec(GridSpec spec, int workers);
 

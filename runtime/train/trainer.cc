@@ -17,6 +17,7 @@
 #include "partition/partitioned_dataset.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/dataset_view.h"
+#include "runtime/train/exchange_choice.h"
 #include "runtime/distributed/hdg_export.h"
 #include "runtime/distributed/distributed_selection.h"
 #include "runtime/tasks/graph_tasks.h"
@@ -114,8 +115,25 @@ absl::Status Trainer::Init() {
 }
 
 absl::Status Trainer::StartGrid() {
-  const grid::GridSpec& spec = exec_.setup().grid;
-  if (!spec.active() || !distributed()) return absl::OkStatus();
+  grid::GridSpec spec = exec_.setup().grid;
+  if (!distributed()) return absl::OkStatus();
+  const bool trainable = !dataset_.part && !dataset_.IsGraphSet() && space_.num_types() == 1 &&
+                         config_.train().batch_size() == 0 && device_ == Device::kCpu && !task_->NeedsAllRows();
+  bool automatic = false;
+  if (!spec.active() && exec_.setup().auto_grid && exec_.setup().exchange == ExchangeMode::kAuto && trainable) {
+    ExchangeChoiceInput in{.adjacency = &dataset_.Adjacency(), .workers = exec_.setup().comm->size(),
+                           .model = config_.model().name(), .features = spec_.FeatureDim(space_.type_name(0)),
+                           .hidden = config_.model().hidden(), .classes = task_->num_classes(),
+                           .layers = config_.model().layers(),
+                           .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0};
+    in.owners.resize(exec_.ownership().num_vertices());
+    for (size_t v = 0; v < in.owners.size(); ++v) in.owners[v] = exec_.ownership().Of(static_cast<int64_t>(v));
+    const ExchangeChoice choice = ChooseExchange(in);
+    if (!config_.output().quiet() && exec_.rank() == 0) std::fprintf(stderr, "exchange auto: %s\n", choice.reason.c_str());
+    spec = choice.grid;
+    automatic = spec.active();
+  }
+  if (!spec.active()) return absl::OkStatus();
   const std::string flag = absl::StrCat("--exchange ", grid::DescribeGrid(spec), ": ");
   const std::string& path = config_.dataset().path();
   if (dataset_.part) {
@@ -137,7 +155,7 @@ absl::Status Trainer::StartGrid() {
     return absl::UnimplementedError(absl::StrCat(flag, "grids train node classification; ", path, " holds ",
                                                  task_->Describe()));
   }
-  return exec_.StartGrid(space_.size(), MixKey(config_.train().seed(), 0x6121D));
+  return exec_.StartGrid(spec, space_.size(), MixKey(config_.train().seed(), 0x6121D), automatic);
 }
 
 absl::Status Trainer::InitGraphBatches() {

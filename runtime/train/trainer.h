@@ -83,7 +83,8 @@ class Trainer {
   absl::Status LoadData();
   // The model over the task's target type, its initial parameters and the optimizer.
   absl::Status BuildModel();
-  // Over a process grid (DistributedSetup::grid): checks that the run can use one and builds it.
+  // Over a process grid (DistributedSetup::grid, or --exchange auto's choice): checks that the run
+  // can use one and builds it.
   absl::Status StartGrid();
   // This worker's input rows and every layer's roots: all vertices alone, the owned ones with peers
   // (over a grid: the held ones, the last layer's owned).

@@ -20,17 +20,18 @@ inline std::vector<int32_t> StridedOwners(int64_t n, int parts) {
 }
 
 // Every worker's result (default-constructed where it failed, which the test reports); vertex v
-// is owned by worker owners[v] (or, with an active `grid`, the workers train over that grid).
+// is owned by worker owners[v] (or, with an active `grid`, the workers train over that grid;
+// `auto_grid`: DistributedSetup::auto_grid).
 inline std::vector<runtime::TrainResult> RunWorkers(const flexgraph::RunConfig& o, int parts,
                                                     runtime::ExchangeMode mode,
                                                     const std::vector<int32_t>& owners,
-                                                    const grid::GridSpec& grid = {}) {
+                                                    const grid::GridSpec& grid = {}, bool auto_grid = false) {
   auto group = runtime::MakeInProcessGroup(parts);
   std::vector<runtime::TrainResult> results(parts);
   std::vector<std::thread> threads;
   for (int r = 0; r < parts; ++r) {
     threads.emplace_back([&, r] {
-      runtime::DistributedSetup setup{group[r].get(), owners, mode, true, grid};
+      runtime::DistributedSetup setup{group[r].get(), owners, mode, true, grid, auto_grid};
       auto t = runtime::Trainer::Create(o, setup);
       ASSERT_TRUE(t.ok()) << t.status();
       auto res = (*t)->Run();

@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 
+#include "flexgraph/graph/dataset.h"
+#include "partition/partitioner.h"
 #include "runtime/grid/grid_spec.h"
 #include "runtime/train/trainer.h"
 #include "tests/runtime/in_process_workers.h"
@@ -16,10 +20,10 @@ namespace {
 const std::string kCora = std::string(FG_SHARED_DATA_DIR) + "/cora";
 constexpr int64_t kCoraVertices = 2708;
 
-flexgraph::RunConfig Options(const std::string& model, int epochs) {
+flexgraph::RunConfig Options(const std::string& model, int epochs, const std::string& dataset = kCora) {
   flexgraph::RunConfig config;
   config.mutable_model()->set_name(model);
-  config.mutable_dataset()->set_path(kCora);
+  config.mutable_dataset()->set_path(dataset);
   config.mutable_train()->set_epochs(epochs);
   config.mutable_train()->set_threads(1);
   config.mutable_output()->set_quiet(true);
@@ -81,6 +85,52 @@ TEST(GridTraining, SageAndGinMatchSingleProcess) {
 // each draw gets its own product.
 TEST(GridTraining, PinSageMatchesSingleProcess) { ExpectGridMatches("pinsage", "2d", 4); }
 
+// Bytes each worker sent per epoch, mean over the workers, every kind.
+double BytesPerWorker(const std::vector<TrainResult>& results) {
+  double sum = 0;
+  for (const TrainResult& r : results) {
+    const Traffic& t = r.traffic;
+    sum += static_cast<double>(t.bytes_features + t.bytes_partials + t.bytes_gradients + t.bytes_allreduce + t.bytes_control);
+  }
+  return sum / static_cast<double>(results.size());
+}
+
+// --exchange auto (auto_grid) runs the scheme the plan predicts to send least; measured, it sends
+// no more than the 1D exchange and every grid run on their own, and equals the one it chose.
+void ExpectAutoIsTheLeast(const std::string& dataset, int workers, const std::string& expected) {
+  const flexgraph::RunConfig o = Options("gcn", 2, dataset);
+  auto loaded = graph::LoadDataset(dataset, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  partition::PartitionInput in{.graph = &loaded->Adjacency()};
+  auto owners = partition::MakePartitioner(partition::Method::kMetis)->Assign(in, workers);  // as launch does
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  std::map<std::string, double> bytes;
+  bytes["1d auto"] = BytesPerWorker(fg::testing::RunWorkers(o, workers, ExchangeMode::kAuto, *owners));
+  for (const char* exchange : {"1.5d:c=2", "2d", "3d"}) {
+    const auto spec = grid::ResolveGridSpec(*grid::ParseGridSpec(exchange), workers);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    bytes[grid::DescribeGrid(*spec)] =
+        BytesPerWorker(fg::testing::RunWorkers(o, workers, ExchangeMode::kAuto, *owners, *spec));
+  }
+  const auto results = fg::testing::RunWorkers(o, workers, ExchangeMode::kAuto, *owners, {}, /*auto_grid=*/true);
+  std::string chosen = results[0].traffic.exchange;
+  if (const size_t at = chosen.find(" (auto)"); at != std::string::npos) chosen.erase(at);
+  EXPECT_EQ(chosen, expected) << dataset << " P=" << workers;
+  ASSERT_TRUE(bytes.count(chosen)) << chosen;
+  const double automatic = BytesPerWorker(results);
+  EXPECT_EQ(automatic, bytes[chosen]) << dataset << " P=" << workers << ": auto chose " << chosen;
+  for (const auto& [scheme, b] : bytes) {
+    std::printf("%s P=%d %s: %.0f bytes per worker and epoch\n", dataset.c_str(), workers, scheme.c_str(), b);
+    EXPECT_LE(automatic, b) << dataset << " P=" << workers << ": auto (" << chosen << ") against " << scheme;
+  }
+}
+
+TEST(GridTraining, AutoSendsNoMoreThanTheBestScheme) {
+  // Under METIS parts: Cora at P = 4, the 1D exchange; an SBM (communities) at P = 8, 1.5D.
+  ExpectAutoIsTheLeast(kCora, 4, "1d auto");
+  ExpectAutoIsTheLeast("sbm:nodes=4096,classes=8,features=64,avg_degree=32,seed=3", 8, "1.5d c=2 aware");
+}
+
 // What a grid cannot run is refused before training, naming the flag and the reason.
 TEST(GridTraining, RefusesWhatItCannotRun) {
   auto expect_refused = [](flexgraph::RunConfig o, const std::string& exchange, const std::string& why) {
@@ -114,10 +164,11 @@ TEST(GridSpec, ParsesResolvesAndNamesBadInput) {
   auto two = grid::ResolveGridSpec(*grid::ParseGridSpec("2d"), 6);
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->pr * two->pc, 6);
-  EXPECT_GE(two->pr, two->pc);
+  EXPECT_EQ(grid::DescribeGrid(*two), "2d 2x3 aware");  // as runtime/plan shapes it
   auto three = grid::ResolveGridSpec(*grid::ParseGridSpec("3d"), 8);
   ASSERT_TRUE(three.ok());
   EXPECT_EQ(grid::DescribeGrid(*three), "3d 2x2x2 aware");
+  EXPECT_EQ(grid::DescribeGrid(*grid::ResolveGridSpec(*grid::ParseGridSpec("3d"), 16)), "3d 2x2x4 aware");
   EXPECT_EQ(grid::DescribeGrid(*grid::ParseGridSpec("1.5d:c=2,oblivious")), "1.5d c=2 oblivious");
   EXPECT_FALSE(grid::ResolveGridSpec(*grid::ParseGridSpec("1.5d:c=3"), 4).ok());
   EXPECT_FALSE(grid::ResolveGridSpec(*grid::ParseGridSpec("2d:3x2"), 4).ok());

@@ -1,0 +1,57 @@
+#include "runtime/train/exchange_choice.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/plan/planner.h"
+
+namespace fg::runtime {
+
+ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
+  ExchangeChoice out;
+  auto kind = plan::ParseModelKind(in.model);
+  if (!kind.ok() || in.workers < 2 || in.adjacency == nullptr) {
+    out.reason = absl::StrCat("1d: the plan describes ", in.model, " over ", in.workers, " workers no further");
+    return out;
+  }
+  plan::PlanInput p;
+  p.graph = plan::CountsOf(*in.adjacency);
+  p.model = {.kind = *kind, .features = in.features, .hidden = in.hidden, .classes = in.classes, .layers = in.layers};
+  p.workers = in.workers;
+  p.device = *plan::DeviceByName("cpu");  // bytes do not depend on the device
+  p.evaluations_per_epoch = in.evaluations_per_epoch;
+  const bool self_loops = *kind == plan::ModelKind::kGcn || *kind == plan::ModelKind::kSgc;
+  const plan::Cut cut = plan::CountCut(*in.adjacency, in.owners, in.workers, self_loops);
+  plan::StrategySpec one_d;
+  one_d.mode = plan::OneDMode::kPartial;
+  one_d.partition = "run";
+  const double one_d_bytes = plan::Predict(p, one_d, &cut).bytes_sent;
+  double best = one_d_bytes;
+  const int P = in.workers;
+  auto consider = [&](const plan::StrategySpec& s, const grid::GridSpec& g) {
+    const double bytes = plan::Predict(p, s, nullptr).bytes_sent;
+    if (bytes < best) best = bytes, out.grid = g;
+  };
+  for (int c = 2; c * c <= P; ++c) {
+    if (P % (c * c) != 0) continue;
+    plan::StrategySpec s{.scheme = plan::Scheme::kOnePointFiveD, .aware = true, .c = c};
+    consider(s, {.scheme = grid::GridScheme::kOnePointFiveD, .c = c});
+  }
+  if (P >= 4) {
+    const std::vector<int> g = plan::NearCubicGrid(P, 2);
+    plan::StrategySpec s{.scheme = plan::Scheme::kTwoD, .aware = true};
+    s.grid[0] = g[0], s.grid[1] = g[1];
+    consider(s, {.scheme = grid::GridScheme::kTwoD, .pr = g[0], .pc = g[1], .pf = 1});
+  }
+  if (P >= 8) {
+    const std::vector<int> g = plan::NearCubicGrid(P, 3);
+    plan::StrategySpec s{.scheme = plan::Scheme::kThreeD, .aware = true};
+    s.grid[0] = g[0], s.grid[1] = g[1], s.grid[2] = g[2];
+    consider(s, {.scheme = grid::GridScheme::kThreeD, .pr = g[0], .pc = g[1], .pf = g[2]});
+  }
+  out.reason = absl::StrFormat("%s: %.2f MB sent per worker and epoch predicted; 1d per peer %.2f MB",
+                               out.grid.active() ? grid::DescribeGrid(out.grid) : std::string("1d per peer"),
+                               best / 1e6, one_d_bytes / 1e6);
+  return out;
+}
+
+}  // namespace fg::runtime

@@ -1,0 +1,36 @@
+// What `--exchange auto` runs in a distributed full-graph run: FlexGraph's 1D exchange (per peer,
+// rows or partial sums) or a process grid (1.5D at each c with c^2 dividing P, the 2D and 3D grids
+// runtime/plan shapes; sparsity-aware), whichever runtime/plan predicts to send the fewest bytes per
+// worker and epoch for this graph, this partition, this model and P workers (ties: 1D). Runs where
+// a grid cannot train (see runtime/train/trainer.cc StartGrid) and models runtime/plan does not
+// describe (only gcn, sage, gin and sgc) keep the 1D exchange. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "flexgraph/tensor/csr.h"
+#include "runtime/grid/grid_spec.h"
+
+namespace fg::runtime {
+
+struct ExchangeChoiceInput {
+  const Csr* adjacency = nullptr;     // in-edges, rows are destinations, the whole graph
+  std::vector<int32_t> owners;        // the 1D partition of the run
+  int workers = 1;
+  std::string model;                  // registered name
+  int64_t features = 0, hidden = 0, classes = 0;
+  int layers = 2;
+  int evaluations_per_epoch = 1;      // forward-only passes per epoch
+};
+
+struct ExchangeChoice {
+  grid::GridSpec grid;  // inactive: the 1D exchange
+  std::string reason;   // e.g. "3d 2x2x2 aware: 5.50 MB per worker and epoch predicted, 1d partial 7.59 MB"
+};
+
+ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in);
+
+}  // namespace fg::runtime
