@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Training runs over every exchange scheme with real processes (`flexgraph launch` on loopback):
 # FlexGraph's 1D exchange (per-peer choice of rows or partial sums, under a METIS and a hash
-# partition) against CAGNET's 1.5D (c = 2), 2D and 3D process grids (sparsity-aware), on Cora, an
-# RMAT graph (power law) and an SBM (communities). Per run: the bytes each worker sends per epoch
+# partition) against CAGNET's 1.5D (c = 2), 2D and 3D process grids (sparsity-aware) and against
+# --exchange auto (the plan's choice between them, under METIS), on Cora, an RMAT graph (power
+# law) and an SBM (communities). Checks that auto never sends more than the best of the other
+# schemes under METIS (within 0.5%: control messages). Per run: the bytes each worker sends per epoch
 # (mean over workers: exchange or grid products, gradient all-reduce, control), the median epoch
 # time, and the final loss, which must equal the 1D run's within 1e-4 relative (all schemes train
 # the same model). Prints a table and writes it as JSON (--json).
@@ -34,9 +36,10 @@ graphs = {
     "rmat-14": "rmat:scale=14,edge_factor=16,features=128,classes=8,seed=1",
     "sbm-16k": "sbm:nodes=16384,classes=8,features=128,avg_degree=32,seed=1",
 }
-schemes = [("1d metis", "auto", "metis"), ("1d hash", "auto", "hash"), ("1.5d c=2", "1.5d:c=2", "metis"),
-           ("2d", "2d", "metis"), ("3d", "3d", "metis")]
+schemes = [("1d metis", "1d", "metis"), ("1d hash", "1d", "hash"), ("1.5d c=2", "1.5d:c=2", "metis"),
+           ("2d", "2d", "metis"), ("3d", "3d", "metis"), ("auto", "auto", "metis")]
 rows = []
+failed = False
 for g, spec in graphs.items():
     for p in map(int, parts.split()):
         base_loss = None
@@ -66,6 +69,15 @@ for r in rows:
     ref = next(x for x in rows if x["graph"] == r["graph"] and x["workers"] == r["workers"] and x["scheme"] == "1d metis")
     print(f"| {r['graph']} | {r['workers']} | {r['scheme']} ({r['exchange']}) | {r['bytes_per_worker_epoch'] / 1e6:.2f} | "
           f"{r['bytes_per_worker_epoch'] / ref['bytes_per_worker_epoch']:.2f} | {r['epoch_seconds_median']:.3f} | {r['final_loss']:.5f} |")
+for g in graphs:
+    for p in map(int, parts.split()):
+        runs = [r for r in rows if r["graph"] == g and r["workers"] == p]
+        auto = next(r for r in runs if r["scheme"] == "auto")
+        best = min(r["bytes_per_worker_epoch"] for r in runs if r["scheme"] not in ("auto", "1d hash"))
+        verdict = "ok" if auto["bytes_per_worker_epoch"] <= best * 1.005 else "MORE THAN THE BEST"
+        print(f"auto on {g} P={p}: {auto['exchange']}, {auto['bytes_per_worker_epoch'] / best:.3f}x the best scheme's bytes: {verdict}")
+        if verdict != "ok": failed = True
 if out:
     json.dump({"runs": rows, "load": os.getloadavg()}, open(out, "w"), indent=1)
+sys.exit(1 if failed else 0)
 PY

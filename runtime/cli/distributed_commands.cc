@@ -29,7 +29,8 @@ constexpr char kStallHelp[] =
 // More workers than this are a typo, not a run (each is a process with its own gRPC server).
 constexpr int64_t kMaxWorkers = 4096;
 constexpr char kExchangeHelp[] =
-    "auto (per peer), rows or partial; or a process grid of the sparse-dense products (CAGNET): 1.5d:c=C, 2d, "
+    "auto (the 1D exchange or a process grid, whichever the plan predicts sends fewer bytes), 1d (per peer, rows "
+    "or partial sums), rows or partial; or a process grid of the sparse-dense products (CAGNET): 1.5d:c=C, 2d, "
     "2d:PRxPC, 3d or 3d:PRxPCxPF, each optionally followed by ,oblivious (GCN, SAGE, GIN, SGC; whole dataset per worker)";
 
 int UsageError(const FlagSet& flags, const std::string& message) {
@@ -309,6 +310,7 @@ int Worker(const std::vector<std::string>& args) {
     m.partition_method = flags.Get("partition");
     m.exchange = exchange;
     m.grid = grid;
+    m.auto_grid = flags.Get("exchange") == "auto";
     m.pipeline = flags.GetBool("pipeline");
     m.recv_timeout_seconds = *stall;
     if (auto s = PrepareOutputs(*train); !s.ok()) {
@@ -345,6 +347,7 @@ int Worker(const std::vector<std::string>& args) {
   o.stall_timeout_seconds = *stall;
   o.exchange = exchange;
   o.grid = grid;
+  o.auto_grid = flags.Get("exchange") == "auto";
   o.pipeline = flags.GetBool("pipeline");
   // Under srun without --coordinator: task 0 runs the coordinator on the step's first node.
   std::unique_ptr<runtime::Coordinator> coordinator;

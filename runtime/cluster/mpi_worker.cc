@@ -73,7 +73,7 @@ absl::StatusOr<TrainResult> Train(Communicator& comm, const MpiWorkerOptions& op
     flexgraph::RunConfig t = train;
     if (comm.rank() != 0) t.mutable_output()->set_quiet(true);
     FG_ASSIGN_OR_RETURN(auto trainer,
-                        Trainer::Create(t, {&comm, std::move(owners), options.exchange, options.pipeline, options.grid, /*auto_grid=*/true}));
+                        Trainer::Create(t, {&comm, std::move(owners), options.exchange, options.pipeline, options.grid, options.auto_grid}));
     return trainer->Run();
   } catch (const std::bad_alloc& e) {
     return absl::ResourceExhaustedError(absl::StrCat("rank ", comm.rank(), " ran out of memory: ", e.what()));

@@ -256,7 +256,7 @@ absl::StatusOr<TrainResult> RunWorker(const WorkerOptions& options,
       flexgraph::RunConfig t = train;
       if (rank != 0) t.mutable_output()->set_quiet(true);
       FG_ASSIGN_OR_RETURN(auto trainer,
-                          Trainer::Create(t, {comm.get(), owners, options.exchange, options.pipeline, options.grid, /*auto_grid=*/true}));
+                          Trainer::Create(t, {comm.get(), owners, options.exchange, options.pipeline, options.grid, options.auto_grid}));
       return trainer->Run();
     } catch (const std::bad_alloc& e) {
       comm->Abort(absl::ResourceExhaustedError(absl::StrCat("worker ", rank, " ran out of memory")));

@@ -30,9 +30,11 @@ struct WorkerOptions {
   // coordinator names a stalled peer before this worker's receive from it times out.
   double stall_timeout_seconds = 300;
   ExchangeMode exchange = ExchangeMode::kAuto;
-  // Active: a process grid instead of the per-peer exchange. Under kAuto, the trainer may choose
-  // one (runtime/train/exchange_choice.h).
+  // Active: a process grid instead of the per-peer exchange. With auto_grid (--exchange auto), the
+  // trainer may choose one (runtime/train/exchange_choice.h); without (--exchange 1d), kAuto is the
+  // per-peer 1D choice.
   grid::GridSpec grid;
+  bool auto_grid = true;
   bool pipeline = true;
 };
 
@@ -40,9 +42,11 @@ struct MpiWorkerOptions {
   std::string partition_method = "metis";  // how rank 0 partitions a dataset loaded whole
   double recv_timeout_seconds = 300;  // a receive from a peer that sends nothing this long fails, naming it
   ExchangeMode exchange = ExchangeMode::kAuto;
-  // Active: a process grid instead of the per-peer exchange. Under kAuto, the trainer may choose
-  // one (runtime/train/exchange_choice.h).
+  // Active: a process grid instead of the per-peer exchange. With auto_grid (--exchange auto), the
+  // trainer may choose one (runtime/train/exchange_choice.h); without (--exchange 1d), kAuto is the
+  // per-peer 1D choice.
   grid::GridSpec grid;
+  bool auto_grid = true;
   bool pipeline = true;
 };
 

@@ -70,7 +70,8 @@ enum class ExchangeMode { kAuto, kRowFetch, kPartial };
 // under a mean.
 std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& agg);
 
-// Parses "auto", "rows" or "partial".
+// Parses "auto" or "1d" (both kAuto: the command line's auto may also choose a grid, its 1d not),
+// "rows" or "partial".
 bool ParseExchangeMode(const std::string& s, ExchangeMode* out);
 // A run's --exchange: a per-peer mode (auto, rows, partial; *grid left inactive) or a process grid
 // (grid_spec.h; *mode left as it is). The error names the flag and what it accepts.

@@ -76,7 +76,7 @@ std::vector<float> EntryWeights(const hdg::HdgLevel& l, const nau::Aggregator& a
 }
 
 bool ParseExchangeMode(const std::string& s, ExchangeMode* out) {
-  if (s == "auto") *out = ExchangeMode::kAuto;
+  if (s == "auto" || s == "1d") *out = ExchangeMode::kAuto;
   else if (s == "rows") *out = ExchangeMode::kRowFetch;
   else if (s == "partial") *out = ExchangeMode::kPartial;
   else return false;
@@ -90,7 +90,7 @@ absl::Status ParseExchange(const std::string& s, ExchangeMode* mode, grid::GridS
     FG_ASSIGN_OR_RETURN(*grid, grid::ParseGridSpec(s));
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat("--exchange ", s, ": takes auto, rows, partial or a process grid (",
+  return absl::InvalidArgumentError(absl::StrCat("--exchange ", s, ": takes auto, 1d, rows, partial or a process grid (",
                                                  "1.5d:c=C, 2d, 2d:PRxPC, 3d, 3d:PRxPCxPF, each optionally ,oblivious)"));
 }
 

@@ -1,7 +1,8 @@
 // Process-grid training with real processes: `flexgraph launch --workers 4 --exchange 2d | 1.5d:c=2
 // | 3d` starts a coordinator and four worker processes on loopback; their losses equal one
 // process's within 1e-4 relative at every epoch, with the same test accuracy (GCN; SGC loaded from
-// its out-of-tree library). A grid that does not fit the workers is refused before anything starts.
+// its out-of-tree library). --exchange auto chooses a grid where the plan predicts fewer bytes. A
+// grid that does not fit the workers is refused before anything starts.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -46,11 +47,35 @@ TEST(GridLaunch, FourWorkerProcessesMatchSingleProcess) {
   ExpectLaunchMatches(Dir("fg_grid_launch_sgc"), "--udf_library " + kSgc + " --model sgc", "1.5d:c=2", "1.5d c=2 aware");
 }
 
+// --exchange auto: on an SBM at P = 8 the workers choose 1.5D (runtime/train/exchange_choice.h),
+// and --exchange 1d keeps the per-peer exchange; both give the same losses.
+TEST(GridLaunch, AutoChoosesAGridWhereThePlanPredictsFewerBytes) {
+  const std::string d = Dir("fg_grid_launch_auto");
+  const std::string train = " -- train --dataset sbm:nodes=4096,classes=8,features=64,avg_degree=32,seed=3 --epochs 2 "
+                            "--threads 1 --quiet --summary_json ";
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 8 --exchange auto --log_dir " + d + "/auto" + train + d +
+                      "/auto.json",
+                  &out),
+            0)
+      << out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 8 --exchange 1d --log_dir " + d + "/1d" + train + d + "/1d.json",
+                  &out),
+            0)
+      << out;
+  const std::string automatic = Read(d + "/auto.json"), one_d = Read(d + "/1d.json");
+  EXPECT_NE(automatic.find("\"exchange\": \"1.5d c=2 aware (auto)\""), std::string::npos) << automatic;
+  EXPECT_NE(one_d.find("\"exchange\": \"1d auto\""), std::string::npos) << one_d;
+  const auto a = Losses(automatic), b = Losses(one_d);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(a[e], b[e], 1e-4 * b[e]) << "epoch " << e + 1;
+}
+
 TEST(GridLaunch, AGridThatDoesNotFitIsRefusedBeforeAnythingStarts) {
   const std::string d = Dir("fg_grid_launch_bad");
   for (const auto& [exchange, why] : {std::pair<std::string, std::string>{"2d:3x3", "the grid has 9 workers, the run 4"},
                                       {"1.5d:c=4", "c^2 = 16 does not divide the 4 workers"},
-                                      {"4d", "takes auto, rows, partial or a process grid"}}) {
+                                      {"4d", "takes auto, 1d, rows, partial or a process grid"}}) {
     std::string out;
     EXPECT_EQ(Shell(kFlexgraph + " launch --workers 4 --exchange " + exchange + " --log_dir " + d + "/" +
                         std::to_string(exchange.size()) + " -- train --dataset " + kCora + " --epochs 1",
