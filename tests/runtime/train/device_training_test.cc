@@ -101,8 +101,8 @@ TEST_P(DeviceTraining, TwoWorkersOnOneGpuEqualTheCpuRun) {
 }
 
 // Mini-batches train on the GPU as on the CPU, sampled on the host or on the device: the same
-// batches, masks and losses (node classification with GraphSAGE and GCN, node-wise and LADIES;
-// PinSage link prediction); and over two workers sharing the GPU.
+// batches, masks and losses (node classification with GraphSAGE and GCN, node-wise, LADIES and
+// ShaDow (sampled on the host only); PinSage link prediction); and over two workers sharing the GPU.
 TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
   if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
   struct Run {
@@ -112,7 +112,9 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
     const char* sampler = "neighbor";
   };
   for (const Run& c : {Run{"sage", "cora", 64}, Run{"gcn", "cora", 64}, Run{"pinsage", "lastfm", 16384},
-                       Run{"sage", "cora", 64, "ladies"}, Run{"gcn", "cora", 64, "ladies"}}) {
+                       Run{"sage", "cora", 64, "ladies"}, Run{"gcn", "cora", 64, "ladies"},
+                       Run{"gcn", "cora", 64, "shadow"}}) {
+    const bool shadow = std::string(c.sampler) == "shadow";
     auto config = [&](const std::string& device, const std::string& sample_on) {
       flexgraph::RunConfig config;
       config.mutable_model()->set_name(c.model);
@@ -125,6 +127,7 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
         config.mutable_train()->set_layer_size(256);
       } else {
         config.mutable_train()->set_fanouts("10,5");
+        if (shadow) config.mutable_train()->set_sampler("shadow");
       }
       config.mutable_train()->set_device(device);
       config.mutable_train()->set_sample_on(sample_on);
@@ -154,6 +157,7 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
       EXPECT_GT(gpu.peak_device_bytes, 0) << c.model << " " << what;
     };
     for (const char* sample_on : {"host", "device"}) {
+      if (shadow && std::string(sample_on) == "device") continue;  // ShaDow samples on the host
       expect_cpu_losses(train("cuda", sample_on), std::string("sampled on the ") + sample_on);
     }
     // Two workers on the one GPU, each training its share of every batch: node-wise batches sampled
