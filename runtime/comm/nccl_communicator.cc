@@ -26,6 +26,7 @@ struct Nccl {
   ncclResult_t (*CommAbort)(ncclComm_t);
   ncclResult_t (*CommDestroy)(ncclComm_t);
   const char* (*GetErrorString)(ncclResult_t);
+  ncclResult_t (*CommSplit)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*);  // NCCL 2.18+; else null
 };
 
 absl::StatusOr<const Nccl*> LoadNccl() {
@@ -45,6 +46,7 @@ absl::StatusOr<const Nccl*> LoadNccl() {
     get(&n.CommDestroy, "ncclCommDestroy");
     get(&n.GetErrorString, "ncclGetErrorString");
     if (!ok) return absl::FailedPreconditionError("libnccl.so.2 lacks the functions FlexGraph calls");
+    n.CommSplit = reinterpret_cast<decltype(n.CommSplit)>(dlsym(lib, "ncclCommSplit"));
     return n;
   }();
   if (!nccl.ok()) return nccl.status();
@@ -59,6 +61,24 @@ absl::Status NcclError(const Nccl& nccl, ncclResult_t code, const char* call) {
 absl::Status CudaError(cudaError_t code, const char* call) {
   if (code == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(code)));
+}
+
+// A NCCL communicator over `host`'s workers: worker 0's id broadcast through `host` (step `step`).
+// Collective over `host`.
+absl::StatusOr<ncclComm_t> InitOver(const Nccl& nccl, Communicator& host, int step) {
+  std::string id(sizeof(ncclUniqueId), '\0');
+  if (host.rank() == 0) {
+    ncclUniqueId unique;
+    FG_RETURN_IF_ERROR(NcclError(nccl, nccl.GetUniqueId(&unique), "ncclGetUniqueId"));
+    std::memcpy(id.data(), &unique, sizeof(unique));
+  }
+  FG_RETURN_IF_ERROR(host.Broadcast(&id, 0, 0, step));
+  if (id.size() != sizeof(ncclUniqueId)) return absl::DataLossError("a malformed NCCL id from worker 0");
+  ncclUniqueId unique;
+  std::memcpy(&unique, id.data(), sizeof(unique));
+  ncclComm_t comm = nullptr;
+  FG_RETURN_IF_ERROR(NcclError(nccl, nccl.CommInitRank(&comm, host.size(), unique, host.rank()), "ncclCommInitRank"));
+  return comm;
 }
 
 class NcclCommunicator final : public Communicator {
@@ -88,9 +108,18 @@ class NcclCommunicator final : public Communicator {
                          TrafficKind kind = TrafficKind::kControl) override {
     return host_->Broadcast(payload, root, epoch, step, kind);
   }
-  // Groups of the host communicator: host messages and collectives, no device collectives.
+  // The host's group, with its own NCCL communicator for device collectives: ncclCommSplit where
+  // NCCL has it (2.18+), else one bootstrapped through the group. Collective over this run.
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int colour, int key) override {
-    return host_->Split(colour, key);
+    if (comm_ == nullptr) return absl::AbortedError("the NCCL communicator was aborted");
+    FG_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> group, host_->Split(colour, key));
+    ncclComm_t sub = nullptr;
+    if (nccl_.CommSplit != nullptr) {
+      FG_RETURN_IF_ERROR(NcclError(nccl_, nccl_.CommSplit(comm_, colour, key, &sub, nullptr), "ncclCommSplit"));
+    } else {
+      FG_ASSIGN_OR_RETURN(sub, InitOver(nccl_, *group, 8));
+    }
+    return std::unique_ptr<Communicator>(new NcclCommunicator(nccl_, std::move(group), sub));
   }
   absl::Status Barrier(int epoch, int step) override { return host_->Barrier(epoch, step); }
   absl::StatusOr<std::vector<std::string>> AllToAllV(std::vector<std::string> send, uint64_t tag) override {
@@ -140,18 +169,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> MakeNcclCommunicator(std::unique_p
     }
   }
   FG_RETURN_IF_ERROR(CudaError(cudaSetDevice(device), "cudaSetDevice"));
-  std::string id(sizeof(ncclUniqueId), '\0');
-  if (rank == 0) {
-    ncclUniqueId unique;
-    FG_RETURN_IF_ERROR(NcclError(*nccl, nccl->GetUniqueId(&unique), "ncclGetUniqueId"));
-    std::memcpy(id.data(), &unique, sizeof(unique));
-  }
-  FG_RETURN_IF_ERROR(host->Broadcast(&id, 0, 0, 7));
-  if (id.size() != sizeof(ncclUniqueId)) return absl::DataLossError("a malformed NCCL id from worker 0");
-  ncclUniqueId unique;
-  std::memcpy(&unique, id.data(), sizeof(unique));
-  ncclComm_t comm = nullptr;
-  FG_RETURN_IF_ERROR(NcclError(*nccl, nccl->CommInitRank(&comm, size, unique, rank), "ncclCommInitRank"));
+  FG_ASSIGN_OR_RETURN(ncclComm_t comm, InitOver(*nccl, *host, 7));
   return std::unique_ptr<Communicator>(new NcclCommunicator(*nccl, std::move(host), comm));
 }
 

@@ -1,5 +1,6 @@
-// The NCCL backend over an in-process host group: device all-reduce on two GPUs or more; two ranks
-// on one GPU refused naming it; no GPU a clear error. Skipped where NCCL is not built in.
+// The NCCL backend over an in-process host group: device all-reduce on two GPUs or more, and over
+// the groups Split makes (one GPU: a group of one); two ranks on one GPU refused naming it; no GPU
+// a clear error. Skipped where NCCL is not built in.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -86,6 +87,53 @@ TEST(Nccl, AllReduceOnDeviceSumsAcrossGpus) {
   for (int r = 0; r < workers; ++r) {
     ASSERT_TRUE(status[r].ok()) << status[r];
     for (int64_t i = 0; i < n; i += 9973) ASSERT_EQ(got[r][i], ranks * (i % 7)) << "worker " << r << " i " << i;
+  }
+}
+
+// Split gives each group its own NCCL communicator: worker r joins group r % 2, and a device
+// all-reduce there sums over that group's members only (one GPU: a group of one).
+TEST(Nccl, SplitGroupsAllReduceOnDeviceOverTheirOwnMembers) {
+  if (!NcclBuilt()) GTEST_SKIP() << "built without NCCL";
+  const int workers = Devices();
+  if (workers < 1) GTEST_SKIP() << "needs a GPU";
+  auto made = MakeGroup(workers);
+  for (auto& m : made) ASSERT_TRUE(m.ok()) << m.status();
+  constexpr int64_t n = 4099;
+  std::vector<std::vector<float>> got(workers, std::vector<float>(n));
+  std::vector<absl::Status> status(workers);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < workers; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      auto group = (*made[r])->Split(r % 2, r);
+      if (!group.ok()) {
+        status[r] = group.status();
+        return;
+      }
+      if (!(*group)->HasDeviceCollectives()) {
+        status[r] = absl::InternalError("a group without device collectives");
+        return;
+      }
+      std::vector<float> host(n);
+      for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>((r + 1) * (i % 5));
+      float* device = nullptr;
+      cudaStream_t stream;
+      cudaStreamCreate(&stream);
+      cudaMalloc(reinterpret_cast<void**>(&device), n * sizeof(float));
+      cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      status[r] = (*group)->AllReduceOnDevice(device, n, stream);
+      cudaMemcpyAsync(got[r].data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream);
+      cudaStreamSynchronize(stream);
+      cudaFree(device);
+      cudaStreamDestroy(stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < workers; ++r) {
+    ASSERT_TRUE(status[r].ok()) << "worker " << r << ": " << status[r];
+    float members = 0;  // the sum of (q + 1) over the workers q of r's group
+    for (int q = r % 2; q < workers; q += 2) members += static_cast<float>(q + 1);
+    for (int64_t i = 0; i < n; i += 97) ASSERT_EQ(got[r][i], members * (i % 5)) << "worker " << r << " i " << i;
   }
 }
 #endif
