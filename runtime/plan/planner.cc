@@ -280,7 +280,8 @@ std::string FormatPlan(const PlanInput& in, const Plan& plan) {
                                                                          : "  (does not fit)"));
   }
   absl::StrAppend(&out, "chosen: ", plan.reason, "\n");
-  absl::StrAppend(&out, "(model predictions; `launch` runs the 1D schemes; the 1.5D, 2D and 3D products are in runtime/grid)\n");
+  absl::StrAppend(&out, "(model predictions; `launch --exchange 1d | 1.5d:c=C | 2d | 3d` runs a scheme, `--exchange auto` the one "
+                        "sending the fewest bytes)\n");
   return out;
 }
 
