@@ -9,8 +9,12 @@ namespace fg::runtime {
 ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   ExchangeChoice out;
   auto kind = plan::ParseModelKind(in.model);
-  if (!kind.ok() || in.workers < 2 || in.adjacency == nullptr) {
-    out.reason = absl::StrCat("1d: the plan describes ", in.model, " over ", in.workers, " workers no further");
+  if (!kind.ok() || in.adjacency == nullptr) {
+    out.reason = absl::StrCat("1d per peer: runtime/plan does not describe ", in.model);
+    return out;
+  }
+  if (in.workers < 4) {  // no grid below 4 workers (1.5D needs c^2 | P, 2D and 3D a side of 2)
+    out.reason = absl::StrCat("1d per peer: no process grid of ", in.workers, " workers");
     return out;
   }
   plan::PlanInput p;
