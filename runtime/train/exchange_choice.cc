@@ -40,17 +40,18 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
     plan::StrategySpec s{.scheme = plan::Scheme::kOnePointFiveD, .aware = true, .c = c};
     consider(s, {.scheme = grid::GridScheme::kOnePointFiveD, .c = c});
   }
-  if (P >= 4) {
-    const std::vector<int> g = plan::NearCubicGrid(P, 2);
+  // Every 2D and 3D shape with sides of 2 or more (the grid's orientation changes what it sends).
+  for (int pr = 2; pr <= P / 2; ++pr) {
+    if (P % pr != 0) continue;
     plan::StrategySpec s{.scheme = plan::Scheme::kTwoD, .aware = true};
-    s.grid[0] = g[0], s.grid[1] = g[1];
-    consider(s, {.scheme = grid::GridScheme::kTwoD, .pr = g[0], .pc = g[1], .pf = 1});
-  }
-  if (P >= 8) {
-    const std::vector<int> g = plan::NearCubicGrid(P, 3);
-    plan::StrategySpec s{.scheme = plan::Scheme::kThreeD, .aware = true};
-    s.grid[0] = g[0], s.grid[1] = g[1], s.grid[2] = g[2];
-    consider(s, {.scheme = grid::GridScheme::kThreeD, .pr = g[0], .pc = g[1], .pf = g[2]});
+    s.grid[0] = pr, s.grid[1] = P / pr;
+    consider(s, {.scheme = grid::GridScheme::kTwoD, .pr = pr, .pc = P / pr, .pf = 1});
+    for (int pc = 2; pc <= P / pr / 2; ++pc) {
+      if ((P / pr) % pc != 0) continue;
+      plan::StrategySpec t{.scheme = plan::Scheme::kThreeD, .aware = true};
+      t.grid[0] = pr, t.grid[1] = pc, t.grid[2] = P / pr / pc;
+      consider(t, {.scheme = grid::GridScheme::kThreeD, .pr = pr, .pc = pc, .pf = P / pr / pc});
+    }
   }
   out.reason = absl::StrFormat("%s: %.2f MB sent per worker and epoch predicted; 1d per peer %.2f MB",
                                out.grid.active() ? grid::DescribeGrid(out.grid) : std::string("1d per peer"),

@@ -1,6 +1,6 @@
 // What `--exchange auto` runs in a distributed full-graph run: FlexGraph's 1D exchange (per peer,
-// rows or partial sums) or a process grid (1.5D at each c with c^2 dividing P, the 2D and 3D grids
-// runtime/plan shapes; sparsity-aware), whichever runtime/plan predicts to send the fewest bytes per
+// rows or partial sums) or a process grid (1.5D at each c with c^2 dividing P, every 2D and 3D
+// shape with sides of 2 or more; sparsity-aware), whichever runtime/plan predicts to send the fewest bytes per
 // worker and epoch for this graph, this partition, this model and P workers (ties: 1D). Runs where
 // a grid cannot train (see runtime/train/trainer.cc StartGrid) and models runtime/plan does not
 // describe (only gcn, sage, gin and sgc) keep the 1D exchange. Pure; thread-safe.

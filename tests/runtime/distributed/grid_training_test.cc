@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "flexgraph/graph/dataset.h"
 #include "partition/partitioner.h"
 #include "runtime/grid/grid_spec.h"
@@ -106,7 +107,15 @@ void ExpectAutoIsTheLeast(const std::string& dataset, int workers, const std::st
   ASSERT_TRUE(owners.ok()) << owners.status();
   std::map<std::string, double> bytes;
   bytes["1d auto"] = BytesPerWorker(fg::testing::RunWorkers(o, workers, ExchangeMode::kAuto, *owners));
-  for (const char* exchange : {"1.5d:c=2", "2d", "3d"}) {
+  std::vector<std::string> schemes = {"1.5d:c=2"};  // and every 2D and 3D shape with sides of 2 or more
+  for (int pr = 2; pr <= workers / 2; ++pr) {
+    if (workers % pr != 0) continue;
+    schemes.push_back(absl::StrCat("2d:", pr, "x", workers / pr));
+    for (int pc = 2; pc <= workers / pr / 2; ++pc) {
+      if ((workers / pr) % pc == 0) schemes.push_back(absl::StrCat("3d:", pr, "x", pc, "x", workers / pr / pc));
+    }
+  }
+  for (const std::string& exchange : schemes) {
     const auto spec = grid::ResolveGridSpec(*grid::ParseGridSpec(exchange), workers);
     ASSERT_TRUE(spec.ok()) << spec.status();
     bytes[grid::DescribeGrid(*spec)] =
