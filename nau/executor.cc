@@ -156,7 +156,7 @@ ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& p
     ctx.edge_state = layer.UpdateEdgesFrom(ctx, a, messages, self, ctx.edge_state);
     ctx.edge_matrix = a;
     ScopedTimer timer(t_agg);
-    nbr = ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), ag::EdgeSide::kDestination);
+    nbr = ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), layer.EdgeAggregationSide());
   } else {
     ScopedTimer timer(t_agg);
     nbr = Aggregate(hdg, plan, layer, messages, self, ctx);

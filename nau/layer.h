@@ -92,6 +92,11 @@ class Layer : public nn::Module {
     return UpdateEdges(ctx, ag::EdgeInput(a, messages, self, edge), edge);
   }
   virtual std::vector<ag::EdgeReduce> EdgeAggregation() const { return {ag::EdgeReduce::kSum}; }
+  // Which ends of its entries the edge states are aggregated into: the destination (the root, the
+  // default), or both ends (ag::EdgeSide::kBoth: per root, the blocks of the entries it is the
+  // destination of, then of those it is the source of; the level's rows and columns must be the
+  // same vertices), for a selection that holds each undirected edge once.
+  virtual ag::EdgeSide EdgeAggregationSide() const { return ag::EdgeSide::kDestination; }
 
   // True when `nbr` is the roots' embedding and Update only maps it to the output (attention
   // models fuse their metapaths into it): `flexgraph embed` then writes it for the last layer.

@@ -66,15 +66,17 @@ class Model : public nn::Module {
   // gradient, mini-batch training reads them ahead on its sampling thread, concurrently with
   // training: an override then reads only the dataset and changes no state.
   virtual ag::Var InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids);
-  // Edge-state models (Layer::UpdatesEdges): the initial edge state, one row per entry of the
-  // in-edge Csr of spec.dataset (entry_features: [nnz, f] edge features per entry, or undefined).
-  // Default: none (undefined).
+  // Edge-state models (Layer::UpdatesEdges): the initial edge state, one row per level-1 entry of
+  // the first layer's HDG (the entries of the in-edge Csr of spec.dataset when it selects every
+  // in-neighbour; entry_features: [nnz, f] edge features per Csr entry, or undefined). Default:
+  // none (undefined).
   virtual ag::Var InitialEdgeState(LayerContext& ctx, const ModelSpec& spec,
                                    const Tensor& entry_features) {
     return ag::Var();
   }
   // The task's output rows from the last layer's output `h` (and ctx.edge_state): one row per
-  // entry of ctx.edge_matrix for edge classification, per graph of spec.dataset->graphs for graph
+  // entry of spec.dataset's in-edge Csr for edge classification (ctx.edge_matrix's entries when
+  // the layers select every in-neighbour), per graph of spec.dataset->graphs for graph
   // classification (a readout). Default: h.
   virtual ag::Var Head(LayerContext& ctx, const ModelSpec& spec, const ag::Var& h) { return h; }
   // Whether training on a set of graphs runs each layer under ag::Checkpoint: its inputs (the

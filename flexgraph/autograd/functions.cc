@@ -357,6 +357,44 @@ Var Concat(const std::vector<Var>& parts) {
   });
 }
 
+Var ConcatRows(const std::vector<Var>& parts) {
+  FG_CHECK(!parts.empty()) << "ConcatRows: no parts";
+  const Tensor& first = parts[0].value();
+  Shape shape = first.shape();
+  FG_CHECK(!shape.empty()) << "ConcatRows: a scalar part";
+  int64_t rows = 0;
+  for (const Var& p : parts) {
+    const Tensor& v = p.value();
+    FG_CHECK(v.rank() == first.rank() && v.row_width() == first.row_width() &&
+             v.device() == first.device() && v.dtype() == first.dtype())
+        << "ConcatRows: part " << v.ShapeString() << " beside " << first.ShapeString();
+    rows += v.rows();
+  }
+  shape[0] = rows;
+  Tensor y = Tensor::Empty(shape, first.dtype(), first.device());
+  std::vector<int64_t> begin;
+  std::vector<GradRef> refs;
+  int64_t at = 0;
+  const size_t row_bytes = first.row_width() * DTypeSize(first.dtype());
+  for (const Var& p : parts) {
+    const Tensor& v = p.value();
+    if (v.rows() > 0) {
+      CopyBytes(static_cast<char*>(y.raw()) + at * row_bytes, y.device(), v.raw(), v.device(),
+                v.rows() * row_bytes);
+    }
+    begin.push_back(at);
+    refs.emplace_back(p);
+    at += v.rows();
+  }
+  return MakeResult(y, "ConcatRows", parts, [refs, begin](const Tensor& g) {
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (refs[i].requires_grad()) {
+        AccumulateGrad(refs[i], g.RowsCopy(begin[i], refs[i].rows()).Reshape(refs[i].shape()), "ConcatRows");
+      }
+    }
+  });
+}
+
 std::vector<Var> Split(const Var& x, const std::vector<int64_t>& widths) {
   // Each piece is a gather of columns; backward scatters into a zero gradient of x's shape.
   std::vector<Tensor> pieces = ops::Split(x.value().Reshape({x.rows(), x.row_width()}), widths);

@@ -51,6 +51,9 @@ Var Exp(const Var& x);
 // (seed, row_ids[r] or r) only, never on threads or partitioning.
 Var Dropout(const Var& x, float p, uint64_t seed, bool training, const Tensor& row_ids = Tensor());
 Var Concat(const std::vector<Var>& parts);
+// The rows of `parts` one after another: [sum of their rows, w] from parts [rows_i, w] of one
+// width w (a part may have no rows); on their device. Each part's gradient is its block of rows.
+Var ConcatRows(const std::vector<Var>& parts);
 std::vector<Var> Split(const Var& x, const std::vector<int64_t>& widths);
 Var Reshape(const Var& x, const Shape& shape);
 Var RowL2Normalize(const Var& x, float eps = 1e-12f);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "flexgraph/graph/edge_filter.h"
 
 namespace fg::graph {
 
@@ -64,6 +65,10 @@ GraphSetSummary SummarizeGraphSet(const Dataset& ds) {
   g.test = Rows(gs.test);
   g.particles = gs.num_particles();
   if (absl::StatusOr<ConstructionQuality> q = MeasureConstruction(ds, 1.0); q.ok()) g.construction = *q;
+  if (gs.node_info.count(kHitDroppedTrueEdges)) {
+    g.dropped_true_edges = 0;
+    for (int64_t n : DroppedTrueEdgesPerGraph(gs)) g.dropped_true_edges += n;
+  }
   return g;
 }
 
@@ -94,6 +99,11 @@ std::string GraphSetText(const GraphSetSummary& g) {
         q.efficiency(), q.found_segments, q.true_segments, q.pt_min, q.purity(), q.true_candidates,
         q.candidates));
   }
+  if (g.dropped_true_edges >= 0) {
+    absl::StrAppend(&out, "  filtered: ", g.dropped_true_edges,
+                    " true edges dropped by filter stages (track counts them as lost; the "
+                    "construction figures above include the filters')\n");
+  }
   return out;
 }
 
@@ -118,6 +128,7 @@ std::string GraphSetJson(const GraphSetSummary& g) {
         q.pt_min, q.efficiency(), q.purity(), q.true_segments, q.found_segments, q.candidates,
         q.true_candidates));
   }
+  if (g.dropped_true_edges >= 0) absl::StrAppend(&out, ", \"filter_dropped_true_edges\": ", g.dropped_true_edges);
   return out + "}";
 }
 

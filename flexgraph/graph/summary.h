@@ -54,6 +54,8 @@ struct GraphSetSummary {
   int64_t particles = 0;
   // Tracking datasets: MeasureConstruction over all graphs at pT > 1 GeV.
   std::optional<ConstructionQuality> construction;
+  // True edges dropped by filter stages (edge_filter.h), or -1 for a set never filtered.
+  int64_t dropped_true_edges = -1;
 };
 
 struct DatasetSummary {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/graph/edge_filter.h"
 #include "flexgraph/graph/tracking.h"
 
 namespace fg::graph {
@@ -122,11 +123,14 @@ absl::StatusOr<TrackMetrics> MeasureTracks(
     }
   }
   InitBins(&m.by_eta, eta_bins);
+  const std::vector<int64_t> dropped = DroppedTrueEdgesPerGraph(gs);  // by earlier filter stages
   for (int64_t g : graphs) {
     if (g < 0 || g >= gs.num_graphs()) {
       return absl::InvalidArgumentError(absl::StrCat("graph ", g, " outside [0, ", gs.num_graphs(), ")"));
     }
     ++m.graphs;
+    m.true_edges += dropped[g];
+    m.dropped_true_edges += dropped[g];
     for (int64_t e = gs.EdgeBegin(g); e < gs.EdgeEnd(g); ++e) {
       const bool kept = scores[e] > building.cut, truth = label[e] == 1;
       m.true_edges += truth;

@@ -8,7 +8,9 @@
 // components of the surviving edges with at least `min_hits` hits are the track candidates.
 //
 // Metrics (over the chosen graphs):
-//   edge efficiency / purity   kept true edges over true edges / over kept edges (all pT)
+//   edge efficiency / purity   kept true edges over true edges / over kept edges (all pT); the
+//                              true edges include those an earlier filter stage dropped
+//                              (edge_filter.h: node_info kHitDroppedTrueEdges), counted as lost
 //   reconstructable particle   pT > pt_min and at least particle_min_hits hits in its graph
 //   matched particle           one candidate holds more than half of the particle's hits and more
 //                              than half of that candidate's hits are the particle's
@@ -55,6 +57,7 @@ struct EfficiencyBins {
 struct TrackMetrics {
   int64_t graphs = 0;
   int64_t true_edges = 0, kept_edges = 0, kept_true_edges = 0;
+  int64_t dropped_true_edges = 0;  // of true_edges: dropped by filter stages before scoring
   int64_t candidates = 0, fakes = 0, duplicates = 0;
   int64_t reconstructable = 0, matched = 0;
   EfficiencyBins by_pt, by_eta;

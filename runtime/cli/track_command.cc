@@ -173,6 +173,7 @@ int Track(const std::vector<std::string>& args) {
                           m.duplicates, m.reconstructable, m.matched),
           absl::StrFormat(R"("true_edges": %d, "kept_edges": %d, "kept_true_edges": %d, )", m.true_edges,
                           m.kept_edges, m.kept_true_edges),
+          absl::StrFormat(R"("filter_dropped_true_edges": %d, )", m.dropped_true_edges),
           absl::StrFormat(R"("pt_min": %s, "particle_min_hits": %d, "min_hits": %d, )", Num(metrics.pt_min),
                           metrics.particle_min_hits, building.min_hits),
           R"("efficiency_vs_pt": )", BinsJson(m.by_pt), R"(, "efficiency_vs_eta": )", BinsJson(m.by_eta),

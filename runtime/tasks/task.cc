@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
+#include "nau/model.h"
 #include "runtime/tasks/graph_tasks.h"
 #include "runtime/tasks/link_prediction.h"
 #include "runtime/tasks/node_classification.h"
@@ -23,7 +24,15 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(graph::Dataset* dataset,
                                                const flexgraph::RunConfig& config) {
   // A graph set without node labels: edge classification (edge labels) or graph classification.
   if (dataset->IsGraphSet() && dataset->labels.empty()) {
-    nau::OptionValues options(EdgeClassificationTask::Options(),
+    // The task's options with the model's defaults where it declares them (a filter weighs true
+    // edges more than the classifier after it).
+    nau::OptionList declared = EdgeClassificationTask::Options();
+    if (const nau::ModelInfo* info = nau::ModelRegistry::Get().Find(config.model().name())) {
+      for (nau::OptionSpec& o : declared) {
+        if (const nau::OptionSpec* m = nau::FindOption(info->options, o.name)) o.default_value = m->default_value;
+      }
+    }
+    nau::OptionValues options(declared,
                               std::map<std::string, std::string>(config.model().options().begin(),
                                                                  config.model().options().end()));
     FG_ASSIGN_OR_RETURN(auto task, MakeGraphSetTask(dataset, options));

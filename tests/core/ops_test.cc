@@ -249,6 +249,25 @@ TEST(ConcatSplit, ValuesAndGradients) {
       {RandomTensor({3, 4}, 3)});
 }
 
+// Rows of several parts one after another (the edge filter's pieces): values, a part without
+// rows, gradients against finite differences, and a part that needs none.
+TEST(ConcatRows, ValuesAndGradients) {
+  Var a(Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2})), b(Tensor::FromVector<float>({5, 6}, {1, 2}));
+  Var none(Tensor::Empty({0, 2}));
+  EXPECT_EQ(ag::ConcatRows({a, none, b}).value().ToVector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(ag::ConcatRows({a, none, b}).value().shape(), (Shape{3, 2}));
+  ExpectGradientsMatch(
+      [](const std::vector<Var>& v) {
+        return ag::Tanh(ag::ConcatRows({v[0], ag::Scale(v[1], 2.0f), v[0]}));
+      },
+      {RandomTensor({3, 4}, 4), RandomTensor({2, 4}, 5)});
+  Var p = Var::Parameter(RandomTensor({2, 3}, 6));
+  Var loss = ag::Sum(ag::Mul(ag::ConcatRows({Var(RandomTensor({4, 3}, 7)), p}), ag::ConcatRows({p, p, p})));
+  loss.Backward();
+  ASSERT_TRUE(p.grad().defined());
+  EXPECT_EQ(p.grad().shape(), (Shape{2, 3}));
+}
+
 TEST(Spmm, HandComputed) {
   Csr a = Tiny();
   Tensor x = TinyX();

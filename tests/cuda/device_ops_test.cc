@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "flexgraph/autograd/functions.h"
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/nn/optim.h"
 #include "flexgraph/ops/edge_ops.h"
@@ -150,6 +151,25 @@ TEST_P(DeviceOpsTest, ConcatAndSplit) {
   std::vector<Tensor> parts = ops::Split(cat_dev, {3, 5});
   ExpectClose(a, parts[0], 0.0f);
   ExpectClose(b, parts[1], 0.0f);
+}
+
+// ag::ConcatRows on the device: the CPU's rows and each part's gradient rows.
+TEST_P(DeviceOpsTest, ConcatRowsAndItsGradients) {
+  const Tensor a = RandomTensor({5, 3}, 18), b = RandomTensor({2, 3}, 19), g = RandomTensor({7, 3}, 20);
+  auto run = [&](Device d, Tensor* ga, Tensor* gb) {
+    ag::Var va = ag::Var::Parameter(a.To(d)), vb = ag::Var::Parameter(b.To(d));
+    ag::Var y = ag::ConcatRows({va, ag::Var(Tensor::Empty({0, 3}, DType::kFloat32, d)), vb});
+    y.Backward(g.To(d));
+    *ga = va.grad();
+    *gb = vb.grad();
+    return y.value();
+  };
+  Tensor ga, gb, ga_dev, gb_dev;
+  const Tensor y = run(Device::kCpu, &ga, &gb), y_dev = run(dev(), &ga_dev, &gb_dev);
+  EXPECT_EQ(y_dev.device(), dev());
+  ExpectClose(y, y_dev, 0.0f);
+  ExpectClose(ga, ga_dev, 0.0f);
+  ExpectClose(gb, gb_dev, 0.0f);
 }
 
 TEST_P(DeviceOpsTest, SpmmVariants) {

@@ -1,13 +1,16 @@
 // The Interaction Network on a small generated TrackML-like sample, sized for CI: trained on batches
 // of whole events (the Trainer's GraphBatchTraining), judged on held-out test events at cut 0.5 against the
 // particle-tracking targets (edge efficiency >= 0.97, purity >= 0.95). Also: the model's options
-// and what it refuses.
+// and what it refuses, recomputation, and edges stored once (edges=once).
+#include <cmath>
 #include <cstdio>
 
 #include <gtest/gtest.h>
 
 #include "flexgraph/graph/dataset.h"
+#include "nau/executor.h"
 #include "nau/model.h"
+#include "runtime/tasks/graph_batch.h"
 #include "runtime/tasks/graph_tasks.h"
 #include "runtime/train/trainer.h"
 
@@ -114,6 +117,68 @@ TEST(Interaction, RecomputedIterationsTrainAsKeptOnes) {
     EXPECT_NEAR(recomputed[e], kept[e], 1e-6) << "epoch " << e + 1;
   }
   EXPECT_NE(kept[1], kept[0]);  // the steps changed the weights
+}
+
+TEST(Interaction, EdgesStoredOnceHoldHalfTheEdgeStatesAndLearn) {
+  // edges=once: one state per edge as stored, aggregated into both hits; the output still has a
+  // row per Csr entry (both entries of an edge take its score), from half the edge-state rows.
+  auto both = Make("trackml:events=3,particles=20,noise=0.1,seed=2", 8, 2, {});
+  auto once = Make("trackml:events=3,particles=20,noise=0.1,seed=2", 8, 2, {{"edges", "once"}});
+  ASSERT_TRUE(both->model->Build(both->spec).ok());
+  ASSERT_TRUE(once->model->Build(once->spec).ok());
+  const GraphBatch batch = WholeSet(once->ds);
+  auto forward = [&](auto& s, int64_t* state_rows) {
+    nau::LayerContext ctx;
+    ag::Var h = s.model->Input(ctx, s.spec);
+    ctx.edge_state = s.model->InitialEdgeState(ctx, s.spec, batch.entry_features);
+    for (int i = 0; i < s.model->num_layers(); ++i) {
+      nau::Layer& layer = s.model->layer(i);
+      auto hdg = nau::SelectHdg(layer, i, s.spec, 0, s.model->Roots(i, s.spec));
+      EXPECT_TRUE(hdg.ok()) << hdg.status();
+      nau::HybridExecutor executor;
+      h = executor.Run(*hdg, executor.Plan(*hdg, layer), layer, h, ctx);
+    }
+    *state_rows = ctx.edge_state.rows();
+    return s.model->Head(ctx, s.spec, h).value();
+  };
+  int64_t rows_both = 0, rows_once = 0;
+  const Tensor out_both = forward(*both, &rows_both), out_once = forward(*once, &rows_once);
+  const graph::GraphSet& gs = *once->ds.graphs;
+  EXPECT_EQ(rows_both, once->ds.Adjacency().nnz());
+  EXPECT_EQ(rows_once, gs.num_edges());
+  EXPECT_EQ(2 * rows_once, rows_both);
+  ASSERT_EQ(out_once.rows(), out_both.rows());
+  std::vector<float> first(gs.num_edges(), NAN);
+  for (int64_t k = 0; k < out_once.rows(); ++k) {
+    const int64_t e = gs.entry_edges.i64()[k] % gs.num_edges();
+    if (std::isnan(first[e])) first[e] = out_once.f32()[k];
+    EXPECT_EQ(out_once.f32()[k], first[e]) << "edge " << e;
+  }
+  auto bad = Make("trackml:events=3,particles=20,noise=0.1,seed=2", 8, 2, {{"edges", "one"}});
+  absl::Status st = bad->model->Build(bad->spec);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("edges: 'one' is not both or once"), std::string::npos) << st;
+
+  // Trained as `flexgraph train --model interaction --model_opt edges=once` trains it.
+  flexgraph::RunConfig c;
+  c.mutable_dataset()->set_path("trackml:events=12,particles=60,noise=0.1,seed=13");
+  c.mutable_model()->set_name("interaction");
+  c.mutable_model()->set_hidden(16);
+  c.mutable_model()->set_layers(3);
+  (*c.mutable_model()->mutable_options())["edges"] = "once";
+  c.mutable_train()->set_lr(0.005f);
+  c.mutable_train()->set_batch_size(2);
+  c.mutable_train()->set_epochs(8);
+  c.mutable_train()->set_seed(5);
+  c.mutable_output()->set_quiet(true);
+  auto trainer = Trainer::Create(c);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  auto r = (*trainer)->Run();
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::printf("interaction, edges=once: loss %.4f -> %.4f, test auc %.4f\n", r->losses.front(),
+              r->losses.back(), r->extra["test_auc"]);
+  EXPECT_LT(r->losses.back(), r->losses.front());
+  EXPECT_GE(r->extra["test_auc"], 0.9);
 }
 
 }  // namespace

@@ -4,12 +4,15 @@
 //   encoders:   h = MLP_node(x),  e = MLP_edge(edge features)
 //   K layers:   NeighborSelection: the in-neighbours (one HDG entry per edge, both directions when
 //               the dataset stores reverse edges, so a hit hears its inner and outer neighbours);
+//               with edges=once, each edge once as stored (inner -> outer), its one state
+//               aggregated into both hits (destination blocks, then source blocks): half the
+//               edge rows, for large events;
 //               edge update: e' = MLP_e([h_src, h_dst, e]) + e;
 //               (the first product split over the three parts: no [entries, 3d] rows);
 //               Aggregation: the options' reductions (sum, mean, max, std) of e' at each hit;
 //               Update: h' = MLP_n([h, aggregated]) + h
 //   head:       logit = MLP_out([h_src, h_dst, e]) per entry (the task averages an edge's entries).
-// Every MLP is Linear-LayerNorm-SiLU blocks (mlp_layers of them); the head's last Linear is bare.
+// Every MLP is Linear-LayerNorm-SiLU blocks (mlp_layers of them, mlp.h); the head's last Linear is bare.
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/autograd/edge_functions.h"
@@ -18,93 +21,59 @@
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/nn/layer_norm.h"
+#include "flexgraph/ops/ops.h"
 #include "nau/model.h"
+#include "udf_examples/interaction/mlp.h"
 
 namespace fg::udf {
 namespace {
-
-// Linear-LayerNorm-SiLU blocks in -> hidden -> ... -> out; with `bare_output`, the last block is a
-// plain Linear (a head's logits).
-class Mlp : public nn::Module {
- public:
-  Mlp(int64_t in, int64_t hidden, int64_t out, int blocks, bool layer_norm, bool bare_output,
-      uint64_t seed, uint64_t stream)
-      : bare_output_(bare_output) {
-    for (int b = 0; b < blocks; ++b) {
-      const int64_t d_in = b == 0 ? in : hidden, d_out = b == blocks - 1 ? out : hidden;
-      linears_.push_back(std::make_unique<nn::Linear>(d_in, d_out, true, nn::Init::kGlorot, seed,
-                                                      stream * 16 + b));
-      AddChild(absl::StrCat("linear", b), *linears_.back());
-      if (layer_norm && !(bare_output && b == blocks - 1)) {
-        norms_.push_back(std::make_unique<nn::LayerNorm>(d_out));
-        AddChild(absl::StrCat("norm", b), *norms_.back());
-      } else {
-        norms_.push_back(nullptr);
-      }
-    }
-  }
-  ag::Var Forward(const ag::Var& x) const { return From(linears_[0]->Forward(x)); }
-  // Forward(EdgeInput(a, xs, xd, e)) without the concatenation: the first product splits as
-  // [xs | xd | e] W = (xs W_s)[source] + (xd W_d)[destination] + e W_e, the first two on vertex
-  // rows (e may be undefined). The same function up to float rounding.
-  ag::Var ForwardEdges(const SparseMatrixPtr& a, const ag::Var& xs, const ag::Var& xd,
-                       const ag::Var& e) const {
-    const nn::Linear& first = *linears_[0];
-    const int64_t ds = xs.row_width(), dd = xd.row_width(), de = e.defined() ? e.row_width() : 0;
-    FG_CHECK(first.in_features() == ds + dd + de)
-        << "Mlp::ForwardEdges: " << ds << " + " << dd << " + " << de << " columns for "
-        << first.in_features() << " inputs";
-    auto part = [&](int64_t begin, int64_t width) {
-      std::vector<int32_t> rows(width);
-      for (int64_t i = 0; i < width; ++i) rows[i] = static_cast<int32_t>(begin + i);
-      return ag::GatherRows(first.weight(), Tensor::FromVector(rows));
-    };
-    ag::Var y = ag::SddmmAdd(a, ag::MatMul(xd, part(ds, dd)), ag::MatMul(xs, part(0, ds)));
-    if (e.defined()) y = ag::Add(y, ag::MatMul(e, part(ds + dd, de)));
-    return From(first.bias().defined() ? ag::AddBias(y, first.bias()) : y);
-  }
-
- private:
-  // The blocks from the first product's output on.
-  ag::Var From(const ag::Var& first) const {
-    ag::Var h = first;
-    for (size_t b = 0; b < linears_.size(); ++b) {
-      if (b > 0) h = linears_[b]->Forward(h);
-      if (bare_output_ && b + 1 == linears_.size()) break;
-      h = norms_[b] ? norms_[b]->ForwardSilu(h) : ag::Silu(h);
-    }
-    return h;
-  }
-
-  bool bare_output_;
-  std::vector<std::unique_ptr<nn::Linear>> linears_;
-  std::vector<std::unique_ptr<nn::LayerNorm>> norms_;
-};
 
 struct InteractionOptions {
   int64_t hidden = 128;
   int blocks = 2;
   bool layer_norm = true;
+  bool once = false;  // edges=once
   std::vector<ag::EdgeReduce> aggregation;
 };
+
+// The Csr entries of `ds` that are edges as stored (not reversed, not added loops), in order.
+std::vector<int32_t> StoredEntries(const graph::Dataset& ds) {
+  const graph::GraphSet& gs = *ds.graphs;
+  std::vector<int32_t> out;
+  for (int64_t k = 0; k < gs.entry_edges.numel(); ++k) {
+    const int64_t e = gs.entry_edges.i64()[k];
+    if (e >= 0 && e < gs.num_edges()) out.push_back(static_cast<int32_t>(k));
+  }
+  return out;
+}
 
 class InteractionLayer : public nau::Layer {
  public:
   InteractionLayer(const InteractionOptions& o, uint64_t seed, int index)
       : edge_mlp_(3 * o.hidden, o.hidden, o.hidden, o.blocks, o.layer_norm, false, seed, 10 + 2 * index),
-        node_mlp_((1 + o.aggregation.size()) * o.hidden, o.hidden, o.hidden, o.blocks, o.layer_norm,
-                  false, seed, 11 + 2 * index),
-        aggregation_(o.aggregation) {
+        node_mlp_((1 + (o.once ? 2 : 1) * o.aggregation.size()) * o.hidden, o.hidden, o.hidden,
+                  o.blocks, o.layer_norm, false, seed, 11 + 2 * index),
+        aggregation_(o.aggregation),
+        once_(o.once) {
     AddChild("edge_mlp", edge_mlp_);
     AddChild("node_mlp", node_mlp_);
   }
 
   hdg::SchemaTree Schema() const override { return hdg::SchemaTree::Flat("neighbor"); }
-  std::string SelectionKey() const override { return "in-neighbors"; }
+  std::string SelectionKey() const override { return once_ ? "stored-in-edges" : "in-neighbors"; }
   bool LocalSelection() const override { return true; }
   void SelectNeighbors(const nau::SelectContext& ctx, int32_t v,
                        hdg::NeighborWriter& out) const override {
-    for (int32_t u : ctx.InNeighbors(v)) out.Add(u);
+    if (!once_) {
+      for (int32_t u : ctx.InNeighbors(v)) out.Add(u);
+      return;
+    }
+    const Csr& a = ctx.dataset().Adjacency();
+    const graph::GraphSet& gs = *ctx.dataset().graphs;
+    for (int64_t k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
+      const int64_t e = gs.entry_edges.i64()[k];
+      if (e >= 0 && e < gs.num_edges()) out.Add(a.col()[k]);
+    }
   }
   nau::Aggregator LevelAggregator(int) const override { return nau::Aggregator::Sum(); }
 
@@ -117,6 +86,9 @@ class InteractionLayer : public nau::Layer {
     return ag::Add(edge_mlp_.ForwardEdges(a, messages, self, e), e);
   }
   std::vector<ag::EdgeReduce> EdgeAggregation() const override { return aggregation_; }
+  ag::EdgeSide EdgeAggregationSide() const override {
+    return once_ ? ag::EdgeSide::kBoth : ag::EdgeSide::kDestination;
+  }
   ag::Var Update(nau::UpdateContext&, const ag::Var& self, const ag::Var& nbr) override {
     return ag::Add(node_mlp_.Forward(ag::Concat({self, nbr})), self);
   }
@@ -124,6 +96,7 @@ class InteractionLayer : public nau::Layer {
  private:
   Mlp edge_mlp_, node_mlp_;
   std::vector<ag::EdgeReduce> aggregation_;
+  bool once_;
 };
 
 class InteractionNetwork : public nau::Model {
@@ -152,6 +125,11 @@ class InteractionNetwork : public nau::Model {
       return absl::InvalidArgumentError(absl::StrCat("recompute: '", recompute, "' is not auto, 1 or 0"));
     }
     recompute_mode_ = recompute;
+    const std::string edges = spec.options.String("edges");
+    if (edges != "both" && edges != "once") {
+      return absl::InvalidArgumentError(absl::StrCat("edges: '", edges, "' is not both or once"));
+    }
+    o.once = once_ = edges == "once";
     hidden_ = o.hidden;
     const int64_t f = spec.FeatureDim("node"), fe = ds.graphs->edge_feat.dim(1);
     node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);
@@ -175,23 +153,42 @@ class InteractionNetwork : public nau::Model {
   ag::Var Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) override {
     return node_encoder_->Forward(ag::Var(spec.dataset->features.at("node")));
   }
-  ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec&, const Tensor& entry_features) override {
+  ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec& spec, const Tensor& entry_features) override {
+    Tensor features = entry_features;
+    if (once_) {  // the stored entries' rows, and where each Csr entry finds its edge's row
+      const std::vector<int32_t> stored = StoredEntries(*spec.dataset);
+      features = ops::GatherRows(entry_features, Tensor::FromVector(stored));
+      const graph::GraphSet& gs = *spec.dataset->graphs;
+      const int64_t m = gs.num_edges(), none = static_cast<int64_t>(stored.size());
+      std::vector<int32_t> row_of_edge(m, static_cast<int32_t>(none));
+      for (size_t j = 0; j < stored.size(); ++j) row_of_edge[gs.entry_edges.i64()[stored[j]]] = static_cast<int32_t>(j);
+      std::vector<int32_t> rows(gs.entry_edges.numel());
+      for (size_t k = 0; k < rows.size(); ++k) {
+        const int64_t e = gs.entry_edges.i64()[k];
+        rows[k] = e < 0 ? static_cast<int32_t>(none) : row_of_edge[e % m];
+      }
+      entry_rows_ = Tensor::FromVector(rows);
+    }
     // Per batch: auto recomputes when keeping every activation would take more than a quarter of
     // the memory still available (about 9 rows of [entries, hidden] per iteration and 13 for the
     // encoders and head, measured), so small events train at full speed and large ones fit.
-    const double kept = static_cast<double>(entry_features.rows()) * hidden_ * 4.0 * (9.0 * static_cast<double>(layers_.size()) + 13.0);
+    const double kept = static_cast<double>(features.rows()) * hidden_ * 4.0 * (9.0 * static_cast<double>(layers_.size()) + 13.0);
     recompute_ = recompute_mode_ == "1" ||
                  (recompute_mode_ == "auto" && kept > 0.25 * static_cast<double>(AvailableMemoryBytes()));
     return Maybe(
         [this](const std::vector<ag::Var>& in) { return std::vector<ag::Var>{edge_encoder_->Forward(in[0])}; },
-        {ag::Var(entry_features)});
+        {ag::Var(features)});
   }
   ag::Var Head(nau::LayerContext& ctx, const nau::ModelSpec&, const ag::Var& h) override {
-    return Maybe(
+    ag::Var out = Maybe(
         [this, a = ctx.edge_matrix](const std::vector<ag::Var>& in) {
           return std::vector<ag::Var>{head_->ForwardEdges(a, in[0], in[0], in[1])};
         },
         {h, ctx.edge_state});
+    if (!once_) return out;
+    // Both entries of an edge take its one score; an entry without a stored edge, a zero row.
+    const ag::Var none(Tensor::Zeros({1, out.row_width()}));
+    return ag::GatherRows(ag::ConcatRows({out, none}), entry_rows_);
   }
   bool RecomputeLayers() const override { return recompute_; }
 
@@ -204,6 +201,8 @@ class InteractionNetwork : public nau::Model {
   std::string recompute_mode_ = "auto";
   int64_t hidden_ = 0;
   bool recompute_ = false;  // this batch's choice
+  bool once_ = false;       // edges=once
+  Tensor entry_rows_;       // edges=once: per Csr entry of the batch, its edge's row (this batch's)
   std::unique_ptr<Mlp> node_encoder_, edge_encoder_, head_;
   std::vector<std::unique_ptr<InteractionLayer>> layers_;
 };
@@ -225,6 +224,9 @@ FG_REGISTER_MODEL(
       "auto: per batch, 1 when keeping every activation would take more than a quarter of the "
       "available memory; 1: keep each iteration's inputs only and recompute its activations in the backward pass "
       "(ag::Checkpoint; the edge encoder and head too), 0: keep every activation"},
+     {"edges", nau::OptionType::kString, "both",
+      "both: an edge state per direction of each edge (a hit aggregates its in-entries); once: one "
+      "state per edge as stored, aggregated into both its hits (half the edge rows: large events)"},
      {"pos_weight", nau::OptionType::kFloat, "1", "edge task: weight of a true edge in the loss"},
      {"class_weights", nau::OptionType::kString, "",
       "edge task, multi-class: comma-separated weight per class"},
