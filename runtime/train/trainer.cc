@@ -115,12 +115,35 @@ absl::Status Trainer::Init() {
 }
 
 absl::Status Trainer::StartGrid() {
-  grid::GridSpec spec = exec_.setup().grid;
   if (!distributed()) return absl::OkStatus();
-  const bool trainable = !dataset_.part && !dataset_.IsGraphSet() && space_.num_types() == 1 &&
-                         config_.train().batch_size() == 0 && device_ == Device::kCpu && !task_->NeedsAllRows();
+  // Why this run cannot train over a grid (OK: it can); `flag` starts the message.
+  const std::string& path = config_.dataset().path();
+  auto refusal = [&](const std::string& flag) -> absl::Status {
+    if (dataset_.part) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, "every worker of a grid loads the whole dataset; ", path,
+                                                     " is a partitioned dataset: train on its source dataset"));
+    }
+    if (dataset_.IsGraphSet() || space_.num_types() != 1) {
+      return absl::UnimplementedError(absl::StrCat(flag, "grids train on one homogeneous graph; ", path, " is ",
+                                                   dataset_.IsGraphSet() ? std::string("a set of graphs")
+                                                                         : absl::StrCat("a graph of ", space_.num_types(), " node types")));
+    }
+    if (config_.train().batch_size() > 0) {
+      return absl::UnimplementedError(absl::StrCat(flag, "grids train on the whole graph; leave --batch_size at 0"));
+    }
+    if (device_ != Device::kCpu) {
+      return absl::UnimplementedError(absl::StrCat(flag, "grid products run on the CPU; leave --device at cpu"));
+    }
+    if (task_->NeedsAllRows()) {
+      return absl::UnimplementedError(absl::StrCat(flag, "grids train node classification; ", path, " holds ",
+                                                   task_->Describe()));
+    }
+    return absl::OkStatus();
+  };
+  grid::GridSpec spec = exec_.setup().grid;
   bool automatic = false;
-  if (!spec.active() && exec_.setup().auto_grid && exec_.setup().exchange == ExchangeMode::kAuto && trainable) {
+  if (!spec.active() && exec_.setup().auto_grid && exec_.setup().exchange == ExchangeMode::kAuto &&
+      refusal("").ok()) {
     ExchangeChoiceInput in{.adjacency = &dataset_.Adjacency(), .workers = exec_.setup().comm->size(),
                            .model = config_.model().name(), .features = spec_.FeatureDim(space_.type_name(0)),
                            .hidden = config_.model().hidden(), .classes = task_->num_classes(),
@@ -134,27 +157,7 @@ absl::Status Trainer::StartGrid() {
     automatic = spec.active();
   }
   if (!spec.active()) return absl::OkStatus();
-  const std::string flag = absl::StrCat("--exchange ", grid::DescribeGrid(spec), ": ");
-  const std::string& path = config_.dataset().path();
-  if (dataset_.part) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, "every worker of a grid loads the whole dataset; ", path,
-                                                   " is a partitioned dataset: train on its source dataset"));
-  }
-  if (dataset_.IsGraphSet() || space_.num_types() != 1) {
-    return absl::UnimplementedError(absl::StrCat(flag, "grids train on one homogeneous graph; ", path, " is ",
-                                                 dataset_.IsGraphSet() ? std::string("a set of graphs")
-                                                                       : absl::StrCat("a graph of ", space_.num_types(), " node types")));
-  }
-  if (config_.train().batch_size() > 0) {
-    return absl::UnimplementedError(absl::StrCat(flag, "grids train on the whole graph; leave --batch_size at 0"));
-  }
-  if (device_ != Device::kCpu) {
-    return absl::UnimplementedError(absl::StrCat(flag, "grid products run on the CPU; leave --device at cpu"));
-  }
-  if (task_->NeedsAllRows()) {
-    return absl::UnimplementedError(absl::StrCat(flag, "grids train node classification; ", path, " holds ",
-                                                 task_->Describe()));
-  }
+  FG_RETURN_IF_ERROR(refusal(absl::StrCat("--exchange ", grid::DescribeGrid(spec), ": ")));
   return exec_.StartGrid(spec, space_.size(), MixKey(config_.train().seed(), 0x6121D), automatic);
 }
 

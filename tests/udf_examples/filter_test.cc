@@ -13,41 +13,17 @@
 #include "nau/model.h"
 #include "runtime/tasks/graph_tasks.h"
 #include "runtime/train/trainer.h"
+#include "tests/udf_examples/edge_model_setup.h"
 #include "udf_examples/filter/triplets.h"
 
 namespace fg::runtime {
 namespace {
 
-struct Setup {
-  graph::Dataset ds;
-  std::unique_ptr<GraphSetTask> task;
-  std::unique_ptr<nau::Model> model;
-  nau::VertexSpace space;
-  nau::ModelSpec spec;
-};
+using Setup = testing::EdgeModelSetup;
 
 std::unique_ptr<Setup> Make(const std::string& data, int hidden, int layers,
-                            std::map<std::string, std::string> opts) {
-  auto s = std::make_unique<Setup>();
-  auto ds = graph::LoadDataset(data, {});
-  EXPECT_TRUE(ds.ok()) << ds.status();
-  s->ds = std::move(ds).value();
-  const nau::ModelInfo* info = nau::ModelRegistry::Get().Find("filter");
-  EXPECT_NE(info, nullptr);
-  auto task = MakeGraphSetTask(&s->ds, nau::OptionValues(EdgeClassificationTask::Options(), {}));
-  EXPECT_TRUE(task.ok()) << task.status();
-  s->task = std::move(task).value();
-  s->space = nau::VertexSpace(s->ds.graph);
-  s->spec.dataset = &s->ds;
-  s->spec.vertices = &s->space;
-  s->spec.target_type = "node";
-  s->spec.num_classes = s->task->num_classes();
-  s->spec.hidden = hidden;
-  s->spec.layers = layers;
-  s->spec.seed = 1;
-  s->spec.options = nau::OptionValues(info->options, opts);
-  s->model = info->factory();
-  return s;
+                            const std::map<std::string, std::string>& opts) {
+  return testing::MakeEdgeModel("filter", data, hidden, layers, opts, {});
 }
 
 ag::Var Output(Setup& s) {

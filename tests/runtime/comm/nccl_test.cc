@@ -38,6 +38,27 @@ int Devices() {
 #endif
 }
 
+#ifdef FLEXGRAPH_HAVE_CUDA
+// `values` all-reduced on device `device` through `comm`'s AllReduceOnDevice; *status: its result.
+std::vector<float> AllReduceOnDevice(Communicator& comm, int device, const std::vector<float>& values,
+                                     absl::Status* status) {
+  cudaSetDevice(device);
+  const int64_t n = static_cast<int64_t>(values.size());
+  std::vector<float> out(values.size());
+  float* buffer = nullptr;
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  cudaMalloc(reinterpret_cast<void**>(&buffer), n * sizeof(float));
+  cudaMemcpy(buffer, values.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+  *status = comm.AllReduceOnDevice(buffer, n, stream);
+  cudaMemcpyAsync(out.data(), buffer, n * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  cudaStreamSynchronize(stream);
+  cudaFree(buffer);
+  cudaStreamDestroy(stream);
+  return out;
+}
+#endif
+
 TEST(Nccl, NoGpuOrASharedGpuIsAClearError) {
   if (!NcclBuilt()) GTEST_SKIP() << "built without NCCL";
   const int devices = Devices();
@@ -67,19 +88,9 @@ TEST(Nccl, AllReduceOnDeviceSumsAcrossGpus) {
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r) {
     threads.emplace_back([&, r] {
-      cudaSetDevice(r);
       std::vector<float> host(n);
       for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>((r + 1) * (i % 7));
-      float* device = nullptr;
-      cudaStream_t stream;
-      cudaStreamCreate(&stream);
-      cudaMalloc(reinterpret_cast<void**>(&device), n * sizeof(float));
-      cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-      status[r] = (*made[r])->AllReduceOnDevice(device, n, stream);
-      cudaMemcpyAsync(got[r].data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream);
-      cudaStreamSynchronize(stream);
-      cudaFree(device);
-      cudaStreamDestroy(stream);
+      got[r] = AllReduceOnDevice(**made[r], r, host, &status[r]);
     });
   }
   for (auto& t : threads) t.join();
@@ -116,16 +127,7 @@ TEST(Nccl, SplitGroupsAllReduceOnDeviceOverTheirOwnMembers) {
       }
       std::vector<float> host(n);
       for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>((r + 1) * (i % 5));
-      float* device = nullptr;
-      cudaStream_t stream;
-      cudaStreamCreate(&stream);
-      cudaMalloc(reinterpret_cast<void**>(&device), n * sizeof(float));
-      cudaMemcpy(device, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-      status[r] = (*group)->AllReduceOnDevice(device, n, stream);
-      cudaMemcpyAsync(got[r].data(), device, n * sizeof(float), cudaMemcpyDeviceToHost, stream);
-      cudaStreamSynchronize(stream);
-      cudaFree(device);
-      cudaStreamDestroy(stream);
+      got[r] = AllReduceOnDevice(**group, r, host, &status[r]);
     });
   }
   for (auto& t : threads) t.join();
