@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/comm/auth.h"
+#include "runtime/train/checkpoint.h"
 
 namespace fg::runtime {
 namespace {
@@ -200,6 +201,15 @@ bool HasFlag(const std::vector<std::string>& args, const std::string& flag) {
     if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
   }
   return false;
+}
+
+// The value of `flag` in `args` ("--flag V" or "--flag=V"); empty when absent.
+std::string FlagValue(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
+    if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+  }
+  return "";
 }
 
 // The address workers dial for the coordinator: loopback for local workers; with a host file,
@@ -463,6 +473,14 @@ int Launch(const LaunchOptions& o) {
       return rc;
     }
     if (!HasFlag(args, "--resume")) args.push_back("--resume");
+    // A remote worker of the failed attempt outlives its ssh until it misses the coordinator for
+    // --heartbeat_timeout; the next attempt starts once it has let go of the checkpoints.
+    const absl::Status gone = AwaitCheckpointDirectory(FlagValue(args, "--checkpoint_dir"),
+                                                       2 * o.heartbeat_timeout_seconds + 10);
+    if (!gone.ok()) {
+      std::fprintf(stderr, "flexgraph launch: cannot restart: %s\n", std::string(gone.message()).c_str());
+      return rc;
+    }
     std::fprintf(stderr, "flexgraph launch: restarting from the last checkpoint (attempt %d of %d)\n",
                  attempt + 1, o.max_restarts);
   }

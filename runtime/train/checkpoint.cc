@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <zlib.h>
@@ -210,6 +212,19 @@ absl::StatusOr<std::vector<flexgraph::DatasetFile>> DatasetFingerprint(
 absl::StatusOr<std::unique_ptr<graph::io::DirectoryLock>> LockCheckpointDirectory(
     const std::string& dir) {
   return graph::io::DirectoryLock::Acquire(dir, "checkpoint.lock", "--checkpoint_dir");
+}
+
+absl::Status AwaitCheckpointDirectory(const std::string& dir, double timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(std::max(0.0, timeout_seconds));
+  while (true) {
+    auto lock = LockCheckpointDirectory(dir);  // released at once
+    if (lock.ok() || lock.status().code() != absl::StatusCode::kFailedPrecondition ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return lock.status();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size) {

@@ -44,6 +44,10 @@ absl::StatusOr<std::vector<flexgraph::DatasetFile>> DatasetFingerprint(
 absl::StatusOr<std::unique_ptr<graph::io::DirectoryLock>> LockCheckpointDirectory(
     const std::string& dir);
 
+// Waits until no process holds `dir`'s lock (as LockCheckpointDirectory takes it), polling, for at
+// most `timeout_seconds`. OK once it is free; otherwise the last refusal, naming the holder.
+absl::Status AwaitCheckpointDirectory(const std::string& dir, double timeout_seconds);
+
 // True when `dir` holds a checkpoint or a previous one.
 bool HasCheckpoint(const std::string& dir);
 

@@ -190,6 +190,31 @@ TEST(Launch, RestartOnFailureFinishesWithTheUninterruptedResult) {
   EXPECT_EQ(Field(Read(d + "/ref.json"), "resumed_from_epoch"), 0);
 }
 
+// A process of a failed attempt (an ssh-started worker outlives its ssh until it misses the
+// coordinator) may still hold the checkpoints as the launcher restarts: the restart waits for it.
+// Here a foreign holder makes the first attempt fail and lets go 4 s later.
+TEST(Launch, ARestartWaitsForTheCheckpointsOfTheFailedAttempt) {
+  const std::string d = Dir("fg_launch_restart_waits");
+  std::filesystem::create_directories(d + "/ckpt");
+  const pid_t holder = fork();
+  if (holder == 0) {
+    execlp("flock", "flock", (d + "/ckpt/checkpoint.lock").c_str(), "sleep", "4", nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // flock has taken the lock
+  std::string out;
+  const int rc = Shell(kFlexgraph + " launch --quiet --workers 2 --heartbeat_timeout 3 --max_restarts 1 " +
+                           "--restart_on_failure --log_dir " + d + "/logs" + kTrain +
+                           " --checkpoint_every 2 --checkpoint_dir " + d + "/ckpt",
+                       &out);
+  int st = 0;
+  waitpid(holder, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "flock";
+  EXPECT_NE(out.find("is in use by another run"), std::string::npos) << out;  // the first attempt
+  EXPECT_NE(out.find("restarting from the last checkpoint"), std::string::npos) << out;
+  EXPECT_EQ(rc, 0) << out;
+}
+
 // Kills aimed at the moments a crash could lose or half-write something: inside a checkpoint write
 // (half the bytes written; complete but not renamed), inside the summary's write, after training
 // but before the results are reported, and after the summary while shutting down. Each run restarts

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "flexgraph/graph/io/file.h"
 #include "flexgraph/graph/io/npy.h"
@@ -193,6 +194,24 @@ TEST(Checkpoint, InitialParametersByNameWithClearErrors) {
 
 // A save keeps the checkpoint it replaces as checkpoint.previous.pb; a newest checkpoint that is
 // missing, cut short or damaged is passed over for it, saying why; another run's is not.
+TEST(Checkpoint, AwaitingTheDirectoryWaitsForItsHolderAndNamesOneThatStays) {
+  const std::string d = Dir("fg_ckpt_await");
+  auto held = LockCheckpointDirectory(d);
+  ASSERT_TRUE(held.ok()) << held.status();
+  // A holder that stays: refused after the timeout, naming this process.
+  const absl::Status stays = AwaitCheckpointDirectory(d, 0.3);
+  EXPECT_EQ(stays.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(stays.message().find("pid " + std::to_string(::getpid())), std::string::npos) << stays;
+  // A holder that lets go within the timeout (a worker of a failed attempt exiting).
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    held->reset();
+  });
+  EXPECT_TRUE(AwaitCheckpointDirectory(d, 30).ok());
+  release.join();
+  EXPECT_TRUE(LockCheckpointDirectory(d).ok());
+}
+
 TEST(Checkpoint, ADamagedNewestCheckpointFallsBackToThePreviousOne) {
   const std::string d = Dir("fg_ckpt_previous");
   Params p;
