@@ -135,6 +135,18 @@ ag::Var HybridExecutor::Aggregate(const hdg::Hdg& hdg, const std::vector<LevelPl
   return x;
 }
 
+ag::Var HybridExecutor::AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const ag::Var& messages,
+                                       const ag::Var& self, LayerContext& ctx) const {
+  FG_CHECK(hdg.num_levels() == 1) << "an edge-state layer needs a flat HDG, got " << hdg.num_levels()
+                                  << " levels";
+  const SparseMatrixPtr& a = hdg.level(1).matrix;
+  FG_CHECK(!ctx.edge_state.defined() || ctx.edge_state.rows() == a->csr().nnz())
+      << "edge state of " << ctx.edge_state.rows() << " rows for " << a->csr().nnz() << " entries";
+  ctx.edge_state = layer.UpdateEdgesFrom(ctx, a, messages, self, ctx.edge_state);
+  ctx.edge_matrix = a;
+  return ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), layer.EdgeAggregationSide());
+}
+
 ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& plan, Layer& layer,
                             const ag::Var& input, LayerContext& ctx) const {
   NoteProgress();
@@ -147,19 +159,10 @@ ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& p
     messages = layer.Message(ctx, input);
     self = GatherRoots(hdg, input, &ctx);
   }
-  if (layer.UpdatesEdges()) {
-    FG_CHECK(hdg.num_levels() == 1) << "an edge-state layer needs a flat HDG, got "
-                                    << hdg.num_levels() << " levels";
-    const SparseMatrixPtr& a = hdg.level(1).matrix;
-    FG_CHECK(!ctx.edge_state.defined() || ctx.edge_state.rows() == a->csr().nnz())
-        << "edge state of " << ctx.edge_state.rows() << " rows for " << a->csr().nnz() << " entries";
-    ctx.edge_state = layer.UpdateEdgesFrom(ctx, a, messages, self, ctx.edge_state);
-    ctx.edge_matrix = a;
+  {
     ScopedTimer timer(t_agg);
-    nbr = ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), layer.EdgeAggregationSide());
-  } else {
-    ScopedTimer timer(t_agg);
-    nbr = Aggregate(hdg, plan, layer, messages, self, ctx);
+    nbr = layer.UpdatesEdges() ? AggregateEdges(hdg, layer, messages, self, ctx)
+                               : Aggregate(hdg, plan, layer, messages, self, ctx);
   }
   ScopedTimer timer(t_upd);
   if (ctx.capture_nbr != nullptr) *ctx.capture_nbr = nbr;

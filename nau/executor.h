@@ -38,6 +38,11 @@ class HybridExecutor {
   // Aggregation alone: `messages` are the vertex-table rows, `self` the roots' input rows.
   ag::Var Aggregate(const hdg::Hdg& hdg, const std::vector<LevelPlan>& plan, const Layer& layer,
                     const ag::Var& messages, const ag::Var& self, LayerContext& ctx) const;
+  // Edge-state layers (Layer::UpdatesEdges) over a flat `hdg`: the entries' new states from
+  // [messages(child) | self(root) | ctx.edge_state], kept as ctx.edge_state (ctx.edge_matrix: level
+  // 1's matrix), aggregated into the roots by the layer's edge reductions.
+  ag::Var AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const ag::Var& messages,
+                         const ag::Var& self, LayerContext& ctx) const;
 
  private:
   std::optional<Strategy> override_;

@@ -78,6 +78,9 @@ class Model : public nn::Module {
   // entry of spec.dataset's in-edge Csr for edge classification (ctx.edge_matrix's entries when
   // the layers select every in-neighbour), per graph of spec.dataset->graphs for graph
   // classification (a readout). Default: h.
+  // Edge-state models: `h` holds the rows of ctx.edge_matrix's columns, the roots (its rows) first;
+  // they are all the vertices alone, and a vertex-sharded worker's own vertices then the ghosts
+  // (runtime/train/graph_batches.h).
   virtual ag::Var Head(LayerContext& ctx, const ModelSpec& spec, const ag::Var& h) { return h; }
   // Whether training on a set of graphs runs each layer under ag::Checkpoint: its inputs (the
   // vertex rows and the edge state) kept, its intermediates recomputed in the backward pass.

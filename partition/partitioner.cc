@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,10 @@ class MetisPartitioner : public Partitioner {
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_NUMBERING] = 0;
     options[METIS_OPTION_SEED] = static_cast<idx_t>(in.seed & 0x7fffffff);
+    // METIS draws from one process-wide random state: concurrent calls would change each other's
+    // draws, and one input and seed would no longer give one partition.
+    static std::mutex metis;
+    std::lock_guard<std::mutex> serial(metis);
     const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(),
                                        vwgt.empty() ? nullptr : vwgt.data(), nullptr,
                                        adjwgt.empty() ? nullptr : adjwgt.data(), &nparts, nullptr,

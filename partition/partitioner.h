@@ -6,7 +6,8 @@
 //             3% imbalance of each weight.
 // The application-driven refinement on top of METIS is partition/rebalancer.h. METIS's memory need
 // is estimated before it runs; a request that will not fit is refused with the numbers.
-// Thread-safety: partitioners are stateless; Assign may run concurrently (METIS itself is serial).
+// Thread-safety: partitioners are stateless; Assign may run concurrently (METIS calls take turns:
+// its random state is process-wide).
 //
 //   PartitionInput in{.graph = &union_graph, .vertex_weights = MetisVertexWeights(cost)};
 //   FG_ASSIGN_OR_RETURN(std::vector<int32_t> owners, MakePartitioner(Method::kMetis)->Assign(in, 8));

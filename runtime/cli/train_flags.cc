@@ -64,6 +64,9 @@ const ConfigFlag kConfigFlags[] = {
     {"init_weights", "train.init_weights", "directory of initial parameter values, one <parameter>.npy each"},
     {"exec", "train.exec", "force built-in aggregations to dense, sparse or graph"},
     {"batch_size", "train.batch_size", "mini-batch training: training vertices per batch (0: whole graph); on a set of graphs, graphs per batch (0: all)"},
+    {"batch_sharding", "train.batch_sharding",
+     "a set of graphs across workers: graphs (each worker takes its share of a batch's graphs) or vertices (each "
+     "batch's vertices partitioned over the workers, for graphs too large for one; edge classification)"},
     {"sampler", "train.sampler",
      "mini-batch sampler: neighbor (GraphSAGE node-wise), ladies (layer-wise) or shadow (ShaDow-GNN: every layer on "
      "each seed's induced k-hop subgraph)"},

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
+#include "flexgraph/base/logging.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
@@ -81,9 +82,17 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
     }
     return absl::OkStatus();
   }
+  if (layer.UpdatesEdges() && layer.EdgeAggregationSide() != ag::EdgeSide::kDestination) {
+    return absl::UnimplementedError(absl::StrCat(
+        "layer ", i, " aggregates edge states into their sources too (edges=once), which a worker "
+        "cannot do for a source another worker owns: use one state per direction (edges=both)"));
+  }
+  // An edge's state is computed where its destination lives, from its source's row: row fetch.
   FG_ASSIGN_OR_RETURN(p.exchange, BuildLayerExchange(*setup_.comm, *p.hdg, layer.LevelAggregator(1),
                                                      owners_, input_ids, i, epoch,
-                                                     setup_.exchange));
+                                                     layer.UpdatesEdges() ? ExchangeMode::kRowFetch
+                                                                          : setup_.exchange,
+                                                     layer.UpdatesEdges()));
   p.levels = executor_.Plan(p.exchange.local_hdg ? *p.exchange.local_hdg : *p.hdg, layer);
   PlaceExchange(&p.exchange, device_, !custom, normalized);
   // Roots are owned rows of the input: their positions in input_ids.
@@ -279,12 +288,21 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
     }
     ag::Var table = ConcatRows(m, ghosts);
     ctx.table_global_ids = p.table_keys;
-    agg = executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
+    agg = layer.UpdatesEdges() ? executor_.AggregateEdges(*ex.local_hdg, layer, table, self, ctx)
+                               : executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
   }
   if (!reuse) ReleaseFreedMemory();  // the messages are gone: so are their pages
   ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);
   if (ctx.capture_nbr != nullptr) *ctx.capture_nbr = agg;
   return layer.Update(ctx, self, agg);
+}
+
+ag::Var DistributedExecutor::GatherTable(int i, const ag::Var& rows) {
+  if (!distributed()) return rows;
+  const LayerExchange& ex = layers_[i].exchange;
+  FG_CHECK(!ex.partial_path && !grid_) << "layer " << i << " does not fetch rows";
+  ag::Var token = PostRows(xctx_, ex, rows);
+  return ConcatRows(rows, ReceiveRows(xctx_, ex, token, rows.row_width()));
 }
 
 absl::Status DistributedExecutor::PlanAllRows(const Rows& roots, int epoch) {

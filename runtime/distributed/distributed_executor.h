@@ -90,6 +90,7 @@ class DistributedExecutor {
   // rows and bottom reduction, whose exchange it shares (every worker must pass the same).
   // Over a grid, `hdg` selects every vertex (roots 0..n-1), `input` are the held rows and `roots`
   // the held rows or, for the model's last layer, the owned ones (the layer's output rows).
+  // Plan every layer of a pass before running it: the pass's backward refers to the plans.
   absl::Status PlanLayer(int i, const nau::Layer& layer, std::shared_ptr<const hdg::Hdg> hdg,
                          const Rows& input, const Rows& roots, int epoch, int same_as = -1);
 
@@ -101,6 +102,10 @@ class DistributedExecutor {
   void BeginPass(nau::LayerContext* ctx, int epoch, bool training);
   // Layer `i` on this worker's input rows `h` (rows in input_ids order); one output row per root.
   ag::Var RunLayer(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
+
+  // The table layer `i` (planned for row fetch: an edge-state layer) aggregates over, for rows `rows`
+  // in its input order: [rows | its ghosts' rows, fetched from their owners], differentiably. Alone: `rows`.
+  ag::Var GatherTable(int i, const ag::Var& rows);
 
   // Every worker's output rows, for tasks that pair rows of different workers
   // (Task::NeedsAllRows). PlanAllRows exchanges the output roots' ids once (collective);

@@ -117,12 +117,14 @@ struct LayerExchange {
 
 // Builds the exchange for an HDG whose level-1 children are global vertex ids. `table_ids` are
 // the (sorted) global ids of this worker's input rows for the layer; `owners` gives every global
-// vertex's rank. Collective: every worker calls it for the same layer at the same time.
+// vertex's rank. `every_entry`: the layer reads each entry (edge states), so it runs on local_hdg
+// over the fetched rows, never on partial sums. Collective: every worker calls it for the same
+// layer at the same time.
 absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::Hdg& hdg,
                                                  const nau::Aggregator& level1,
                                                  const Ownership& owners,
                                                  const Tensor& table_ids, int layer, int epoch,
-                                                 ExchangeMode mode);
+                                                 ExchangeMode mode, bool every_entry = false);
 
 // Places the concatenated lists and groupings above and the local matrices on `device`; also
 // local_hdg (its level k normalised where normalized[k - 1]) when `place_hdg`. Once per exchange.

@@ -157,7 +157,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
                                                  const nau::Aggregator& level1,
                                                  const Ownership& owners,
                                                  const Tensor& table_ids, int layer, int epoch,
-                                                 ExchangeMode mode) {
+                                                 ExchangeMode mode, bool every_entry) {
   const int me = comm.rank(), P = comm.size();
   const hdg::HdgLevel& l1 = hdg.level(1);
   const Csr& c = l1.csr();
@@ -169,7 +169,7 @@ absl::StatusOr<LayerExchange> BuildLayerExchange(Communicator& comm, const hdg::
   ex.layer = layer;
   ex.num_owned = n_owned;
   ex.num_roots = hdg.num_roots();
-  const bool flat = hdg.num_levels() == 1 && level1.decomposable() &&
+  const bool flat = !every_entry && hdg.num_levels() == 1 && level1.decomposable() &&
                     level1.reduction() != nau::Reduction::kMax;
   ex.partial_path = flat;
   const std::vector<float> w = flat ? EntryWeights(l1, level1) : std::vector<float>();

@@ -162,23 +162,34 @@ std::vector<int64_t> EdgeClassificationTask::EntryLabels(const GraphBatch& batch
 
 ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatch& batch,
                                           double denominator) const {
+  return RowsLoss(output, batch, nullptr, denominator);
+}
+
+ag::Var EdgeClassificationTask::RowsLoss(const ag::Var& output, const GraphBatch& batch,
+                                         const std::vector<int64_t>* csr_rows, double denominator) const {
   const Csr& a = batch.data->Adjacency();
-  FG_CHECK(output.rows() == a.nnz()) << "edge classification: " << output.value().ShapeString()
-                                     << " output rows for " << a.nnz() << " entries";
   const std::vector<int64_t> labels = EntryLabels(batch);
   const std::vector<int64_t> graph_of = GraphOfRows(*batch.data->graphs);
-  // Labelled entries of training graphs, by class.
-  std::vector<std::vector<int32_t>> rows(classes_);
+  // Output row j scores the j-th entry of the rows taken, in order.
+  std::vector<int64_t> out_labels;
+  std::vector<std::vector<int32_t>> rows(classes_);  // labelled output rows of training graphs, by class
   int64_t n = 0;
-  for (int64_t r = 0; r < a.num_rows; ++r) {
-    if (!InSplit(batch, graph_of[r], 0)) continue;
+  const int64_t taken = csr_rows != nullptr ? static_cast<int64_t>(csr_rows->size()) : a.num_rows;
+  for (int64_t i = 0; i < taken; ++i) {
+    const int64_t r = csr_rows != nullptr ? (*csr_rows)[i] : i;
+    const bool train = InSplit(batch, graph_of[r], 0);
     for (int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
-      if (labels[k] < 0) continue;
-      FG_CHECK(labels[k] < classes_) << "edge label " << labels[k] << " of " << classes_ << " classes";
-      rows[labels[k]].push_back(static_cast<int32_t>(k));
+      const int64_t label = train ? labels[k] : -1;
+      out_labels.push_back(std::max<int64_t>(label, 0));
+      if (label < 0) continue;
+      FG_CHECK(label < classes_) << "edge label " << label << " of " << classes_ << " classes";
+      rows[label].push_back(static_cast<int32_t>(out_labels.size() - 1));
       ++n;
     }
   }
+  FG_CHECK(output.rows() == static_cast<int64_t>(out_labels.size()))
+      << "edge classification: " << output.value().ShapeString() << " output rows for "
+      << out_labels.size() << " entries";
   if (n == 0) return ag::Scale(ag::Sum(output), 0.0f);
   const double d = denominator > 0 ? denominator : static_cast<double>(n);
   const Device device = output.value().device();
@@ -196,7 +207,7 @@ ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatc
     return loss;
   }
   const ag::Var logp = ag::LogSoftmax(output);
-  Tensor all_labels = Tensor::FromVector(labels);
+  Tensor all_labels = Tensor::FromVector(out_labels);
   for (int64_t c = 0; c < classes_; ++c) {
     if (rows[c].empty()) continue;
     const float w = static_cast<float>(class_weights_[c] * rows[c].size() / d);

@@ -34,7 +34,7 @@ constexpr char kBaseDefaults[] = R"pb(
     checkpoint_every: 0 checkpoint_dir: "" threads: 0 device: "cpu" resume: false stop_after: 0
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 0 eval_every: 1
-    device_memory_gib: 0 sample_on: "" feature_cache_mb: -1 sampler_opt: ""
+    device_memory_gib: 0 sample_on: "" feature_cache_mb: -1 sampler_opt: "" batch_sharding: "graphs"
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" tensorboard: "" }
@@ -187,6 +187,9 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   nau::Strategy s;
   if (!t.exec().empty() && !nau::ParseStrategy(t.exec(), &s)) {
     return bad("exec", absl::StrCat("expected dense, sparse or graph, got '", t.exec(), "'"));
+  }
+  if (t.batch_sharding() != "graphs" && t.batch_sharding() != "vertices") {
+    return bad("batch_sharding", absl::StrCat("expected graphs or vertices, got '", t.batch_sharding(), "'"));
   }
   if (t.batch_size() < 0) return bad("batch_size", absl::StrCat("must not be negative, got ", t.batch_size()));
   if (sampling::SamplerKind kind; !sampling::ParseSamplerKind(t.sampler(), &kind)) {

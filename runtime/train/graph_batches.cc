@@ -2,17 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/ops/ops.h"
+#include "partition/partitioner.h"
 
 namespace fg::runtime {
 namespace {
 
 // Collective step of the epoch's batch losses (the gradients' steps number the batches).
 constexpr int kStepBatchLosses = 1;
+// Vertex sharding: the broadcast of a batch's partition (its epoch field numbers the batch).
+constexpr int kStepPartition = 3;
+// Vertex sharding: whether any worker recomputes the batch's layers.
+constexpr int kStepRecompute = 4;
 
 // The graphs of `ids` (a batch's, in batch order) that worker `rank` of `workers` takes.
 std::vector<int64_t> Share(const std::vector<int64_t>& ids, int rank, int workers) {
@@ -21,13 +30,74 @@ std::vector<int64_t> Share(const std::vector<int64_t>& ids, int rank, int worker
   return mine;
 }
 
+// One layer, run(ctx, h), under ag::Checkpoint: its inputs (h and ctx.edge_state) kept, its
+// intermediates recomputed in the backward pass. Each call starts from the context as it is now
+// (the recomputation sees what the first run saw); only the first call's stage times count.
+// Returns the layer's output; ctx gets its edge state and matrix.
+ag::Var Checkpointed(std::function<ag::Var(nau::LayerContext&, const ag::Var&)> run, const ag::Var& h,
+                     nau::LayerContext& ctx) {
+  struct Shared {
+    nau::ExecStats* stats;
+    SparseMatrixPtr edge_matrix;
+  };
+  auto shared = std::make_shared<Shared>(Shared{ctx.stats, nullptr});
+  nau::LayerContext base = ctx;
+  base.edge_state = ag::Var();
+  auto fn = [run = std::move(run), base, shared](const std::vector<ag::Var>& in) {
+    nau::LayerContext local = base;
+    local.stats = shared->stats;
+    shared->stats = nullptr;
+    local.edge_state = in[1];
+    ag::Var out = run(local, in[0]);
+    shared->edge_matrix = local.edge_matrix;
+    return std::vector<ag::Var>{out, local.edge_state};
+  };
+  std::vector<ag::Var> out = ag::Checkpoint(fn, {h, ctx.edge_state});
+  ctx.edge_state = out[1];
+  ctx.edge_matrix = shared->edge_matrix;
+  return out[0];
+}
+
+// What METIS partitions: `a`'s entries both ways, without self loops or repeats.
+Csr SymmetricWithoutLoops(const Csr& a) {
+  std::vector<std::vector<int32_t>> adj(a.num_rows);
+  a.VisitIndices([&](const auto* col) {
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      for (int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+        const int64_t c = col[k];
+        if (c == r) continue;
+        adj[r].push_back(static_cast<int32_t>(c));
+        adj[c].push_back(static_cast<int32_t>(r));
+      }
+    }
+  });
+  std::vector<int64_t> offsets = {0};
+  std::vector<int32_t> cols;
+  for (auto& row : adj) {
+    std::sort(row.begin(), row.end());
+    row.erase(std::unique(row.begin(), row.end()), row.end());
+    cols.insert(cols.end(), row.begin(), row.end());
+    offsets.push_back(static_cast<int64_t>(cols.size()));
+  }
+  return Csr::FromVectors(a.num_rows, a.num_rows, offsets, cols);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphBatchTraining>> GraphBatchTraining::Create(Parts parts,
                                                                                 int64_t batch_size,
                                                                                 uint64_t seed,
-                                                                                int epochs) {
+                                                                                int epochs,
+                                                                                bool shard_vertices,
+                                                                                partition::Method method) {
   std::unique_ptr<GraphBatchTraining> t(new GraphBatchTraining(parts, batch_size, seed));
+  t->shard_vertices_ = shard_vertices && t->workers() > 1;
+  t->method_ = method == partition::Method::kBalanced ? partition::Method::kMetis : method;
+  if (shard_vertices && dynamic_cast<const EdgeClassificationTask*>(parts.task) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_sharding: vertices shards edge classification; ",
+                                                   parts.task->Describe(), " of dataset ",
+                                                   parts.task->dataset().name, " shares whole graphs (graphs)"));
+  }
   const Tensor& train = parts.task->dataset().graphs->train;
   const int64_t n = train.defined() ? train.numel() : 0;
   t->batches_per_epoch_ = batch_size > 0 ? (n + batch_size - 1) / batch_size : 1;
@@ -68,31 +138,141 @@ absl::StatusOr<ag::Var> GraphBatchTraining::Forward(const GraphBatch& batch, int
       h = executor.Run(hdg, executor.Plan(hdg, layer), layer, h, ctx);
       continue;
     }
-    // Each call starts from the context as it is now (the recomputation sees what the first run
-    // saw); only the first call's stage times count.
-    struct Shared {
-      nau::ExecStats* stats;
-      SparseMatrixPtr edge_matrix;
-    };
-    auto shared = std::make_shared<Shared>(Shared{ctx.stats, nullptr});
-    nau::LayerContext base = ctx;
-    base.edge_state = ag::Var();
     auto hdg_kept = std::make_shared<const hdg::Hdg>(std::move(hdg));
-    auto run = [executor, &layer, hdg_kept, base, shared](const std::vector<ag::Var>& in) {
-      nau::LayerContext local = base;
-      local.stats = shared->stats;
-      shared->stats = nullptr;
-      local.edge_state = in[1];
-      ag::Var out = executor.Run(*hdg_kept, executor.Plan(*hdg_kept, layer), layer, in[0], local);
-      shared->edge_matrix = local.edge_matrix;
-      return std::vector<ag::Var>{out, local.edge_state};
-    };
-    std::vector<ag::Var> out = ag::Checkpoint(run, {h, ctx.edge_state});
-    h = out[0];
-    ctx.edge_state = out[1];
-    ctx.edge_matrix = shared->edge_matrix;
+    h = Checkpointed(
+        [executor, &layer, hdg_kept](nau::LayerContext& local, const ag::Var& x) {
+          return executor.Run(*hdg_kept, executor.Plan(*hdg_kept, layer), layer, x, local);
+        },
+        h, ctx);
   }
   return model.Head(ctx, spec, h);
+}
+
+absl::StatusOr<std::vector<int32_t>> GraphBatchTraining::PartitionBatch(const GraphBatch& batch,
+                                                                         int step) const {
+  const int parts = workers();
+  const int64_t n = batch.data->Adjacency().num_rows;
+  if (n < parts) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_sharding: vertices: a batch of ", n, " vertices (graphs ",
+                                                   absl::StrJoin(batch.graphs, ","), ") for ", parts,
+                                                   " workers; use fewer workers or larger batches"));
+  }
+  // Worker 0 partitions and sends the owners to the others (METIS's draws are not the same in
+  // every process).
+  std::string payload;
+  if (rank() == 0) {
+    const Csr g = SymmetricWithoutLoops(batch.data->Adjacency());
+    const partition::Method method =
+        g.nnz() > 0 || method_ != partition::Method::kMetis ? method_ : partition::Method::kRange;
+    FG_ASSIGN_OR_RETURN(const std::vector<int32_t> owners,
+                        partition::MakePartitioner(method)->Assign({.graph = &g, .seed = seed_}, parts));
+    payload.assign(reinterpret_cast<const char*>(owners.data()), owners.size() * sizeof(int32_t));
+  }
+  FG_RETURN_IF_ERROR(parts_.exec->setup().comm->Broadcast(&payload, 0, step, kStepPartition));
+  if (payload.size() != static_cast<size_t>(n) * sizeof(int32_t)) {
+    return absl::DataLossError(absl::StrCat("batch_sharding: vertices: worker 0 sent ", payload.size(),
+                                            " bytes of owners for a batch of ", n, " vertices (graphs ",
+                                            absl::StrJoin(batch.graphs, ","), ")"));
+  }
+  std::vector<int32_t> owners(n);
+  std::memcpy(owners.data(), payload.data(), payload.size());
+  for (int32_t o : owners) {
+    if (o < 0 || o >= parts) {
+      return absl::DataLossError(absl::StrCat("batch_sharding: vertices: worker 0 sent owner ", o, " of ",
+                                              parts, " workers"));
+    }
+  }
+  return owners;
+}
+
+absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, int epoch, int step,
+                                                       double items) const {
+  FG_ASSIGN_OR_RETURN(std::vector<int32_t> owners, PartitionBatch(batch, step));
+  nau::Model& model = *parts_.model;
+  nau::ModelSpec spec = *parts_.spec;
+  const nau::VertexSpace space(batch.data->graph);
+  spec.dataset = batch.data;
+  spec.vertices = &space;
+  std::vector<int32_t> mine;
+  for (size_t v = 0; v < owners.size(); ++v) {
+    if (owners[v] == rank()) mine.push_back(static_cast<int32_t>(v));
+  }
+  const Tensor mine_index = Tensor::FromVector(mine);
+  const Tensor ids = Tensor::FromVector(std::vector<int64_t>(mine.begin(), mine.end()));
+  const DistributedExecutor::Rows rows{ids, ids};
+  const DistributedSetup& run = parts_.exec->setup();
+  // Lives until the backward pass has run: the exchange's gradients travel through it.
+  DistributedExecutor exec({.comm = run.comm, .owners = std::move(owners), .pipeline = run.pipeline});
+  nau::LayerContext ctx;
+  ctx.training = true;
+  ctx.epoch = epoch;
+  ctx.seed = spec.seed;
+  ctx.stats = parts_.stats;
+  exec.BeginPass(&ctx, step, true);
+  ag::Var h = ag::GatherRows(model.Input(ctx, spec), mine_index);
+  // My vertices' in-entries, in Csr order: the entries of their HDGs' level 1.
+  const Csr& a = batch.data->Adjacency();
+  std::vector<int32_t> entries;
+  for (int32_t v : mine) {
+    for (int64_t k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) entries.push_back(static_cast<int32_t>(k));
+  }
+  const Tensor features = batch.entry_features.defined()
+                              ? ops::GatherRows(batch.entry_features, Tensor::FromVector(entries))
+                              : Tensor();
+  ctx.edge_state = model.InitialEdgeState(ctx, spec, features);
+  // Every layer planned before any runs (the exchanges' backward passes refer to the plans), and
+  // one more for the head, which reads both ends of every entry: my rows, then the ghosts' fetched
+  // over the last layer's exchange (its own tags).
+  const int layers = model.num_layers();
+  for (int i = 0; i < layers; ++i) {
+    nau::Layer& layer = model.layer(i);
+    if (static_cast<int64_t>(model.Roots(i, spec).size()) != a.num_rows) {
+      return absl::UnimplementedError(absl::StrCat("batch_sharding: vertices: layer ", i,
+                                                   " of the model does not root every vertex"));
+    }
+    const std::string key = layer.SelectionKey();
+    const bool same = i > 0 && !key.empty() && key == model.layer(0).SelectionKey();
+    std::shared_ptr<const hdg::Hdg> hdg;
+    if (!same) {
+      Stopwatch watch;
+      FG_ASSIGN_OR_RETURN(hdg::Hdg selected, nau::SelectHdg(layer, i, spec, epoch, mine));
+      if (parts_.stats != nullptr) parts_.stats->selection += watch.Seconds();
+      hdg = std::make_shared<const hdg::Hdg>(std::move(selected));
+    }
+    FG_RETURN_IF_ERROR(exec.PlanLayer(i, layer, std::move(hdg), rows, rows, step, same ? 0 : -1));
+  }
+  FG_RETURN_IF_ERROR(exec.PlanLayer(layers, model.layer(layers - 1), nullptr, rows, rows, step, layers - 1));
+  // Layers are recomputed where any worker's model asks (it decides on its own share of the
+  // entries): the recomputation exchanges rows, so every worker must run it.
+  std::vector<double> recompute = {model.RecomputeLayers() ? 1.0 : 0.0};
+  parts_.exec->SumDoubles(&recompute, step, kStepRecompute);
+  FG_RETURN_IF_ERROR(parts_.exec->status());
+  for (int i = 0; i < layers; ++i) {
+    ctx.layer = i;
+    nau::Layer& layer = model.layer(i);
+    if (recompute[0] == 0) {
+      h = exec.RunLayer(i, layer, h, ctx);
+      continue;
+    }
+    // The recomputation in the backward pass runs the layer's exchange again, on every worker in
+    // the same order (its messages reuse the forward's names, taken by then).
+    h = Checkpointed([&exec, &layer, i](nau::LayerContext& local,
+                                        const ag::Var& x) { return exec.RunLayer(i, layer, x, local); },
+                     h, ctx);
+  }
+  ag::Var out = model.Head(ctx, spec, exec.GatherTable(layers, h));
+  const std::vector<int64_t> csr_rows(mine.begin(), mine.end());
+  ag::Var loss;
+  {
+    ScopedTimer t(parts_.stats != nullptr ? &parts_.stats->loss : nullptr);
+    loss = static_cast<const EdgeClassificationTask*>(parts_.task)->RowsLoss(out, batch, &csr_rows, items);
+  }
+  {
+    ScopedTimer t(parts_.stats != nullptr ? &parts_.stats->backward : nullptr);
+    loss.Backward();
+  }
+  FG_RETURN_IF_ERROR(exec.status());
+  return static_cast<double>(loss.value().Item());
 }
 
 absl::StatusOr<double> GraphBatchTraining::RunEpoch(int epoch) {
@@ -106,8 +286,11 @@ absl::StatusOr<double> GraphBatchTraining::RunEpoch(int epoch) {
     double items = 0;  // the whole batch's, over every worker
     for (int64_t g : batches[b]) items += static_cast<double>(parts_.task->TrainingItems(g));
     if (items == 0) continue;  // nothing to learn from, on any worker
+    const int step = static_cast<int>(int64_t{epoch} * batches_per_epoch_ + b);
     const std::vector<int64_t> mine = Share(batches[b], rank(), workers());
-    if (!mine.empty()) {
+    if (shard_vertices_) {
+      FG_ASSIGN_OR_RETURN(losses[b], ShardedStep(BatchGraphs(ds, batches[b]), epoch, step, items));
+    } else if (!mine.empty()) {
       const GraphBatch batch = BatchGraphs(ds, mine);
       FG_ASSIGN_OR_RETURN(ag::Var out, Forward(batch, epoch, true));
       ag::Var loss;
@@ -121,8 +304,7 @@ absl::StatusOr<double> GraphBatchTraining::RunEpoch(int epoch) {
     }
     ScopedTimer t(stats != nullptr ? &stats->optimizer : nullptr);
     if (exec != nullptr) {
-      exec->AllReduceGradients(parts_.optimizer->params(),
-                               static_cast<int>(int64_t{epoch} * batches_per_epoch_ + b));
+      exec->AllReduceGradients(parts_.optimizer->params(), step);
       FG_RETURN_IF_ERROR(exec->status());
     }
     parts_.optimizer->Step();

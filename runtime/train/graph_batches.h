@@ -8,8 +8,13 @@
 // Data-parallel across the workers of a distributed run: every worker holds the whole graph set
 // and draws the same batches; worker r of P takes the batch's graphs k with k % P == r, its loss
 // share divides by the batch's labelled items over all workers (known to each without asking), so
-// the summed gradients and losses are the single process's. Evaluation runs each split's graphs
-// on every worker (identical metrics, no exchange). Thread-compatible.
+// the summed gradients and losses are the single process's. With vertex sharding (graphs too large
+// for one worker; edge tasks), every worker takes the whole batch instead: METIS splits its
+// vertices over the workers, each computes its own vertices' rows and their in-edges' states and
+// scores, fetching the rows of neighbours other workers own per layer (DistributedExecutor, row
+// fetch), and its loss share covers its own vertices' in-edges; the sums are again the single
+// process's. Evaluation runs each split's graphs on every worker (identical metrics, no exchange).
+// Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@
 #include "flexgraph/nn/optim.h"
 #include "nau/executor.h"
 #include "nau/model.h"
+#include "partition/partitioner.h"
 #include "runtime/distributed/distributed_executor.h"
 #include "runtime/tasks/graph_tasks.h"
 
@@ -40,9 +46,12 @@ class GraphBatchTraining {
     DistributedExecutor* exec = nullptr;
     nau::ExecStats* stats = nullptr;  // optional: stage times
   };
-  // Errors: a distributed run of more steps than its messages can number.
-  static absl::StatusOr<std::unique_ptr<GraphBatchTraining>> Create(Parts parts, int64_t batch_size,
-                                                                    uint64_t seed, int epochs);
+  // `shard_vertices`: vertex sharding (above) in a distributed run, each batch partitioned with
+  // `method` (kBalanced: METIS). Errors: a distributed run of more steps than its messages can
+  // number; vertex sharding of a task that is not edge classification.
+  static absl::StatusOr<std::unique_ptr<GraphBatchTraining>> Create(
+      Parts parts, int64_t batch_size, uint64_t seed, int epochs, bool shard_vertices = false,
+      partition::Method method = partition::Method::kMetis);
 
   // The model's output rows for `batch` (the task's rows: entries or graphs). Errors come from
   // neighbour selection.
@@ -67,6 +76,12 @@ class GraphBatchTraining {
  private:
   GraphBatchTraining(Parts parts, int64_t batch_size, uint64_t seed)
       : parts_(parts), batch_size_(batch_size), seed_(seed) {}
+  // Vertex sharding: the owner of each batch vertex, as worker 0 partitioned the batch and sent
+  // it. Errors: fewer vertices than workers; a damaged message. Collective.
+  absl::StatusOr<std::vector<int32_t>> PartitionBatch(const GraphBatch& batch, int step) const;
+  // Vertex sharding: forward, this worker's loss share and backward for `batch`, the whole
+  // batch's labelled items being `items`; returns the loss share. Collective; `step` tags it.
+  absl::StatusOr<double> ShardedStep(const GraphBatch& batch, int epoch, int step, double items) const;
   int rank() const { return parts_.exec != nullptr ? parts_.exec->rank() : 0; }
   int workers() const {
     return parts_.exec != nullptr && parts_.exec->distributed() ? parts_.exec->setup().comm->size() : 1;
@@ -76,6 +91,8 @@ class GraphBatchTraining {
   int64_t batch_size_;
   uint64_t seed_;
   int64_t batches_per_epoch_ = 0;
+  bool shard_vertices_ = false;
+  partition::Method method_ = partition::Method::kMetis;
   std::vector<double> batch_losses_;  // the last epoch's, in batch order
 };
 

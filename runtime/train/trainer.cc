@@ -76,6 +76,11 @@ absl::Status Trainer::Init() {
   if (dataset_.IsGraphSet() && dynamic_cast<GraphSetTask*>(task_.get()) != nullptr) {
     return InitGraphBatches();
   }
+  if (config_.train().batch_sharding() != "graphs") {
+    return absl::InvalidArgumentError(absl::StrCat("batch_sharding: ", config_.train().batch_sharding(),
+                                                   " shares batches of a set of graphs; ", config_.dataset().path(),
+                                                   " is one graph"));
+  }
   PlaceRows();
   if (device_ != Device::kCpu) {  // the inputs' features: placed once, read by the models there
     for (auto& [type, feat] : dataset_.features) feat = feat.To(device_);
@@ -172,18 +177,22 @@ absl::Status Trainer::InitGraphBatches() {
     return absl::UnimplementedError(absl::StrCat("export_hdg: ", config_.dataset().path(),
                                                  " is a set of graphs; each batch selects its own HDGs"));
   }
+  FG_ASSIGN_OR_RETURN(const partition::Method method, partition::ParseMethod(config_.partition().method()));
   FG_ASSIGN_OR_RETURN(graph_batches_,
                       GraphBatchTraining::Create({.model = model_.get(), .spec = &spec_,
                                                   .task = static_cast<GraphSetTask*>(task_.get()),
                                                   .optimizer = optimizer_.get(), .exec = &exec_,
                                                   .stats = &stats_},
-                                                 tc.batch_size(), tc.seed(), tc.epochs()));
+                                                 tc.batch_size(), tc.seed(), tc.epochs(),
+                                                 tc.batch_sharding() == "vertices", method));
   if (!config_.output().quiet() && exec_.rank() == 0) {
     std::fprintf(stderr, "%s on batches of %s graphs (%lld batches per epoch%s)\n",
                  task_->Describe().c_str(),
                  tc.batch_size() > 0 ? std::to_string(tc.batch_size()).c_str() : "all training",
                  static_cast<long long>(graph_batches_->batches_per_epoch()),
-                 distributed() ? ", data-parallel over the workers" : "");
+                 !distributed()                         ? ""
+                 : tc.batch_sharding() == "vertices" ? ", each batch's vertices partitioned over the workers"
+                                                     : ", data-parallel over the workers");
   }
   return absl::OkStatus();
 }

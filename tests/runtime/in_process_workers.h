@@ -49,4 +49,20 @@ inline std::vector<runtime::TrainResult> RunWorkers(const flexgraph::RunConfig& 
   return RunWorkers(o, parts, mode, StridedOwners(num_vertices, parts));
 }
 
+// Every worker's status (creation's error, else the run's), for runs expected to fail on each.
+inline std::vector<absl::Status> RunWorkerStatuses(const flexgraph::RunConfig& o, int parts, int64_t num_vertices) {
+  auto group = runtime::MakeInProcessGroup(parts);
+  std::vector<absl::Status> out(parts);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < parts; ++r) {
+    threads.emplace_back([&, r] {
+      runtime::DistributedSetup setup{group[r].get(), StridedOwners(num_vertices, parts)};
+      auto t = runtime::Trainer::Create(o, setup);
+      out[r] = t.ok() ? (*t)->Run().status() : t.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
 }  // namespace fg::testing

@@ -182,7 +182,8 @@ class InteractionNetwork : public nau::Model {
   ag::Var Head(nau::LayerContext& ctx, const nau::ModelSpec&, const ag::Var& h) override {
     ag::Var out = Maybe(
         [this, a = ctx.edge_matrix](const std::vector<ag::Var>& in) {
-          return std::vector<ag::Var>{head_->ForwardEdges(a, in[0], in[0], in[1])};
+          // The roots are h's first rows (Model::Head).
+          return std::vector<ag::Var>{head_->ForwardEdges(a, in[0], ag::FirstRows(in[0], a->csr().num_rows), in[1])};
         },
         {h, ctx.edge_state});
     if (!once_) return out;

@@ -1,7 +1,7 @@
 // The particle-tracking pipeline through the real `flexgraph` binary, as README shows it: generate
 // events, train the Interaction Network on them (saving the model), and build tracks with it. The
-// track command's edge metrics are the training run's test metrics of the same parameters; two
-// worker processes train data-parallel to the single process's losses; bad flags are named.
+// track command's edge metrics are the training run's test metrics of the same parameters; worker
+// processes train data-parallel or vertex-sharded to the single process's losses; bad flags are named.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -65,18 +65,25 @@ TEST(TrackingCli, GenerateTrainTrack) {
   EXPECT_NE(out.find("is not a set of graphs"), std::string::npos) << out;
 }
 
-TEST(TrackingCli, TwoWorkerProcessesTrainDataParallelToTheSingleProcessLosses) {
+// Data parallel (2 workers: each takes its share of a batch's graphs) and vertex sharded (3
+// workers: each batch's hits split by METIS, rows of neighbours fetched per layer).
+TEST(TrackingCli, WorkerProcessesTrainDataParallelAndVertexShardedToTheSingleProcessLosses) {
   const std::string d = ScratchDir("fg_tracking_cli_launch");
   const std::string data = " --dataset trackml:events=20,particles=20,noise=0.1,seed=4";
   std::string out;
   ASSERT_EQ(Shell(kFlexgraph + kTrain + data + " --summary_json " + d + "/single.json", &out), 0) << out;
-  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --log_dir " + d + "/logs --" + kTrain + data +
-                  " --summary_json " + d + "/launch.json", &out), 0) << out;
-  const std::vector<double> single = Losses(Read(d + "/single.json")), launch = Losses(Read(d + "/launch.json"));
+  const std::vector<double> single = Losses(Read(d + "/single.json"));
   ASSERT_EQ(single.size(), 6u);
-  ASSERT_EQ(launch.size(), single.size());
-  for (size_t e = 0; e < single.size(); ++e) EXPECT_NEAR(launch[e], single[e], 1e-5 * single[e]) << e;
-  EXPECT_NEAR(Field(Read(d + "/launch.json"), "test_auc"), Field(Read(d + "/single.json"), "test_auc"), 1e-5);
+  for (const auto& [workers, flags] : {std::pair{2, ""}, std::pair{3, " --batch_sharding vertices"}}) {
+    SCOPED_TRACE(flags);
+    const std::string run = d + "/launch" + std::to_string(workers);
+    ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers " + std::to_string(workers) + " --log_dir " + run +
+                    " --" + kTrain + data + flags + " --summary_json " + run + ".json", &out), 0) << out;
+    const std::vector<double> launch = Losses(Read(run + ".json"));
+    ASSERT_EQ(launch.size(), single.size());
+    for (size_t e = 0; e < single.size(); ++e) EXPECT_NEAR(launch[e], single[e], 1e-5 * single[e]) << e;
+    EXPECT_NEAR(Field(Read(run + ".json"), "test_auc"), Field(Read(d + "/single.json"), "test_auc"), 1e-5);
+  }
 }
 
 TEST(TrackingCli, AutomaticRecomputationKeepsActivationsWhereTheyFit) {
