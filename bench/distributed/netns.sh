@@ -5,9 +5,11 @@
 # processes on loopback with the in-process model FG_LINK_BYTES_PER_SECOND (a per-peer rate limit
 # inside the gRPC communicator) at the same rate, and (c) on loopback unshaped, and reports the
 # median epoch time, the bytes the workers counted as sent (per epoch and over the run) and, on the
-# namespace links, the bytes tc saw leave the hosts over the run. Needs root.
+# namespace links, the bytes tc saw leave the hosts over the run, and beside each the performance
+# model's epoch time (`flexgraph plan --explain` for the run's partition and link; its compute term
+# a roofline of DESIGN.md's 2-core ceilings, the whole machine per worker). Needs root.
 #
-#   bench/distributed/netns.sh [--scale 14] [--parts 4] [--epochs 5] [--rates "1gbit 10gbit"]
+#   bench/distributed/netns.sh [--scale 14] [--parts "2 4 8"] [--epochs 5] [--rates "1gbit 10gbit"]
 #                              [--build build/release]
 #
 # tbf limits a host's whole link; the in-process model limits each peer separately (a worker with
@@ -15,7 +17,7 @@
 # optimistic one.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-scale=14; parts=4; epochs=5; rates="1gbit 10gbit"; build=build/release
+scale=14; parts="4"; epochs=5; rates="1gbit 10gbit"; build=build/release
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) scale=$2; shift 2;;
@@ -35,42 +37,63 @@ cleanup() { scripts/netns_cluster.sh down >/dev/null 2>&1 || true; rm -rf "$work
 trap cleanup EXIT
 "$fg" generate "rmat:scale=$scale,edge_factor=16,features=128,classes=8" --out "$work/rmat" --threads 1 >/dev/null
 train=(-- train --dataset "$work/rmat" --model gcn --hidden 256 --epochs "$epochs" --threads 1 --quiet)
-csv=$out/netns_scale${scale}_p${parts}.csv
-echo "link,rate,epoch_seconds_median,bytes_sent_per_epoch,bytes_total,wire_bytes_sent_by_hosts" >"$csv"
-report() {  # json link rate [wire bytes]
-  python3 - "$@" >>"$csv" <<'PY'
+csv=$out/netns_scale${scale}_p${parts// /-}.csv
+echo "workers,link,rate,epoch_seconds_median,bytes_sent_per_epoch,bytes_total,wire_bytes_sent_by_hosts,model_epoch_seconds,model_compute_seconds,model_link_seconds,measured_over_model" >"$csv"
+report() {  # json workers link rate [wire bytes]
+  local model=",,,"
+  if [ "$4" != none ]; then  # the model at this link's rate (tbf limits a host's whole link)
+    local gbps
+    gbps=$(awk "BEGIN { print $(rate_bps "$4") * 8 / 1e9 }")
+    model=$("$fg" plan --dataset "$work/rmat" --model gcn --hidden 256 --workers "$2" --partitions metis --seed 0 \
+      --bandwidth_gbps "$gbps" --explain "$1" 2>/dev/null |
+      sed -n 's/.*predicted \([0-9.e+-]*\) (compute \([0-9.e+-]*\), link \([0-9.e+-]*\)), measured [0-9.e+-]* (\([0-9.]*\)x).*/\1,\2,\3,\4/p')
+  fi
+  python3 - "$@" "$model" >>"$csv" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 w = s["workers"]
 kinds = ("features", "partials", "gradients", "allreduce", "control")
 per_epoch = sum(x.get(f"bytes_{k}_per_epoch", 0) for x in w for k in kinds)
-wire = sys.argv[4] if len(sys.argv) > 4 else ""
-print(",".join(str(v) for v in [sys.argv[2], sys.argv[3], round(s["epoch_seconds_median"], 4), per_epoch, s.get("bytes_total", ""), wire]))
+wire = sys.argv[5] if len(sys.argv) > 6 else ""
+print(",".join(str(v) for v in [sys.argv[2], sys.argv[3], sys.argv[4], round(s["epoch_seconds_median"], 4), per_epoch,
+                                s.get("bytes_total", ""), wire, sys.argv[-1]]))
 PY
 }
-"$fg" launch --quiet --workers "$parts" --log_dir "$work/logs-loopback" "${train[@]}" \
-  --summary_json "$work/loopback.json" >/dev/null 2>&1
-report "$work/loopback.json" loopback none
-for rate in $rates; do
-  case "$rate" in
-    *gbit) bps=$(( ${rate%gbit} * 125000000 ));;
-    *mbit) bps=$(( ${rate%mbit} * 125000 ));;
-    *) echo "netns.sh: --rates takes gbit or mbit rates, got $rate" >&2; exit 2;;
+launch() {  # name, then launch's flags: a failed run is reported with its output and skipped
+  local name=$1
+  shift
+  if ! "$fg" launch --quiet "$@" --summary_json "$work/$name.json" >"$work/$name.out" 2>&1; then
+    echo "netns.sh: run $name failed:" >&2
+    tail -20 "$work/$name.out" >&2
+    return 1
+  fi
+}
+rate_bps() {
+  case "$1" in
+    *gbit) echo $(( ${1%gbit} * 125000000 ));;
+    *mbit) echo $(( ${1%mbit} * 125000 ));;
+    *) echo "netns.sh: --rates takes gbit or mbit rates, got $1" >&2; exit 2;;
   esac
-  FG_LINK_BYTES_PER_SECOND=$bps "$fg" launch --quiet --workers "$parts" --log_dir "$work/logs-model-$rate" \
-    "${train[@]}" --summary_json "$work/model-$rate.json" >/dev/null 2>&1
-  report "$work/model-$rate.json" "in-process model (per peer)" "$rate"
-  scripts/netns_cluster.sh up "$parts" "$work/hosts" --rate "$rate" >/dev/null
-  "$fg" launch --quiet --workers "$parts" --hosts "$work/hosts" --ssh "ssh -F $FG_NETNS_DIR/ssh_config" \
-    --coordinator_host 10.77.0.254 --log_dir "$work/logs-netns-$rate" "${train[@]}" \
-    --summary_json "$work/netns-$rate.json" >/dev/null 2>&1
-  # What left the hosts on their links over the whole run (ssh, gRPC and TCP/IP framing included).
-  wire=0
-  for i in $(seq 0 $((parts - 1))); do
-    wire=$((wire + $(ip netns exec "fgns$i" tc -s qdisc show dev eth0 | awk '/Sent/ {print $2; exit}')))
+}
+for p in $parts; do
+  launch "loopback-$p" --workers "$p" --log_dir "$work/logs-loopback-$p" "${train[@]}" &&
+    report "$work/loopback-$p.json" "$p" loopback none
+  for rate in $rates; do
+    bps=$(rate_bps "$rate")
+    FG_LINK_BYTES_PER_SECOND=$bps launch "model-$rate-$p" --workers "$p" --log_dir "$work/logs-model-$rate-$p" \
+      "${train[@]}" && report "$work/model-$rate-$p.json" "$p" "in-process model (per peer)" "$rate"
+    scripts/netns_cluster.sh up "$p" "$work/hosts" --rate "$rate" >/dev/null
+    if launch "netns-$rate-$p" --workers "$p" --hosts "$work/hosts" --ssh "ssh -F $FG_NETNS_DIR/ssh_config" \
+      --coordinator_host 10.77.0.254 --log_dir "$work/logs-netns-$rate-$p" "${train[@]}"; then
+      # What left the hosts on their links over the whole run (ssh, gRPC and TCP/IP framing included).
+      wire=0
+      for i in $(seq 0 $((p - 1))); do
+        wire=$((wire + $(ip netns exec "fgns$i" tc -s qdisc show dev eth0 | awk '/Sent/ {print $2; exit}')))
+      done
+      report "$work/netns-$rate-$p.json" "$p" "netns tbf (per host)" "$rate" "$wire"
+    fi
+    scripts/netns_cluster.sh down >/dev/null
   done
-  report "$work/netns-$rate.json" "netns tbf (per host)" "$rate" "$wire"
-  scripts/netns_cluster.sh down >/dev/null
 done
 column -s, -t <"$csv"
 echo "written: $csv"

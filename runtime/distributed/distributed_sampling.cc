@@ -14,16 +14,19 @@ namespace {
 
 using namespace sampling_messages;  // NOLINT: its tags and steps
 
-// One layer: every frontier vertex's row drawn by its owner.
+// One layer: every frontier vertex's row drawn by its owner. Group k (frontier[k]) draws as batch
+// number batch[k] of epoch `draw_epoch`; `epoch` names the messages. Workers may hold different
+// numbers of groups: a request names its groups' batch numbers.
 absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
                          const sampling::NeighbourhoodMatrix& a, const sampling::SamplerOptions& o,
-                         int fanout, int epoch, int layer, int64_t bulk, int64_t first_index,
+                         int fanout, int draw_epoch, int epoch, int layer, int64_t bulk,
+                         const std::vector<int64_t>& batch_of,
                          const std::vector<std::vector<int64_t>>& frontier,
                          std::vector<sampling::SampledRows>* out) {
   const int P = comm.size(), me = comm.rank();
   const int64_t K = static_cast<int64_t>(frontier.size());
   const std::string what = absl::StrCat("sampling layer ", layer);
-  // asked[q * K + k]: the vertices of batch k that worker q draws (mine), in frontier order.
+  // asked[q * K + k]: the vertices of group k that worker q draws (mine), in frontier order.
   std::vector<std::vector<int64_t>> asked(static_cast<size_t>(P) * K);
   std::vector<std::vector<int32_t>> owner(K);
   for (int64_t k = 0; k < K; ++k) {
@@ -37,45 +40,56 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
       asked[owner[k][j] * K + k].push_back(v);
     }
   }
+  // A request: the batch numbers and sizes of the groups that ask this owner, then their vertices.
   std::vector<std::string> requests(P);
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
-    std::vector<int64_t> counts(K), ids;
+    std::vector<int64_t> batches, counts, ids;
     for (int64_t k = 0; k < K; ++k) {
-      counts[k] = static_cast<int64_t>(asked[q * K + k].size());
+      if (asked[q * K + k].empty()) continue;
+      batches.push_back(batch_of[k]);
+      counts.push_back(static_cast<int64_t>(asked[q * K + k].size()));
       ids.insert(ids.end(), asked[q * K + k].begin(), asked[q * K + k].end());
     }
+    AppendVector(&requests[q], batches);
     AppendVector(&requests[q], counts);
     AppendVector(&requests[q], ids);
   }
   FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
                       Exchange(comm, std::move(requests),
                                Tag(epoch, layer, TrafficKind::kControl, kStepRowRequest, bulk), what));
-  // Groups to draw: (worker q, batch k) -> vertices and their rows of `a`.
-  std::vector<std::vector<int64_t>> vertices(static_cast<size_t>(P) * K), rows(static_cast<size_t>(P) * K);
-  std::vector<int64_t> batch(static_cast<size_t>(P) * K);
+  // Groups to draw, every worker's in rank order (mine: my non-empty groups, in order), with their
+  // vertices and rows of `a`; first[q]: worker q's first group.
+  std::vector<std::vector<int64_t>> vertices, rows;
+  std::vector<int64_t> batch, first(P + 1, 0);
   for (int q = 0; q < P; ++q) {
-    std::vector<int64_t> counts, ids;
+    first[q] = static_cast<int64_t>(batch.size());
+    std::vector<int64_t> batches, counts, ids;
     if (q != me) {
       size_t pos = 0;
+      FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &batches));
       FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &counts));
       FG_RETURN_IF_ERROR(TakeVector(got[q], &pos, "sampling request", q, &ids));
-      if (!CountsSplit(counts, static_cast<size_t>(K), ids.size())) {
-        return absl::DataLossError(absl::StrCat(what, ": worker ", q, " asked for ", ids.size(),
-                                                " rows in ", counts.size(), " batches; expected ", K,
-                                                " batches"));
+      if (batches.size() != counts.size() || !CountsSplit(counts, counts.size(), ids.size())) {
+        return absl::DataLossError(absl::StrCat(what, ": worker ", q, " asked for ", ids.size(), " rows in ",
+                                                counts.size(), " groups of ", batches.size(), " batch numbers"));
+      }
+    } else {
+      for (int64_t k = 0; k < K; ++k) {
+        if (asked[me * K + k].empty()) continue;
+        batches.push_back(batch_of[k]);
+        counts.push_back(static_cast<int64_t>(asked[me * K + k].size()));
+        ids.insert(ids.end(), asked[me * K + k].begin(), asked[me * K + k].end());
       }
     }
     size_t at = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      std::vector<int64_t>& g = rows[q * K + k];
-      batch[q * K + k] = first_index + k;
-      const int64_t n = q == me ? static_cast<int64_t>(asked[me * K + k].size()) : counts[k];
-      g.resize(n);
-      vertices[q * K + k].resize(n);
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t v = q == me ? asked[me * K + k][j] : ids[at++];
-        vertices[q * K + k][j] = v;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      batch.push_back(batches[k]);
+      std::vector<int64_t>& g = rows.emplace_back(counts[k]);
+      std::vector<int64_t>& vs = vertices.emplace_back(counts[k]);
+      for (int64_t j = 0; j < counts[k]; ++j) {
+        const int64_t v = ids[at++];
+        vs[j] = v;
         const int64_t row = v >= 0 && v < a.num_vertices() ? a.RowOf(v) : -1;
         if (row < 0) {
           return q == me ? absl::InvalidArgumentError(absl::StrCat(
@@ -88,16 +102,17 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
       }
     }
   }
-  std::vector<sampling::SampledRows> drawn(static_cast<size_t>(P) * K);
-  sampling::SampleRows(a, o, fanout, epoch, layer, batch, vertices, rows, &drawn);
+  first[P] = static_cast<int64_t>(batch.size());
+  std::vector<sampling::SampledRows> drawn(batch.size());
+  sampling::SampleRows(a, o, fanout, draw_epoch, layer, batch, vertices, rows, &drawn);
   const bool weighted = a.weights() != nullptr;
   std::vector<std::string> replies(P);
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
     std::vector<int32_t> lengths, cols;
     std::vector<float> weights;
-    for (int64_t k = 0; k < K; ++k) {
-      const sampling::SampledRows& s = drawn[q * K + k];
+    for (int64_t g = first[q]; g < first[q + 1]; ++g) {
+      const sampling::SampledRows& s = drawn[g];
       for (size_t j = 0; j + 1 < s.offsets.size(); ++j) {
         lengths.push_back(static_cast<int32_t>(s.offsets[j + 1] - s.offsets[j]));
       }
@@ -141,9 +156,11 @@ absl::Status SampleLayer(Communicator& comm, const Ownership& owners,
     }
   }
   // Each batch's rows in frontier order, from this worker's draws and the replies.
+  int64_t mine = first[me];  // my next non-empty group's draws
   for (int64_t k = 0; k < K; ++k) {
     sampling::SampledRows& s = (*out)[k];
-    const sampling::SampledRows& local = drawn[me * K + k];
+    static const sampling::SampledRows kNone;
+    const sampling::SampledRows& local = asked[me * K + k].empty() ? kNone : drawn[mine++];
     size_t local_row = 0;
     s.offsets.assign(frontier[k].size() + 1, 0);
     s.cols.clear();
@@ -296,14 +313,70 @@ absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vecto
 
 }  // namespace sampling_messages
 
+namespace {
+
+// ShaDow batches over the parts (sampling/shadow.cc: SampleShadowBulk): each root's hops drawn by
+// the frontier's owners under the root's draw number, then every layer's rows of the sets' vertices
+// fetched from their owners for the induced subgraphs. Draws keyed by `draw_epoch`, messages
+// named by `epoch`.
+absl::StatusOr<std::vector<sampling::MiniBatch>> SampleShadowAcrossParts(
+    Communicator& comm, const Ownership& owners, const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
+    const sampling::SamplerOptions& options, int draw_epoch, int epoch, int64_t bulk, int64_t first_index,
+    const std::vector<Tensor>& seeds) {
+  const sampling::NeighbourhoodMatrix& top = *layers.back();
+  const int hops_layer = static_cast<int>(layers.size()) - 1;
+  std::vector<int64_t> roots, draw;
+  for (size_t k = 0; k < seeds.size(); ++k) {
+    for (int64_t j = 0; j < seeds[k].numel(); ++j) {
+      const int64_t v = seeds[k].i64()[j];
+      const int64_t row = v >= 0 && v < top.num_vertices() ? top.RowOf(v) : -1;
+      if (row < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("sampler: shadow over parts draws subgraphs of the workers' "
+                                                       "own vertices; seed ", v, " is not this worker's"));
+      }
+      roots.push_back(v);
+      draw.push_back(sampling::ShadowDrawBatch(first_index + static_cast<int64_t>(k),
+                                               top.keys() != nullptr ? top.keys()[row] : v));
+    }
+  }
+  // Hop h draws with the top matrix's layer number h, as one process does; its messages are named
+  // by the hop.
+  auto hop = [&](int h, int fanout, const std::vector<int64_t>& batch,
+                 const std::vector<std::vector<int64_t>>& frontier, std::vector<sampling::SampledRows>* out) {
+    return SampleLayer(comm, owners, top, options, fanout, draw_epoch, epoch, h, bulk, batch, frontier, out);
+  };
+  FG_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> sets,
+                      sampling::ShadowVertexSets(options.fanouts, top.num_vertices(), draw, roots, hop));
+  // Every layer's rows of the sets' vertices; their messages named above the hops' layers.
+  std::vector<sampling::GatheredRows> gathered(layers.size());
+  auto induced = [&](int l, const std::vector<int64_t>& vertices, sampling::InducedRows* out) -> absl::Status {
+    std::vector<std::vector<int64_t>> rows;
+    FG_RETURN_IF_ERROR(FetchRows(comm, owners, *layers[l], epoch, kMaxTagLayer - hops_layer + l, bulk, {vertices},
+                                 nullptr, &gathered[l], &rows));
+    out->row_ptr = gathered[l].offsets.data();
+    out->col = gathered[l].cols.data();
+    out->weights = gathered[l].weights.empty() ? nullptr : gathered[l].weights.data();
+    out->row = std::move(rows[0]);
+    return absl::OkStatus();
+  };
+  return sampling::ShadowBatches(layers, options, first_index, seeds, sets, induced);
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     Communicator& comm, const Ownership& owners, const OwnedRows& mine,
     const std::vector<const sampling::NeighbourhoodMatrix*>& layers,
     const sampling::SamplerOptions& options, int epoch, int64_t bulk, int64_t first_index,
     const std::vector<Tensor>& seeds, RemoteRowCache* cache, RemoteNeighbourhoodCache* neighbourhoods) {
   const int num_layers = static_cast<int>(layers.size());
+  // Evaluation's ShaDow draws are keyed by a negative epoch; their messages are named epoch 0.
+  const int named = std::max(epoch, 0);
   std::vector<sampling::MiniBatch> batches;
-  if (options.kind == sampling::SamplerKind::kLayerWise) {
+  if (options.kind == sampling::SamplerKind::kShadow) {
+    FG_ASSIGN_OR_RETURN(batches, SampleShadowAcrossParts(comm, owners, layers, options, epoch, named, bulk,
+                                                         first_index, seeds));
+  } else if (options.kind == sampling::SamplerKind::kLayerWise) {
     // The seeds' keys (the source dataset's ids): a seed is one of this worker's training vertices.
     std::vector<Tensor> keys;
     for (const Tensor& s : seeds) {
@@ -328,12 +401,14 @@ absl::StatusOr<std::vector<sampling::MiniBatch>> SampleAcrossParts(
     }
     auto step = [&](int l, const std::vector<std::vector<int64_t>>& frontier,
                     std::vector<sampling::SampledRows>* out, const sampling::RowsReady&) {
-      return SampleLayer(comm, owners, *layers[l], options, options.fanouts[num_layers - 1 - l], epoch,
-                         l, bulk, first_index, frontier, out);
+      std::vector<int64_t> batch(frontier.size());
+      for (size_t k = 0; k < batch.size(); ++k) batch[k] = first_index + static_cast<int64_t>(k);
+      return SampleLayer(comm, owners, *layers[l], options, options.fanouts[num_layers - 1 - l], epoch, epoch,
+                         l, bulk, batch, frontier, out);
     };
     FG_ASSIGN_OR_RETURN(batches, sampling::SampleBlocks(layers, first_index, seeds, step));
   }
-  FG_RETURN_IF_ERROR(FetchInputs(comm, owners, mine, epoch, bulk, cache, &batches));
+  FG_RETURN_IF_ERROR(FetchInputs(comm, owners, mine, named, bulk, cache, &batches));
   return batches;
 }
 

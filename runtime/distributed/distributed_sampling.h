@@ -1,5 +1,5 @@
 // Mini-batch sampling over a partitioned dataset: each worker samples the batches of its own
-// training vertices while holding only its part. Per layer, every frontier vertex is drawn by its
+// training vertices while holding only its part (node-wise, LADIES and ShaDow). Per layer, every frontier vertex is drawn by its
 // owner — one batched request and one reply per peer — with the keys a single process uses (the
 // source dataset's ids), so that every sampled row equals the single-process one; then the input
 // rows' features and keys come from their owners in one all-to-all per bulk.
@@ -26,7 +26,9 @@ struct OwnedRows {
 
 // sampling::SampleBulk across the parts (layer-wise: SampleLayerWiseAcrossWorkers): batches
 // first_index, first_index + 1, ... of `epoch`, whose seeds on this worker are `seeds` (global
-// ids, any owner). `layers` hold this worker's rows (its own vertices, keyed by source ids). The
+// ids, any owner; ShaDow: this worker's own, each subgraph's hops drawn by the frontier's owners,
+// the induced subgraphs' rows fetched from theirs). A negative `epoch` (ShaDow's evaluation draws)
+// keys the draws; its messages are named as epoch 0's. `layers` hold this worker's rows (its own vertices, keyed by source ids). The
 // batches carry MiniBatch::inputs and ::keys. `bulk` numbers the call within the epoch (message tags). Errors name the worker, layer
 // or vertex. Collective: every worker calls it for the same bulk at the same time, from one
 // thread at a time; it sends point-to-point messages only, so it may run beside the training

@@ -9,78 +9,8 @@
 #include "runtime/distributed/sampling_messages.h"
 
 namespace fg::runtime {
-namespace {
+namespace sampling_messages {
 
-using namespace sampling_messages;  // NOLINT: its tags and steps
-
-// A batch's whole sample, as its leader drew it: per layer, the frontier and its rows.
-struct WholeBatch {
-  std::vector<std::vector<int64_t>> frontier;
-  std::vector<sampling::SampledRows> rows;
-};
-
-// The batches of the bulk that `worker` leads: k with (first_index + k) % P == worker, ascending.
-std::vector<int64_t> Led(int64_t first_index, int64_t K, int P, int worker) {
-  std::vector<int64_t> led;
-  for (int64_t k = 0; k < K; ++k) {
-    if ((first_index + k) % P == worker) led.push_back(k);
-  }
-  return led;
-}
-
-// Every worker's seeds of the batches this one leads, in a single process's order: by key, each
-// vertex once.
-absl::StatusOr<std::vector<Tensor>> GatherSeeds(Communicator& comm, int epoch, int64_t bulk, int64_t first_index,
-                                                const std::vector<Tensor>& seeds,
-                                                const std::vector<Tensor>& seed_keys) {
-  const int P = comm.size(), me = comm.rank();
-  const int64_t K = static_cast<int64_t>(seeds.size());
-  std::vector<std::string> send(P);
-  for (int q = 0; q < P; ++q) {
-    std::vector<int64_t> counts, ids, keys;
-    for (int64_t k : Led(first_index, K, P, q)) {
-      counts.push_back(seeds[k].numel());
-      ids.insert(ids.end(), seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
-      keys.insert(keys.end(), seed_keys[k].i64(), seed_keys[k].i64() + seed_keys[k].numel());
-    }
-    AppendVector(&send[q], counts);
-    AppendVector(&send[q], ids);
-    AppendVector(&send[q], keys);
-  }
-  FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
-                      Exchange(comm, std::move(send), Tag(epoch, 0, TrafficKind::kControl, kStepLeaderSeeds, bulk),
-                               "gathering a batch's seeds"));
-  const std::vector<int64_t> led = Led(first_index, K, P, me);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> merged(led.size());  // (key, id)
-  for (int p = 0; p < P; ++p) {
-    std::vector<int64_t> counts, ids, keys;
-    size_t pos = 0;
-    FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &counts));
-    FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &ids));
-    FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &keys));
-    if (!CountsSplit(counts, led.size(), ids.size()) || keys.size() != ids.size()) {
-      return absl::DataLossError(absl::StrCat("batch seeds: worker ", p, " sent ", ids.size(), " seeds and ",
-                                              keys.size(), " keys in ", counts.size(), " batches; expected ",
-                                              led.size(), " batches"));
-    }
-    size_t at = 0;
-    for (size_t i = 0; i < led.size(); ++i) {
-      for (int64_t j = 0; j < counts[i]; ++j, ++at) merged[i].push_back({keys[at], ids[at]});
-    }
-  }
-  std::vector<Tensor> out;
-  for (auto& m : merged) {
-    std::sort(m.begin(), m.end());
-    m.erase(std::unique(m.begin(), m.end()), m.end());
-    std::vector<int64_t> ids;
-    for (const auto& [key, id] : m) ids.push_back(id);
-    out.push_back(Tensor::FromVector(ids));
-  }
-  return out;
-}
-
-// The rows of every led batch's frontier, from their owners (this worker's from `a`, and those
-// `cache` keeps from it), gathered: rows[i][j] is frontier[i][j]'s row there.
 absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampling::NeighbourhoodMatrix& a,
                        int epoch, int layer, int64_t bulk, const std::vector<std::vector<int64_t>>& frontier,
                        RemoteNeighbourhoodCache* cache, sampling::GatheredRows* gathered,
@@ -222,6 +152,78 @@ absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampli
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace sampling_messages
+
+namespace {
+
+using namespace sampling_messages;  // NOLINT: its tags and steps
+
+// A batch's whole sample, as its leader drew it: per layer, the frontier and its rows.
+struct WholeBatch {
+  std::vector<std::vector<int64_t>> frontier;
+  std::vector<sampling::SampledRows> rows;
+};
+
+// The batches of the bulk that `worker` leads: k with (first_index + k) % P == worker, ascending.
+std::vector<int64_t> Led(int64_t first_index, int64_t K, int P, int worker) {
+  std::vector<int64_t> led;
+  for (int64_t k = 0; k < K; ++k) {
+    if ((first_index + k) % P == worker) led.push_back(k);
+  }
+  return led;
+}
+
+// Every worker's seeds of the batches this one leads, in a single process's order: by key, each
+// vertex once.
+absl::StatusOr<std::vector<Tensor>> GatherSeeds(Communicator& comm, int epoch, int64_t bulk, int64_t first_index,
+                                                const std::vector<Tensor>& seeds,
+                                                const std::vector<Tensor>& seed_keys) {
+  const int P = comm.size(), me = comm.rank();
+  const int64_t K = static_cast<int64_t>(seeds.size());
+  std::vector<std::string> send(P);
+  for (int q = 0; q < P; ++q) {
+    std::vector<int64_t> counts, ids, keys;
+    for (int64_t k : Led(first_index, K, P, q)) {
+      counts.push_back(seeds[k].numel());
+      ids.insert(ids.end(), seeds[k].i64(), seeds[k].i64() + seeds[k].numel());
+      keys.insert(keys.end(), seed_keys[k].i64(), seed_keys[k].i64() + seed_keys[k].numel());
+    }
+    AppendVector(&send[q], counts);
+    AppendVector(&send[q], ids);
+    AppendVector(&send[q], keys);
+  }
+  FG_ASSIGN_OR_RETURN(std::vector<std::string> got,
+                      Exchange(comm, std::move(send), Tag(epoch, 0, TrafficKind::kControl, kStepLeaderSeeds, bulk),
+                               "gathering a batch's seeds"));
+  const std::vector<int64_t> led = Led(first_index, K, P, me);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> merged(led.size());  // (key, id)
+  for (int p = 0; p < P; ++p) {
+    std::vector<int64_t> counts, ids, keys;
+    size_t pos = 0;
+    FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &counts));
+    FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &ids));
+    FG_RETURN_IF_ERROR(TakeVector(got[p], &pos, "batch seeds", p, &keys));
+    if (!CountsSplit(counts, led.size(), ids.size()) || keys.size() != ids.size()) {
+      return absl::DataLossError(absl::StrCat("batch seeds: worker ", p, " sent ", ids.size(), " seeds and ",
+                                              keys.size(), " keys in ", counts.size(), " batches; expected ",
+                                              led.size(), " batches"));
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < led.size(); ++i) {
+      for (int64_t j = 0; j < counts[i]; ++j, ++at) merged[i].push_back({keys[at], ids[at]});
+    }
+  }
+  std::vector<Tensor> out;
+  for (auto& m : merged) {
+    std::sort(m.begin(), m.end());
+    m.erase(std::unique(m.begin(), m.end()), m.end());
+    std::vector<int64_t> ids;
+    for (const auto& [key, id] : m) ids.push_back(id);
+    out.push_back(Tensor::FromVector(ids));
+  }
+  return out;
 }
 
 // The led batches drawn whole; every worker calls it for every layer (it serves the others' row

@@ -8,6 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/distributed/exchange.h"
+#include "runtime/distributed/remote_caches.h"
+#include "sampling/sampler.h"
 
 namespace fg::runtime::sampling_messages {
 
@@ -33,5 +36,13 @@ inline bool CountsSplit(const std::vector<int64_t>& counts, size_t batches, size
 // errors (which name the worker) prefixed with `what`.
 absl::StatusOr<std::vector<std::string>> Exchange(Communicator& comm, std::vector<std::string> parts,
                                                   uint64_t tag, const std::string& what);
+
+// The rows of `a` (this worker's part) of every vertex of `frontier`, from their owners (this
+// worker's from `a`, and those `cache` keeps from it; null: none), gathered: rows[i][j] is
+// frontier[i][j]'s row there. `epoch`, `layer` and `bulk` name the messages. Collective.
+absl::Status FetchRows(Communicator& comm, const Ownership& owners, const sampling::NeighbourhoodMatrix& a,
+                       int epoch, int layer, int64_t bulk, const std::vector<std::vector<int64_t>>& frontier,
+                       RemoteNeighbourhoodCache* cache, sampling::GatheredRows* gathered,
+                       std::vector<std::vector<int64_t>>* rows);
 
 }  // namespace fg::runtime::sampling_messages

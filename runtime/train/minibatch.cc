@@ -33,6 +33,8 @@ constexpr int kAutomaticBulk = 8;
 // ShaDow evaluation: the epoch that keys its subgraphs (no training epoch's), and the least
 // vertices per batch.
 constexpr int kInferenceEpoch = -1;
+// ShaDow evaluation over parts: the workers' chunk counts (a collective step of the epoch).
+constexpr int kStepShadowChunks = 7;
 constexpr int64_t kInferenceBatch = 1024;
 
 }  // namespace
@@ -118,10 +120,6 @@ absl::StatusOr<std::unique_ptr<MiniBatchTraining>> MiniBatchTraining::Create(
           " in layer ", i, "; mini-batch sampling takes flat neighbourhoods (GCN, SAGE, GIN, "
           "PinSage); train it on the whole graph (batch_size 0)"));
     }
-  }
-  if (m->options_.kind == sampling::SamplerKind::kShadow && parts.owned != nullptr) {
-    return absl::UnimplementedError("sampler: shadow over a partitioned dataset is not supported; train it on the "
-                                    "whole graph in every worker");
   }
   if (m->options_.kind == sampling::SamplerKind::kShadow && tc.sample_on() == "device") {
     return absl::UnimplementedError("sample_on: the device draws neighbor and ladies batches; shadow batches are "
@@ -315,23 +313,40 @@ absl::StatusOr<std::vector<const sampling::NeighbourhoodMatrix*>> MiniBatchTrain
   return layers;
 }
 
-absl::StatusOr<Tensor> MiniBatchTraining::InferOnSubgraphs(const Tensor& ids, const std::vector<hdg::HdgPtr>& layer_hdgs) {
+absl::StatusOr<Tensor> MiniBatchTraining::InferOnSubgraphs(const Tensor& ids, const std::vector<hdg::HdgPtr>& layer_hdgs,
+                                                           const std::vector<Tensor>& root_keys, int epoch) {
   std::vector<std::shared_ptr<const sampling::NeighbourhoodMatrix>> held;
-  FG_ASSIGN_OR_RETURN(std::vector<const sampling::NeighbourhoodMatrix*> layers, Matrices(layer_hdgs, {}, &held));
+  FG_ASSIGN_OR_RETURN(std::vector<const sampling::NeighbourhoodMatrix*> layers, Matrices(layer_hdgs, root_keys, &held));
   ag::NoGradGuard guard;
   std::vector<Tensor> rows;
   const int64_t n = ids.numel(), chunk = std::max<int64_t>(batch_size_, kInferenceBatch);
-  for (int64_t at = 0; at < n; at += chunk) {
+  int64_t chunks = (n + chunk - 1) / chunk;
+  if (parts_.owned != nullptr) {  // every worker draws as many chunks as the one with the most
+    Communicator& comm = *parts_.exec->setup().comm;
+    std::vector<double> counts(comm.size(), 0.0);
+    counts[comm.rank()] = static_cast<double>(chunks);
+    FG_RETURN_IF_ERROR(comm.AllReduce(&counts, epoch, kStepShadowChunks));
+    chunks = static_cast<int64_t>(*std::max_element(counts.begin(), counts.end()));
+  }
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t at = std::min(n, c * chunk);
     const Tensor seeds = Tensor::FromVector(std::vector<int64_t>(ids.i64() + at, ids.i64() + std::min(n, at + chunk)));
     // Every chunk as batch 0 of the evaluation epoch: a vertex's subgraph is the same in every
     // evaluation, whatever the chunk it falls in and the worker that evaluates it.
-    FG_ASSIGN_OR_RETURN(std::vector<sampling::MiniBatch> batch,
-                        sampling::SampleBulk(layers, options_, kInferenceEpoch, 0, {seeds}));
+    std::vector<sampling::MiniBatch> batch;
+    if (parts_.owned != nullptr) {
+      FG_ASSIGN_OR_RETURN(batch, SampleAcrossParts(*parts_.exec->setup().comm, parts_.exec->ownership(), *parts_.owned,
+                                                   layers, options_, kInferenceEpoch, c, 0, {seeds}));
+    } else {
+      FG_ASSIGN_OR_RETURN(batch, sampling::SampleBulk(layers, options_, kInferenceEpoch, 0, {seeds}));
+    }
+    if (seeds.numel() == 0) continue;  // drawn with the others; nothing of this worker's
     nau::LayerContext ctx;
     ctx.training = false;
     ctx.seed = options_.seed;
     rows.push_back(RunLayers(batch[0], {}, &ctx).value().To(Device::kCpu));
   }
+  if (rows.empty()) return Tensor::Empty({0, parts_.task->num_classes()}, DType::kFloat32);
   if (rows.size() == 1) return rows[0];
   Tensor out = Tensor::Empty({n, rows.empty() ? 0 : rows[0].dim(1)}, DType::kFloat32);
   int64_t at = 0;

@@ -74,10 +74,12 @@ class MiniBatchTraining {
   // ShaDow: evaluation runs the model on each vertex's own subgraph too, as the method defines it
   // (the other samplers' models are evaluated on the whole graph).
   bool EvaluatesOnSubgraphs() const { return options_.kind == sampling::SamplerKind::kShadow; }
-  // The model's output rows (on the host) for vertices `ids` (int64 global ids), each read out from
-  // its ShaDow subgraph, the same in every evaluation and for any worker count; no gradients.
-  // `layer_hdgs` as RunEpoch takes them over the whole graph.
-  absl::StatusOr<Tensor> InferOnSubgraphs(const Tensor& ids, const std::vector<hdg::HdgPtr>& layer_hdgs);
+  // The model's output rows (on the host) for vertices `ids` (int64 global ids; over parts, this
+  // worker's), each read out from its ShaDow subgraph, the same in every evaluation and for any
+  // worker count; no gradients. `layer_hdgs` and `root_keys` as RunEpoch takes them. Over parts it
+  // is collective (the subgraphs are drawn across the parts); `epoch` names its messages.
+  absl::StatusOr<Tensor> InferOnSubgraphs(const Tensor& ids, const std::vector<hdg::HdgPtr>& layer_hdgs,
+                                          const std::vector<Tensor>& root_keys, int epoch);
   // Whether each batch is drawn whole by one worker in turn (LADIES across workers).
   bool LeadersDrawBatches() const {
     return parts_.exec->distributed() && options_.kind == sampling::SamplerKind::kLayerWise;

@@ -169,14 +169,17 @@ EpochMetrics Trainer::Evaluate(int epoch) {
   ag::NoGradGuard guard;
   Tensor output;
   if (minibatch_ != nullptr && minibatch_->EvaluatesOnSubgraphs()) {
-    // ShaDow: each root's output from its own subgraph, as in training (a whole graph per worker).
+    // ShaDow: each root's output from its own subgraph, as in training.
     absl::StatusOr<Tensor> rows = absl::UnknownError("no rows");
     if (absl::Status s = WholeGraphHdgs(epoch); !s.ok()) {
       rows = s;
     } else {
+      const bool whole = distributed() && !dataset_.part;
       std::vector<hdg::HdgPtr> hdgs;
-      for (const LayerGraph& lg : distributed() ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
-      rows = minibatch_->InferOnSubgraphs(layer_roots_.back().ids, hdgs);
+      for (const LayerGraph& lg : whole ? whole_graphs_ : layer_graphs_) hdgs.push_back(lg.hdg);
+      std::vector<Tensor> keys;  // as in training
+      for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) keys.push_back(layer_roots_[i].keys);
+      rows = minibatch_->InferOnSubgraphs(layer_roots_.back().ids, hdgs, keys, epoch);
     }
     if (!rows.ok()) {
       exec_.RecordError(rows.status());

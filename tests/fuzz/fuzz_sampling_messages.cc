@@ -1,7 +1,8 @@
 // libFuzzer target: sampling across workers (runtime/distributed/distributed_sampling.h) against a peer whose
 // messages are the input. Worker 0 samples two batches over a small graph split between two
-// workers: LADIES on the whole graph or on parts, or node-wise on parts; worker 1 answers each
-// exchange (the seeds, each layer's row requests and replies, the sampled batches, the input rows)
+// workers: LADIES on the whole graph or on parts, node-wise or ShaDow on parts; worker 1 answers
+// each exchange (the seeds, each layer's or hop's row requests and replies, ShaDow's induced rows,
+// the sampled batches, the input rows)
 // with the input's next message. Worker 0 must end with batches or an error, never crash, trip a
 // sanitizer or hang.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -56,21 +57,26 @@ struct Graph {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Graph* graph = new Graph();
   FuzzedDataProvider in(data, size);
-  enum Mode { kLadiesWholeGraph, kLadiesParts, kNodeWiseParts };
-  const int mode = in.ConsumeIntegralInRange(0, 2);
+  enum Mode { kLadiesWholeGraph, kLadiesParts, kNodeWiseParts, kShadowParts };
+  const int mode = in.ConsumeIntegralInRange(0, 3);
+  const bool leaders = mode == kLadiesWholeGraph || mode == kLadiesParts;
   std::vector<std::string> messages;
   while (in.remaining_bytes() > 0 && messages.size() < 8) messages.push_back(in.ConsumeRandomLengthString(1 << 14));
   // The exchanges worker 0 takes part in, in order.
   using namespace sampling_messages;  // NOLINT
   std::vector<uint64_t> tags;
-  if (mode != kNodeWiseParts) tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderSeeds, 0));
+  if (leaders) tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderSeeds, 0));
   if (mode != kLadiesWholeGraph) {
-    for (int layer : {1, 0}) {
+    // Layers from the seeds down; ShaDow's hops from the seed out, then layer 0's induced rows
+    // (both layers share one matrix), named from the top layer number down.
+    const std::vector<int> layers = mode == kShadowParts ? std::vector<int>{0, 1, kMaxTagLayer - 1}
+                                                         : std::vector<int>{1, 0};
+    for (int layer : layers) {
       tags.push_back(Tag(0, layer, TrafficKind::kControl, kStepRowRequest, 0));
       tags.push_back(Tag(0, layer, TrafficKind::kControl, kStepRowReply, 0));
     }
   }
-  if (mode != kNodeWiseParts) tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderRows, 0));
+  if (leaders) tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepLeaderRows, 0));
   if (mode != kLadiesWholeGraph) {
     tags.push_back(Tag(0, 0, TrafficKind::kControl, kStepInputRequest, 0));
     tags.push_back(Tag(0, 0, TrafficKind::kFeatures, kStepInputReply, 0));
@@ -84,7 +90,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   });
   sampling::SamplerOptions o;
-  o.kind = mode == kNodeWiseParts ? sampling::SamplerKind::kNodeWise : sampling::SamplerKind::kLayerWise;
+  o.kind = mode == kNodeWiseParts ? sampling::SamplerKind::kNodeWise
+           : mode == kShadowParts  ? sampling::SamplerKind::kShadow
+                                   : sampling::SamplerKind::kLayerWise;
   o.layer_size = 4;
   o.fanouts = {2, 2};
   const std::vector<Tensor> seeds = {Tensor::FromVector(std::vector<int64_t>{0, 2, 4}),

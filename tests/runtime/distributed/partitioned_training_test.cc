@@ -4,7 +4,8 @@
 // written by every partitioning method for P = 2, 3, 4. PinSage's random walks and MAGNN's
 // metapath instances (parts by every method), and R-GCN's per-relation neighbours, run across the
 // workers, select the single-process HDGs and match its losses; PinSage's link prediction trains
-// on the parts' own pairs. Mini-batches sampled across the parts are the single-process ones. A
+// on the parts' own pairs. Mini-batches sampled across the parts (node-wise, LADIES, ShaDow) are
+// the single-process ones. A
 // selection that declares nothing, and a worker count other than the part count, are refused with
 // clear errors.
 #include <unistd.h>
@@ -192,6 +193,40 @@ TEST(PartitionedTraining, LadiesBatchesAcrossPartsMatchTheSingleProcessRun) {
           EXPECT_LT(got->sampled_edges_per_epoch, base->sampled_edges_per_epoch) << what;
           EXPECT_GT(got->traffic.bytes_control, 0) << what;
         }
+      }
+    }
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// ShaDow over the parts: each root's hops drawn by the frontier's owners under the root's draw
+// number, every layer's rows of the subgraph's vertices fetched from their owners, the inputs' rows
+// too; training and the evaluation on each root's own subgraph give the single-process losses and
+// accuracy, pooled or not, on METIS and hash parts.
+TEST(PartitionedTraining, ShadowSubgraphsAcrossPartsMatchTheSingleProcessRun) {
+  auto batches = [](flexgraph::RunConfig o, const std::string& pool) {
+    o.mutable_train()->set_epochs(3);
+    o.mutable_train()->set_batch_size(32);
+    o.mutable_train()->set_sampler("shadow");
+    o.mutable_train()->set_fanouts("4,3");
+    o.mutable_train()->set_sampler_opt("pool=" + pool);
+    o.mutable_train()->set_bulk(3);
+    return o;
+  };
+  for (const auto& [parts, method] : {std::pair{2, partition::Method::kMetis}, std::pair{3, partition::Method::kHash}}) {
+    const std::string dir = WriteParts(Options("gcn", kCora), parts, method);
+    for (const std::string& pool : {"none", "mean"}) {
+      const std::string what = absl::StrCat("gcn pool=", pool, " P=", parts, " ", partition::MethodName(method));
+      auto single = Trainer::Create(batches(Options("gcn", kCora), pool));
+      ASSERT_TRUE(single.ok()) << single.status();
+      auto base = (*single)->Run();
+      ASSERT_TRUE(base.ok()) << base.status();
+      auto results = RunWorkers(batches(Options("gcn", dir), pool), parts);
+      ExpectSameRun(results, *base, what);
+      for (const auto& got : results) {
+        ASSERT_TRUE(got.ok()) << what;
+        EXPECT_GT(got->traffic.bytes_control, 0) << what;  // hops and rows asked of the owners
+        EXPECT_EQ(got->valid_accuracy, base->valid_accuracy) << what;
       }
     }
     std::filesystem::remove_all(dir);
