@@ -29,7 +29,9 @@ namespace fg::runtime {
 // This worker's traffic and time split over a run (zero in single-process runs).
 struct Traffic {
   int world_size = 1;
-  std::string exchange;  // distributed runs: "1d auto", "1d rows", "1d partial" or the grid ("2d 2x2 aware")
+  // distributed runs: "1d auto", "1d rows", "1d partial" or the grid ("2d 2x2 aware"); sets of
+  // graphs: "data-parallel graphs" or "vertex-sharded batches (1d rows)"
+  std::string exchange;
   int64_t bytes_features = 0, bytes_partials = 0, bytes_gradients = 0, bytes_allreduce = 0;
   int64_t bytes_control = 0;  // sampling's requests and rows, and other control messages
   // wait_seconds: blocked in receives over the whole run (set-up and evaluation included);

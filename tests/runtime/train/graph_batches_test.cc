@@ -76,6 +76,7 @@ TEST(GraphBatches, DataParallelWorkersGiveTheSingleProcessLosses) {
     for (const TrainResult& r : results) {
       ExpectNear(r.losses, single.losses, "epoch loss");
       ExpectNear(r.batch_losses, single.batch_losses, "batch loss");
+      EXPECT_EQ(r.traffic.exchange, "data-parallel graphs");
       ASSERT_TRUE(r.extra.count("test_auc"));
       EXPECT_NEAR(r.extra.at("test_auc"), single.extra.at("test_auc"), 1e-5);
     }
@@ -111,6 +112,7 @@ TEST(GraphBatches, VertexShardedWorkersGiveTheSingleProcessLosses) {
         // A hash partition cuts edges: neighbours' rows and their gradients cross between workers.
         if (method == std::string("hash")) EXPECT_GT(r.traffic.bytes_features, 0);
         if (method == std::string("hash")) EXPECT_GT(r.traffic.bytes_gradients, 0);
+        EXPECT_EQ(r.traffic.exchange, "vertex-sharded batches (1d rows)");
       }
     }
   }
