@@ -22,6 +22,8 @@ constexpr int kStepBatchLosses = 1;
 constexpr int kStepPartition = 3;
 // Vertex sharding: whether any worker recomputes the batch's layers.
 constexpr int kStepRecompute = 4;
+// Vertex sharding: an evaluation batch's outputs, summed across the workers.
+constexpr int kStepShardedOutputs = 5;
 
 // The graphs of `ids` (a batch's, in batch order) that worker `rank` of `workers` takes.
 std::vector<int64_t> Share(const std::vector<int64_t>& ids, int rank, int workers) {
@@ -185,15 +187,16 @@ absl::StatusOr<std::vector<int32_t>> GraphBatchTraining::PartitionBatch(const Gr
   return owners;
 }
 
-absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, int epoch, int step,
-                                                       double items) const {
+absl::StatusOr<ag::Var> GraphBatchTraining::ShardedForward(const GraphBatch& batch, int epoch, int step,
+                                                           bool training, ShardedPass* pass) const {
   FG_ASSIGN_OR_RETURN(std::vector<int32_t> owners, PartitionBatch(batch, step));
   nau::Model& model = *parts_.model;
   nau::ModelSpec spec = *parts_.spec;
   const nau::VertexSpace space(batch.data->graph);
   spec.dataset = batch.data;
   spec.vertices = &space;
-  std::vector<int32_t> mine;
+  std::vector<int32_t>& mine = pass->vertices;
+  mine.clear();
   for (size_t v = 0; v < owners.size(); ++v) {
     if (owners[v] == rank()) mine.push_back(static_cast<int32_t>(v));
   }
@@ -201,18 +204,20 @@ absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, 
   const Tensor ids = Tensor::FromVector(std::vector<int64_t>(mine.begin(), mine.end()));
   const DistributedExecutor::Rows rows{ids, ids};
   const DistributedSetup& run = parts_.exec->setup();
-  // Lives until the backward pass has run: the exchange's gradients travel through it.
-  DistributedExecutor exec({.comm = run.comm, .owners = std::move(owners), .pipeline = run.pipeline});
+  pass->exec = std::make_unique<DistributedExecutor>(
+      DistributedSetup{.comm = run.comm, .owners = std::move(owners), .pipeline = run.pipeline});
+  DistributedExecutor& exec = *pass->exec;
   nau::LayerContext ctx;
-  ctx.training = true;
+  ctx.training = training;
   ctx.epoch = epoch;
   ctx.seed = spec.seed;
-  ctx.stats = parts_.stats;
-  exec.BeginPass(&ctx, step, true);
+  ctx.stats = training ? parts_.stats : nullptr;
+  exec.BeginPass(&ctx, step, training);
   ag::Var h = ag::GatherRows(model.Input(ctx, spec), mine_index);
   // My vertices' in-entries, in Csr order: the entries of their HDGs' level 1.
   const Csr& a = batch.data->Adjacency();
-  std::vector<int32_t> entries;
+  std::vector<int32_t>& entries = pass->entries;
+  entries.clear();
   for (int32_t v : mine) {
     for (int64_t k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) entries.push_back(static_cast<int32_t>(k));
   }
@@ -236,7 +241,7 @@ absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, 
     if (!same) {
       Stopwatch watch;
       FG_ASSIGN_OR_RETURN(hdg::Hdg selected, nau::SelectHdg(layer, i, spec, epoch, mine));
-      if (parts_.stats != nullptr) parts_.stats->selection += watch.Seconds();
+      if (training && parts_.stats != nullptr) parts_.stats->selection += watch.Seconds();
       hdg = std::make_shared<const hdg::Hdg>(std::move(selected));
     }
     FG_RETURN_IF_ERROR(exec.PlanLayer(i, layer, std::move(hdg), rows, rows, step, same ? 0 : -1));
@@ -250,7 +255,7 @@ absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, 
   for (int i = 0; i < layers; ++i) {
     ctx.layer = i;
     nau::Layer& layer = model.layer(i);
-    if (recompute[0] == 0) {
+    if (recompute[0] == 0 || !ag::GradEnabled()) {
       h = exec.RunLayer(i, layer, h, ctx);
       continue;
     }
@@ -260,8 +265,14 @@ absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, 
                                         const ag::Var& x) { return exec.RunLayer(i, layer, x, local); },
                      h, ctx);
   }
-  ag::Var out = model.Head(ctx, spec, exec.GatherTable(layers, h));
-  const std::vector<int64_t> csr_rows(mine.begin(), mine.end());
+  return model.Head(ctx, spec, exec.GatherTable(layers, h));
+}
+
+absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, int epoch, int step,
+                                                       double items) const {
+  ShardedPass pass;  // lives until the backward pass has run: the exchange's gradients travel through it
+  FG_ASSIGN_OR_RETURN(ag::Var out, ShardedForward(batch, epoch, step, true, &pass));
+  const std::vector<int64_t> csr_rows(pass.vertices.begin(), pass.vertices.end());
   ag::Var loss;
   {
     ScopedTimer t(parts_.stats != nullptr ? &parts_.stats->loss : nullptr);
@@ -271,8 +282,24 @@ absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, 
     ScopedTimer t(parts_.stats != nullptr ? &parts_.stats->backward : nullptr);
     loss.Backward();
   }
-  FG_RETURN_IF_ERROR(exec.status());
+  FG_RETURN_IF_ERROR(pass.exec->status());
   return static_cast<double>(loss.value().Item());
+}
+
+absl::StatusOr<Tensor> GraphBatchTraining::ShardedOutput(const GraphBatch& batch, int step) const {
+  ag::NoGradGuard guard;
+  ShardedPass pass;
+  FG_ASSIGN_OR_RETURN(ag::Var mine, ShardedForward(batch, 0, step, false, &pass));
+  FG_RETURN_IF_ERROR(pass.exec->status());
+  // Every worker's entries into one table, summed across the workers (each entry is one worker's).
+  const Tensor rows = mine.value().To(Device::kCpu);
+  const int64_t width = rows.row_width();
+  Tensor all = Tensor::Zeros({batch.data->Adjacency().nnz(), width});
+  for (size_t j = 0; j < pass.entries.size(); ++j) {
+    std::copy(rows.f32() + j * width, rows.f32() + (j + 1) * width, all.f32() + int64_t{pass.entries[j]} * width);
+  }
+  FG_RETURN_IF_ERROR(parts_.exec->setup().comm->AllReduce(all.f32(), all.numel(), step, kStepShardedOutputs));
+  return all;
 }
 
 absl::StatusOr<double> GraphBatchTraining::RunEpoch(int epoch) {
@@ -326,6 +353,10 @@ absl::StatusOr<double> GraphBatchTraining::TrainingLoss() const {
   const std::vector<std::vector<int64_t>> all = OrderedBatches(ds.graphs->train, 0);
   if (all.empty() || all[0].empty()) return std::nan("");
   const GraphBatch batch = BatchGraphs(ds, all[0]);
+  if (shard_vertices_) {
+    FG_ASSIGN_OR_RETURN(const Tensor out, ShardedOutput(batch, 0));
+    return static_cast<double>(parts_.task->BatchLoss(ag::Var(out), batch).value().Item());
+  }
   FG_ASSIGN_OR_RETURN(ag::Var out, Forward(batch, 0, false));
   return static_cast<double>(parts_.task->BatchLoss(out, batch).value().Item());
 }
@@ -337,11 +368,18 @@ absl::StatusOr<std::map<std::string, double>> GraphBatchTraining::Evaluate(
   ag::NoGradGuard guard;
   std::map<std::string, double> sum;
   double items = 0;
+  int step = split << 20;  // vertex sharding: the batch's messages, distinct per split
   for (const std::vector<int64_t>& b : OrderedBatches(ids, batch_size)) {
     if (b.empty()) continue;
     const GraphBatch batch = BatchGraphs(parts_.task->dataset(), b);
-    FG_ASSIGN_OR_RETURN(ag::Var out, Forward(batch, 0, false));
-    std::map<std::string, double> m = parts_.task->Metrics(out.value(), batch);
+    Tensor out;
+    if (shard_vertices_) {
+      FG_ASSIGN_OR_RETURN(out, ShardedOutput(batch, step++));
+    } else {
+      FG_ASSIGN_OR_RETURN(ag::Var run, Forward(batch, 0, false));
+      out = run.value();
+    }
+    std::map<std::string, double> m = parts_.task->Metrics(out, batch);
     const double n = m["items"];
     for (const auto& [key, value] : m) {
       if (key == "items") continue;

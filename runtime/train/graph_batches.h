@@ -13,8 +13,9 @@
 // vertices over the workers, each computes its own vertices' rows and their in-edges' states and
 // scores, fetching the rows of neighbours other workers own per layer (DistributedExecutor, row
 // fetch), and its loss share covers its own vertices' in-edges; the sums are again the single
-// process's. Evaluation runs each split's graphs on every worker (identical metrics, no exchange).
-// Thread-compatible.
+// process's, and so is the evaluation: each worker computes its own entries' outputs, which every
+// worker then sums into the batch's. Without vertex sharding, evaluation runs each split's graphs
+// on every worker (identical metrics, no exchange). Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -79,9 +80,22 @@ class GraphBatchTraining {
   // Vertex sharding: the owner of each batch vertex, as worker 0 partitioned the batch and sent
   // it. Errors: fewer vertices than workers; a damaged message. Collective.
   absl::StatusOr<std::vector<int32_t>> PartitionBatch(const GraphBatch& batch, int step) const;
+  // Vertex sharding: what a pass over a batch keeps until its backward has run: its exchange, and
+  // this worker's vertices of the batch and their in-entries (Csr entry ids), in order.
+  struct ShardedPass {
+    std::unique_ptr<DistributedExecutor> exec;
+    std::vector<int32_t> vertices, entries;
+  };
+  // Vertex sharding: the model's output rows for this worker's entries of `batch` (pass->entries).
+  // Collective; `step` names its messages.
+  absl::StatusOr<ag::Var> ShardedForward(const GraphBatch& batch, int epoch, int step, bool training,
+                                         ShardedPass* pass) const;
   // Vertex sharding: forward, this worker's loss share and backward for `batch`, the whole
   // batch's labelled items being `items`; returns the loss share. Collective; `step` tags it.
   absl::StatusOr<double> ShardedStep(const GraphBatch& batch, int epoch, int step, double items) const;
+  // Vertex sharding, without gradients: every entry's output row of `batch`, on every worker.
+  // Collective; `step` names its messages.
+  absl::StatusOr<Tensor> ShardedOutput(const GraphBatch& batch, int step) const;
   int rank() const { return parts_.exec != nullptr ? parts_.exec->rank() : 0; }
   int workers() const {
     return parts_.exec != nullptr && parts_.exec->distributed() ? parts_.exec->setup().comm->size() : 1;

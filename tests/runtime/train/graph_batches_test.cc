@@ -109,6 +109,11 @@ TEST(GraphBatches, VertexShardedWorkersGiveTheSingleProcessLosses) {
       for (const TrainResult& r : results) {
         ExpectNear(r.losses, single.losses, "epoch loss");
         ExpectNear(r.batch_losses, single.batch_losses, "batch loss");
+        // Evaluation: every worker its own entries' scores, summed into the batch's.
+        for (const char* key : {"test_auc", "test_efficiency", "valid_purity"}) {
+          ASSERT_TRUE(r.extra.count(key)) << key;
+          EXPECT_NEAR(r.extra.at(key), single.extra.at(key), 1e-5) << key;
+        }
         // A hash partition cuts edges: neighbours' rows and their gradients cross between workers.
         if (method == std::string("hash")) EXPECT_GT(r.traffic.bytes_features, 0);
         if (method == std::string("hash")) EXPECT_GT(r.traffic.bytes_gradients, 0);
