@@ -202,7 +202,7 @@ TEST(PartitionedTraining, LadiesBatchesAcrossPartsMatchTheSingleProcessRun) {
 // ShaDow over the parts: each root's hops drawn by the frontier's owners under the root's draw
 // number, every layer's rows of the subgraph's vertices fetched from their owners, the inputs' rows
 // too; training and the evaluation on each root's own subgraph give the single-process losses and
-// accuracy, pooled or not, on METIS and hash parts.
+// accuracy, pooled or not, on METIS and hash parts; SAGE and GIN too.
 TEST(PartitionedTraining, ShadowSubgraphsAcrossPartsMatchTheSingleProcessRun) {
   auto batches = [](flexgraph::RunConfig o, const std::string& pool) {
     o.mutable_train()->set_epochs(3);
@@ -227,6 +227,16 @@ TEST(PartitionedTraining, ShadowSubgraphsAcrossPartsMatchTheSingleProcessRun) {
         ASSERT_TRUE(got.ok()) << what;
         EXPECT_GT(got->traffic.bytes_control, 0) << what;  // hops and rows asked of the owners
         EXPECT_EQ(got->valid_accuracy, base->valid_accuracy) << what;
+      }
+    }
+    if (parts == 2) {  // the other flat models: their own matrices and weights, one process's runs
+      for (const std::string model : {"sage", "gin"}) {
+        const std::string what = absl::StrCat(model, " P=2");
+        auto single = Trainer::Create(batches(Options(model, kCora), "none"));
+        ASSERT_TRUE(single.ok()) << single.status();
+        auto base = (*single)->Run();
+        ASSERT_TRUE(base.ok()) << base.status();
+        ExpectSameRun(RunWorkers(batches(Options(model, dir), "none"), parts), *base, what);
       }
     }
     std::filesystem::remove_all(dir);
