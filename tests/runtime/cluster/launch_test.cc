@@ -69,9 +69,11 @@ TEST(Launch, WorkersOfAPartitionedDatasetReadOnlyTheirPartAndMatchSingleProcess)
   const auto losses = Losses(Read(d + "/parts.json"));
   ASSERT_EQ(losses.size(), base.size());
   for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]);
-  // Mini-batches sampled across the worker processes are the single-process ones: node-wise, and
-  // LADIES (each batch drawn whole by one worker, over rows fetched from the others).
-  for (const std::string sampler : {"--fanouts 5,5", "--sampler ladies --layer_size 64"}) {
+  // Mini-batches sampled across the worker processes are the single-process ones: node-wise,
+  // LADIES (each batch drawn whole by one worker, over rows fetched from the others) and ShaDow
+  // (each seed's subgraph drawn hop by hop by the frontier's owners).
+  for (const std::string sampler :
+       {"--fanouts 5,5", "--sampler ladies --layer_size 64", "--sampler shadow --fanouts 4,3"}) {
     const std::string batches = " --epochs 3 --batch_size 32 --bulk 2 --threads 1 --quiet " + sampler;
     ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + batches + " --summary_json " + d +
                     "/single-mb.json", &out), 0) << out;
