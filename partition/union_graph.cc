@@ -30,18 +30,23 @@ absl::StatusOr<Csr> BuildUnionGraph(const graph::HeteroGraph& g) {
       return absl::InvalidArgumentError(
           absl::StrCat("relation ", rel.Key(), " names a node type the graph does not have"));
     }
-    const Csr& a = rel.by_src;
+    // Either direction holds every edge: by_src, or by_dst where a relation keeps only that one
+    // (a batch of graphs).
+    const bool by_src = rel.by_src.offsets.defined();
+    const Csr& a = by_src ? rel.by_src : rel.by_dst;
+    const int64_t row_base = offsets[by_src ? ts : td], col_base = offsets[by_src ? td : ts];
     const int64_t* rp = a.row_ptr();
-    const int32_t* col = a.col();
-    for (int64_t r = 0; r < a.num_rows; ++r) {
-      const int64_t u = offsets[ts] + r;
-      for (int64_t e = rp[r]; e < rp[r + 1]; ++e) {
-        const int64_t v = offsets[td] + col[e];
-        if (u == v) continue;
-        src.push_back(std::min(u, v));
-        dst.push_back(std::max(u, v));
+    a.VisitIndices([&](const auto* col) {
+      for (int64_t r = 0; r < a.num_rows; ++r) {
+        const int64_t u = row_base + r;
+        for (int64_t e = rp[r]; e < rp[r + 1]; ++e) {
+          const int64_t v = col_base + col[e];
+          if (u == v) continue;
+          src.push_back(std::min(u, v));
+          dst.push_back(std::max(u, v));
+        }
       }
-    }
+    });
   }
   graph::CsrBuildOptions options{.deduplicate = true, .remove_self_loops = true,
                                  .add_reverse_edges = true};

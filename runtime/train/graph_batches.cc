@@ -12,6 +12,7 @@
 #include "flexgraph/base/timer.h"
 #include "flexgraph/ops/ops.h"
 #include "partition/partitioner.h"
+#include "partition/union_graph.h"
 
 namespace fg::runtime {
 namespace {
@@ -58,30 +59,6 @@ ag::Var Checkpointed(std::function<ag::Var(nau::LayerContext&, const ag::Var&)> 
   ctx.edge_state = out[1];
   ctx.edge_matrix = shared->edge_matrix;
   return out[0];
-}
-
-// What METIS partitions: `a`'s entries both ways, without self loops or repeats.
-Csr SymmetricWithoutLoops(const Csr& a) {
-  std::vector<std::vector<int32_t>> adj(a.num_rows);
-  a.VisitIndices([&](const auto* col) {
-    for (int64_t r = 0; r < a.num_rows; ++r) {
-      for (int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
-        const int64_t c = col[k];
-        if (c == r) continue;
-        adj[r].push_back(static_cast<int32_t>(c));
-        adj[c].push_back(static_cast<int32_t>(r));
-      }
-    }
-  });
-  std::vector<int64_t> offsets = {0};
-  std::vector<int32_t> cols;
-  for (auto& row : adj) {
-    std::sort(row.begin(), row.end());
-    row.erase(std::unique(row.begin(), row.end()), row.end());
-    cols.insert(cols.end(), row.begin(), row.end());
-    offsets.push_back(static_cast<int64_t>(cols.size()));
-  }
-  return Csr::FromVectors(a.num_rows, a.num_rows, offsets, cols);
 }
 
 }  // namespace
@@ -160,28 +137,34 @@ absl::StatusOr<std::vector<int32_t>> GraphBatchTraining::PartitionBatch(const Gr
                                                    " workers; use fewer workers or larger batches"));
   }
   // Worker 0 partitions and sends the owners to the others (METIS's draws are not the same in
-  // every process).
+  // every process): 'O' and the owners, or 'E' and why it could not.
   std::string payload;
   if (rank() == 0) {
-    const Csr g = SymmetricWithoutLoops(batch.data->Adjacency());
-    const partition::Method method =
-        g.nnz() > 0 || method_ != partition::Method::kMetis ? method_ : partition::Method::kRange;
-    FG_ASSIGN_OR_RETURN(const std::vector<int32_t> owners,
-                        partition::MakePartitioner(method)->Assign({.graph = &g, .seed = seed_}, parts));
-    payload.assign(reinterpret_cast<const char*>(owners.data()), owners.size() * sizeof(int32_t));
+    auto assign = [&]() -> absl::StatusOr<std::vector<int32_t>> {
+      FG_ASSIGN_OR_RETURN(const Csr g, partition::BuildUnionGraph(batch.data->graph));
+      const partition::Method method =
+          g.nnz() > 0 || method_ != partition::Method::kMetis ? method_ : partition::Method::kRange;
+      return partition::MakePartitioner(method)->Assign({.graph = &g, .seed = seed_}, parts);
+    };
+    const absl::StatusOr<std::vector<int32_t>> owners = assign();
+    payload = owners.ok() ? "O" + std::string(reinterpret_cast<const char*>(owners->data()),
+                                              owners->size() * sizeof(int32_t))
+                          : "E" + std::string(owners.status().message());
   }
   FG_RETURN_IF_ERROR(parts_.exec->setup().comm->Broadcast(&payload, 0, step, kStepPartition));
-  if (payload.size() != static_cast<size_t>(n) * sizeof(int32_t)) {
-    return absl::DataLossError(absl::StrCat("batch_sharding: vertices: worker 0 sent ", payload.size(),
-                                            " bytes of owners for a batch of ", n, " vertices (graphs ",
-                                            absl::StrJoin(batch.graphs, ","), ")"));
+  const std::string what = absl::StrCat("batch_sharding: vertices: the batch of graphs ", absl::StrJoin(batch.graphs, ","));
+  if (!payload.empty() && payload[0] == 'E') {
+    return absl::InternalError(absl::StrCat(what, ": worker 0 could not partition it: ", payload.substr(1)));
+  }
+  if (payload.size() != 1 + static_cast<size_t>(n) * sizeof(int32_t) || payload[0] != 'O') {
+    return absl::DataLossError(absl::StrCat(what, " (", n, " vertices): worker 0 sent ", payload.size(),
+                                            " bytes of owners"));
   }
   std::vector<int32_t> owners(n);
-  std::memcpy(owners.data(), payload.data(), payload.size());
+  std::memcpy(owners.data(), payload.data() + 1, payload.size() - 1);
   for (int32_t o : owners) {
     if (o < 0 || o >= parts) {
-      return absl::DataLossError(absl::StrCat("batch_sharding: vertices: worker 0 sent owner ", o, " of ",
-                                              parts, " workers"));
+      return absl::DataLossError(absl::StrCat(what, ": worker 0 sent owner ", o, " of ", parts, " workers"));
     }
   }
   return owners;
@@ -200,7 +183,6 @@ absl::StatusOr<ag::Var> GraphBatchTraining::ShardedForward(const GraphBatch& bat
   for (size_t v = 0; v < owners.size(); ++v) {
     if (owners[v] == rank()) mine.push_back(static_cast<int32_t>(v));
   }
-  const Tensor mine_index = Tensor::FromVector(mine);
   const Tensor ids = Tensor::FromVector(std::vector<int64_t>(mine.begin(), mine.end()));
   const DistributedExecutor::Rows rows{ids, ids};
   const DistributedSetup& run = parts_.exec->setup();
@@ -213,7 +195,7 @@ absl::StatusOr<ag::Var> GraphBatchTraining::ShardedForward(const GraphBatch& bat
   ctx.seed = spec.seed;
   ctx.stats = training ? parts_.stats : nullptr;
   exec.BeginPass(&ctx, step, training);
-  ag::Var h = ag::GatherRows(model.Input(ctx, spec), mine_index);
+  ag::Var h = model.InputRows(ctx, spec, ids);
   // My vertices' in-entries, in Csr order: the entries of their HDGs' level 1.
   const Csr& a = batch.data->Adjacency();
   std::vector<int32_t>& entries = pass->entries;

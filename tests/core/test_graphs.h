@@ -33,6 +33,13 @@ inline Csr RandomCsr(int64_t rows, int64_t cols, int max_degree, bool skewed, ui
   return Csr::FromVectors(rows, cols, off, idx);
 }
 
+// A hand-checkable matrix and table:
+//   row 0: cols {0, 2}     x = [[1, 2],
+//   row 1: {}                   [3, 4],
+//   row 2: cols {1}             [5, 6]]
+inline Csr Tiny() { return Csr::FromVectors(3, 3, {0, 2, 2, 3}, {0, 2, 1}); }
+inline Tensor TinyX() { return Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2}); }
+
 inline SparseMatrixPtr Shared(Csr c) { return std::make_shared<SparseMatrix>(std::move(c)); }
 
 }  // namespace fg::testing

@@ -135,6 +135,13 @@ TEST(UnionGraphTest, HeterogeneousRelationsBecomeOneSymmetricGraph) {
   // Director d0 (global 4): movies 0 and 1.
   row.assign(g->col() + g->row_ptr()[4], g->col() + g->row_ptr()[5]);
   EXPECT_EQ(row, (std::vector<int32_t>{0, 1}));
+  // Relations that keep only their by-destination Csr (a batch of graphs) give the same graph.
+  for (graph::Relation& rel : ds.graph.relations) rel.by_src = Csr();
+  auto from_dst = BuildUnionGraph(ds.graph);
+  ASSERT_TRUE(from_dst.ok()) << from_dst.status();
+  ASSERT_EQ(from_dst->nnz(), g->nnz());
+  EXPECT_TRUE(std::equal(g->row_ptr(), g->row_ptr() + g->num_rows + 1, from_dst->row_ptr()));
+  EXPECT_TRUE(std::equal(g->col(), g->col() + g->nnz(), from_dst->col()));
 }
 
 TEST(PartitionerTest, MetisFindsTheOptimalCutOfTwoCliques) {
