@@ -220,9 +220,10 @@ validation() {
   REQUIRE='DeviceSampler.SameBatchesAsTheHost DeviceSampler.ErrorsNameTheVertexAsTheHostDoes' \
     gtest_step sampling_test "$tests" 240 "$(binary sampling_test)"
   # Every model for 5 epochs on the GPU against the CPU (losses within 1e-4 relative), two workers
-  # on one GPU, and mini-batches sampled on the host and on the device, node-wise and LADIES.
+  # on one GPU, mini-batches sampled on the host and on the device, node-wise and LADIES, and
+  # batches of whole graphs (the Interaction Network and the edge filter on tracking events).
   REQUIRE='Models/DeviceTraining.LossesEqualTheCpuRun/* Models/DeviceTraining.TwoWorkersOnOneGpuEqualTheCpuRun/*
-           DeviceMiniBatches.LossesEqualTheCpuRun' \
+           DeviceMiniBatches.LossesEqualTheCpuRun DeviceGraphSets.LossesAndMetricsEqualTheCpuRun' \
     gtest_step runtime_device_training_test "$tests" 300 env FLEXGRAPH_DATA="$data" \
     "$(binary runtime_device_training_test)"
   gtest_step core_instance_ops_test "$tests" 120 "$(binary core_instance_ops_test)"
@@ -385,6 +386,16 @@ benchmark() {
   if [ -n "${GPU_SAMPLING:-}" ]; then
     python3 "$report_py" sampling "$runs" > "$root/sampling.md" 2>> "$log" || status=1
     tables+=("$root/sampling.md")
+  fi
+  # The Interaction Network against PyTorch + PyG on this GPU (bench/tracking/run_tracking.py), at
+  # each mean particle count GPU_TRACKING lists (empty: not run): s/epoch, peak device memory, the
+  # floor from this GPU's ceilings, the epoch-0 losses compared.
+  if [ -n "${GPU_TRACKING-300 1000}" ]; then
+    step "tracking bench vs PyG" "$log" 240 python3 bench/tracking/run_tracking.py --device cuda \
+      --flexgraph "$flexgraph" --python "$(command -v python3)" --particles "${GPU_TRACKING-300 1000}" \
+      --events 5 --epochs 3 --threads "$OMP_NUM_THREADS" --work "$root/tracking" \
+      --out "$root/tracking/tracking.json" --table "$root/tracking/tracking.md"
+    tables+=("$root/tracking/tracking.md")
   fi
   # The largest RMAT scale each system trains (bench/gpu/largest.py), both capped alike.
   if [ -n "${GPU_LARGEST:-}" ]; then

@@ -47,6 +47,7 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=0.001)
     p.add_argument("--cut", type=float, default=0.5)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]: where the model trains (batches are built on the host)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None)
     return p.parse_args(argv)
@@ -200,8 +201,13 @@ def load_weights(path):
     return {f[:-4]: np.load(os.path.join(path, f)) for f in os.listdir(path) if f.endswith(".npy")}
 
 
+def on_device(tensors):
+    return [t.to(ARGS.device, non_blocking=True) for t in tensors]
+
+
 def batch_loss(model, events, ids):
     x, index, attr, y, _ = batch_events(events, ids)
+    x, index, attr, y = on_device([x, index, attr, y])
     logits = model(x, index, attr)
     labelled = y >= 0
     return torch.nn.functional.binary_cross_entropy_with_logits(logits[labelled], y[labelled].float())
@@ -212,6 +218,7 @@ def edge_metrics(model, events, ids, cut):
     with torch.no_grad():
         for g in ids:
             x, index, attr, y, edges = batch_events(events, [g])
+            x, index, attr, y = on_device([x, index, attr, y])
             p = torch.sigmoid(model(x, index, attr))
             m = edges[0]
             score = (p[:m] + p[m:]) / 2
@@ -232,7 +239,8 @@ def main(a):
     d_node, d_edge = events[0]["x"].shape[1], events[0]["edge_attr"].shape[1]
     if a.write_weights:
         write_weights(a, d_node, d_edge, np.random.default_rng(a.seed))
-    model = InteractionNetwork(a, d_node, d_edge, load_weights(a.weights))
+    model = InteractionNetwork(a, d_node, d_edge, load_weights(a.weights)).to(a.device)
+    cuda = a.device.startswith("cuda")
     train = [int(g) for g in splits["train"]]
     with torch.no_grad():
         epoch0 = float(batch_loss(model, events, train))
@@ -251,6 +259,8 @@ def main(a):
             opt.step()
             total += float(loss)
             batches += 1
+        if cuda:
+            torch.cuda.synchronize()
         seconds.append(time.perf_counter() - start)
         losses.append(total / batches)
         print(f"epoch {epoch + 1} loss {losses[-1]:.4f} {seconds[-1]:.3f}s", flush=True)
@@ -261,7 +271,8 @@ def main(a):
         "epoch_seconds": seconds, "epoch_seconds_median": steady[len(steady) // 2],
         "test_efficiency": eff, "test_purity": pur,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "threads": a.threads, "torch": torch.__version__,
+        "threads": a.threads, "torch": torch.__version__, "device": a.device,
+        "peak_device_bytes": torch.cuda.max_memory_allocated() if cuda else 0,
     }
     print(f"pyg interaction: median {result['epoch_seconds_median']:.3f} s/epoch, test efficiency "
           f"{eff:.4f} purity {pur:.4f}, peak RSS {result['peak_rss_bytes'] / 2**20:.0f} MiB")

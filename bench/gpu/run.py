@@ -114,45 +114,6 @@ def device_name(device):
     return f"CPU: {platform.processor() or 'unknown'}"
 
 
-def device_ceilings(device):
-    """The ceilings of the floor model (bench/harness/floor.py) measured on `device` with torch:
-    a 1 GiB device-to-device copy (bytes read plus written per second), a float32 8192^3 matrix
-    product without TF32 (FLOP/s), and the L2 cache's size. None where torch cannot measure them."""
-    try:
-        import torch
-        if not device.startswith("cuda"):
-            return None
-        dev = torch.device(device)
-        x = torch.rand(1 << 28, device=dev)
-        y = torch.empty_like(x)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-        def timed(fn, reps):
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize(dev)
-            start.record()
-            for _ in range(reps):
-                fn()
-            end.record()
-            torch.cuda.synchronize(dev)
-            return start.elapsed_time(end) / 1e3 / reps
-
-        copy_s = timed(lambda: y.copy_(x), 20)
-        del x, y
-        torch.backends.cuda.matmul.allow_tf32 = False
-        a = torch.rand(8192, 8192, device=dev)
-        b = torch.rand(8192, 8192, device=dev)
-        gemm_s = timed(lambda: a @ b, 10)
-        del a, b
-        torch.cuda.empty_cache()
-        return {"triad_bytes_per_s": 2 * 4 * (1 << 28) / copy_s, "gemm_flops_per_s": 2 * 8192 ** 3 / gemm_s,
-                "llc_bytes": torch.cuda.get_device_properties(dev).L2_cache_size}
-    except Exception as e:  # noqa: BLE001 (without ceilings the floor column stays empty)
-        harness.log(f"device ceilings not measured: {e}")
-        return None
-
-
 def error_text(e):
     """An exception as one short table cell (the full text stays in the JSON): for a failed
     command (run_bench.run: "command failed (rc): CMD" then its log's tail), the exit status and
@@ -179,7 +140,7 @@ class Bench:
                      "device": a.device, "device_name": device_name(a.device), "warmup": a.warmup,
                      "threads": a.threads, "tolerance": a.tolerance, "flexgraph": a.flexgraph,
                      "settings": {m: {k: v for k, v in s.items() if k != "fg_opts"} for m, s in harness.MODELS.items()}}
-        self.ceilings = device_ceilings(a.device)
+        self.ceilings = epoch_floors.device_ceilings(a.device, harness.log)
         self.info["ceilings"] = self.ceilings
         harness.log(f"device {a.device}: {self.info['device_name']}; logs in {self.run_dir}")
         if self.ceilings:

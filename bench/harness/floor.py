@@ -44,6 +44,46 @@ def measure_ceilings(binary, threads):
     return json.loads(out.stdout)
 
 
+def device_ceilings(device, log=print):
+    """The ceilings of a CUDA `device` ("cuda", "cuda:N") measured with torch, as measure_ceilings
+    gives a CPU's: a 1 GiB device-to-device copy (bytes read plus written per second), a float32
+    8192^3 matrix product without TF32 (FLOP/s), and the L2 cache's size. None where torch cannot
+    measure them (`log` says why)."""
+    try:
+        import torch
+        if not device.startswith("cuda"):
+            return None
+        dev = torch.device(device)
+        x = torch.rand(1 << 28, device=dev)
+        y = torch.empty_like(x)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        def timed(fn, reps):
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize(dev)
+            start.record()
+            for _ in range(reps):
+                fn()
+            end.record()
+            torch.cuda.synchronize(dev)
+            return start.elapsed_time(end) / 1e3 / reps
+
+        copy_s = timed(lambda: y.copy_(x), 20)
+        del x, y
+        torch.backends.cuda.matmul.allow_tf32 = False
+        a = torch.rand(8192, 8192, device=dev)
+        b = torch.rand(8192, 8192, device=dev)
+        gemm_s = timed(lambda: a @ b, 10)
+        del a, b
+        torch.cuda.empty_cache()
+        return {"triad_bytes_per_s": 2 * 4 * (1 << 28) / copy_s, "gemm_flops_per_s": 2 * 8192 ** 3 / gemm_s,
+                "llc_bytes": torch.cuda.get_device_properties(dev).L2_cache_size}
+    except Exception as e:  # noqa: BLE001 (without ceilings the floor column stays empty)
+        log(f"device ceilings not measured: {e}")
+        return None
+
+
 def gathered_bytes(rows, width, entries, llc_bytes, hot=None):
     """DRAM bytes of `entries` row gathers from a [rows, width] float table. hot[k - 1]: the
     gathers of the k most gathered rows (a cumulative sum over column counts sorted in decreasing

@@ -5,6 +5,7 @@ run_interaction.py) on the same generated tracking events, weights and settings,
   bench/tracking/run.sh [--particles "50 200 1000"] [--events 6] [--epochs 3] [--threads 2]
                         [--hidden 128] [--layers 8] [--batch_size 1] [--build build/release]
                         [--reference_max_particles P] [--model_opt recompute=0]
+  python3 bench/tracking/run_tracking.py --device cuda --flexgraph BIN --python python3 ...
 
 Per size: `flexgraph generate trackml:events=E,particles=P,noise=0.1,seed=S --out DIR` (the OGB
 graph-property layout both sides read), Glorot weights written by the reference
@@ -15,6 +16,9 @@ both and their ratio, peak RSS of both, and the fraction of the machine's roofli
 reaches (bench/harness/floor.py's ceilings; the floor of an epoch is the sum over its GEMMs, edge
 gathers and aggregations of max(bytes / triad bandwidth, flops / GEMM peak), element-wise work
 fused), and FlexGraph's peak RSS per candidate edge of one event (KB; one event per batch).
+With --device cuda both train on the GPU (batches built on the host, as each does): the memory
+columns are then peak device memory (FlexGraph's allocator, torch.cuda.max_memory_allocated) and
+the floor uses the GPU's ceilings measured with torch (floor.device_ceilings).
 Sizes above --reference_max_particles run FlexGraph only (the reference's columns say "not run";
 no epoch-0 check there): how time and memory grow up to events the reference cannot hold.
 Writes bench/results/tracking-latest.json.
@@ -45,10 +49,13 @@ def parse_args():
     p.add_argument("--reference_max_particles", type=int, default=10**9,
                    help="larger sizes run FlexGraph only")
     p.add_argument("--model_opt", default="", help="FlexGraph's --model_opt (default: the model's)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda: where both train")
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    p.add_argument("--flexgraph", default=None, help="the flexgraph binary (default: BUILD/runtime/flexgraph)")
     p.add_argument("--python", default=os.path.join(ROOT, "bench", ".venv", "bin", "python"))
     p.add_argument("--work", default=os.path.join(ROOT, "build", "bench_work", "tracking"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "tracking-latest.json"))
+    p.add_argument("--table", default=None, help="also write the printed table (markdown) there")
     return p.parse_args()
 
 
@@ -100,14 +107,20 @@ def epoch_floor(hits, edges, f_node, f_edge, a, ceilings):
 
 def main():
     a = parse_args()
-    fg = os.path.join(a.build, "runtime", "flexgraph")
+    fg = a.flexgraph or os.path.join(a.build, "runtime", "flexgraph")
     ceil_bin = os.path.join(a.build, "bench", "machine_ceilings")
-    for path in (fg, ceil_bin, a.python):
+    gpu = a.device.startswith("cuda")
+    nan = float("nan")
+    for path in (fg, a.python) if gpu else (fg, ceil_bin, a.python):
         if not os.access(path, os.X_OK):
             sys.exit(f"{path}: not found (build build/release with its bench targets; "
                      "bench/baselines/setup_venv.sh for the reference)")
     os.makedirs(a.work, exist_ok=True)
-    ceilings = floor.measure_ceilings(ceil_bin, a.threads)
+
+    def measure():
+        return floor.device_ceilings(a.device) if gpu else floor.measure_ceilings(ceil_bin, a.threads)
+    ceilings = measure()
+    memory_key = "peak_device_bytes" if gpu else "peak_rss_bytes"
     rows, disagree = [], []
     for particles in [int(p) for p in a.particles.split()]:
         spec = f"trackml:events={a.events},particles={particles},noise=0.1,seed={a.seed}"
@@ -117,7 +130,7 @@ def main():
         hits, edges = counts(data)
         weights = os.path.join(data, "weights")
         settings = ["--hidden", str(a.hidden), "--layers", str(a.layers), "--epochs", str(a.epochs),
-                    "--batch_size", str(a.batch_size), "--threads", str(a.threads)]
+                    "--batch_size", str(a.batch_size), "--threads", str(a.threads), "--device", a.device]
         ref_json = os.path.join(data, "pyg.json")
         with_ref = particles <= a.reference_max_particles
         if with_ref:
@@ -131,9 +144,8 @@ def main():
              "--summary_json", fg_json] + init + opts + settings,
             os.path.join(data, "flexgraph.log"))
         got = json.load(open(fg_json))
-        nan = float("nan")
         ref = json.load(open(ref_json)) if with_ref else {
-            "epoch0_loss": nan, "epoch_seconds_median": nan, "peak_rss_bytes": nan}
+            "epoch0_loss": nan, "epoch_seconds_median": nan, memory_key: nan}
         if with_ref and abs(ref["epoch0_loss"] - got["epoch0_loss"]) > 1e-4 * abs(ref["epoch0_loss"]):
             disagree.append((particles, got["epoch0_loss"], ref["epoch0_loss"]))
         mean_hits = sum(hits) / len(hits)
@@ -142,10 +154,10 @@ def main():
             "particles": particles, "hits_per_event": mean_hits, "edges_per_event": mean_edges,
             "flexgraph_s": got["epoch_seconds_median"], "pyg_s": ref["epoch_seconds_median"],
             "speedup": ref["epoch_seconds_median"] / got["epoch_seconds_median"],
-            "flexgraph_rss_mib": got["peak_rss_bytes"] / 2**20, "pyg_rss_mib": ref["peak_rss_bytes"] / 2**20,
+            "flexgraph_rss_mib": got[memory_key] / 2**20, "pyg_rss_mib": ref[memory_key] / 2**20,
             "epoch0_loss": got.get("epoch0_loss"), "pyg_epoch0_loss": ref["epoch0_loss"],
             "reference_run": with_ref,
-            "flexgraph_kb_per_edge": got["peak_rss_bytes"] / 1e3 / max(edges),
+            "flexgraph_kb_per_edge": got[memory_key] / 1e3 / max(edges), "memory": memory_key,
         })
         r = rows[-1]
         print(f"particles {particles}: {mean_hits:.0f} hits, {mean_edges:.0f} edges per event; "
@@ -153,25 +165,34 @@ def main():
               flush=True)
     # Ceilings measured before and after the runs, the higher of each (a busy machine's lower
     # ceilings would lower the bar).
-    ceilings = floor.ceilings_max(ceilings, floor.measure_ceilings(ceil_bin, a.threads))
+    again = measure()
+    ceilings = floor.ceilings_max(ceilings, again) if ceilings and again else ceilings or again
     train_events = max(1, round(0.8 * a.events))  # the generator's split: the first 80% train
     for r in rows:
-        r["floor_s"] = train_events * epoch_floor(r["hits_per_event"], r["edges_per_event"], 3, 6, a, ceilings)
+        r["floor_s"] = (train_events * epoch_floor(r["hits_per_event"], r["edges_per_event"], 3, 6, a, ceilings)
+                        if ceilings else nan)
         r["flexgraph_of_floor"] = r["floor_s"] / r["flexgraph_s"]
         r["pyg_of_floor"] = r["floor_s"] / r["pyg_s"]
+    memory_name = "device MiB" if gpu else "RSS MiB"
     header = ("hits/event", "edges/event", "FlexGraph s/epoch", "PyG s/epoch", "speedup",
-              "FlexGraph RSS MiB", "PyG RSS MiB", "FlexGraph KB/edge", "FlexGraph % of floor",
+              f"FlexGraph {memory_name}", f"PyG {memory_name}", "FlexGraph KB/edge", "FlexGraph % of floor",
               "PyG % of floor")
-    print("| " + " | ".join(header) + " |\n|" + " --- |" * len(header))
+    lines = [f"Interaction Network on {a.device}, FlexGraph against PyTorch + PyG "
+             f"({a.events} events per size, {a.epochs} epochs, {a.threads} threads)", "",
+             "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for r in rows:
         if r["reference_run"]:
             pyg = (f"{r['pyg_s']:.3f} | {r['speedup']:.2f}x", f"{r['pyg_rss_mib']:.0f}",
                    f"{100 * r['pyg_of_floor']:.1f}")
         else:
             pyg = ("not run | -", "not run", "-")
-        print(f"| {r['hits_per_event']:.0f} | {r['edges_per_event']:.0f} | {r['flexgraph_s']:.3f} | "
-              f"{pyg[0]} | {r['flexgraph_rss_mib']:.0f} | {pyg[1]} | {r['flexgraph_kb_per_edge']:.1f} | "
-              f"{100 * r['flexgraph_of_floor']:.1f} | {pyg[2]} |")
+        lines.append(f"| {r['hits_per_event']:.0f} | {r['edges_per_event']:.0f} | {r['flexgraph_s']:.3f} | "
+                     f"{pyg[0]} | {r['flexgraph_rss_mib']:.0f} | {pyg[1]} | {r['flexgraph_kb_per_edge']:.1f} | "
+                     f"{100 * r['flexgraph_of_floor']:.1f} | {pyg[2]} |")
+    print("\n".join(lines))
+    if a.table:
+        with open(a.table, "w") as f:
+            f.write("\n".join(lines) + "\n")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump({"settings": vars(a), "ceilings": ceilings, "rows": rows}, f, indent=1)

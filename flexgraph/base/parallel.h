@@ -4,6 +4,7 @@
 // thread in a fixed order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -52,6 +53,16 @@ void ParallelForDynamic(int64_t begin, int64_t end, int64_t grain, F&& body) {
 #pragma omp for schedule(dynamic, grain)
     for (int64_t i = begin; i < end; ++i) body(i);
   }
+}
+
+// Calls body(r) for the rows [0, n) of a [n, d] matrix in parallel chunks of about 16K elements (a
+// small matrix runs on the calling thread: a parallel region would cost more than its rows).
+template <typename F>
+void ParallelForRowChunks(int64_t n, int64_t d, F&& body) {
+  const int64_t rows = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(d, 1));
+  ParallelFor(0, (n + rows - 1) / rows, [&](int64_t c) {
+    for (int64_t r = c * rows; r < std::min(n, (c + 1) * rows); ++r) body(r);
+  });
 }
 
 // Splits [0, n) into NumThreads() contiguous blocks and calls body(block, begin, end) in parallel.

@@ -11,12 +11,13 @@
 
 namespace fg {
 namespace ag {
-// y[r] = (x[r] - mean_r) / sqrt(var_r + eps) * gain + bias; gain and bias [d]. CPU only.
+// y[r] = (x[r] - mean_r) / sqrt(var_r + eps) * gain + bias; gain and bias [d] (ops/norm_ops.h).
 Var LayerNormRows(const Var& x, const Var& gain, const Var& bias, float eps = 1e-5f);
 // x * sigmoid(x).
 Var Silu(const Var& x);
 // Silu(LayerNormRows(x, gain, bias)) keeping one [n, d] tensor fewer for the backward pass (the
-// normalised rows and the sigmoid; the normalised output is recomputed from them). CPU only.
+// normalised rows and the sigmoid; the normalised output is recomputed from them). On a GPU,
+// Silu(LayerNormRows(...)).
 Var LayerNormSilu(const Var& x, const Var& gain, const Var& bias, float eps = 1e-5f);
 }  // namespace ag
 

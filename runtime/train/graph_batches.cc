@@ -61,6 +61,18 @@ ag::Var Checkpointed(std::function<ag::Var(nau::LayerContext&, const ag::Var&)> 
   return out[0];
 }
 
+// `hdg` where the executor reads it: on `device` unless the layer aggregates with a custom
+// aggregator (which reads the host structure).
+hdg::Hdg PlacedHdg(hdg::Hdg hdg, const nau::Layer& layer, Device device) {
+  if (device == Device::kCpu) return hdg;
+  std::vector<bool> normalized;
+  for (int k = 1; k <= hdg.num_levels(); ++k) {
+    if (layer.LevelAggregator(k).reduction() == nau::Reduction::kCustom) return hdg;
+    normalized.push_back(layer.LevelAggregator(k).normalize_weights());
+  }
+  return hdg.OnDevice(device, normalized);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphBatchTraining>> GraphBatchTraining::Create(Parts parts,
@@ -96,6 +108,14 @@ absl::StatusOr<ag::Var> GraphBatchTraining::Forward(const GraphBatch& batch, int
   const nau::VertexSpace space(batch.data->graph);
   spec.dataset = batch.data;
   spec.vertices = &space;
+  const Device device = parts_.device;
+  // On a device the batch's features go there; its structure stays on the host (selection reads it).
+  std::shared_ptr<graph::Dataset> placed;
+  if (device != Device::kCpu) {
+    placed = std::make_shared<graph::Dataset>(*batch.data);
+    for (auto& [type, features] : placed->features) features = features.To(device);
+    spec.dataset = placed.get();
+  }
   nau::LayerContext ctx;
   ctx.training = training;
   ctx.epoch = epoch;
@@ -103,26 +123,27 @@ absl::StatusOr<ag::Var> GraphBatchTraining::Forward(const GraphBatch& batch, int
   ctx.stats = training ? parts_.stats : nullptr;
   nau::HybridExecutor executor;
   ag::Var h = model.Input(ctx, spec);
-  ctx.edge_state = model.InitialEdgeState(ctx, spec, batch.entry_features);
+  ctx.edge_state = model.InitialEdgeState(
+      ctx, spec, batch.entry_features.defined() ? batch.entry_features.To(device) : Tensor());
   for (int i = 0; i < model.num_layers(); ++i) {
     nau::Layer& layer = model.layer(i);
     const std::vector<int32_t> roots = model.Roots(i, spec);
     Stopwatch watch;
-    FG_ASSIGN_OR_RETURN(hdg::Hdg hdg, nau::SelectHdg(layer, i, spec, epoch, roots));
+    FG_ASSIGN_OR_RETURN(hdg::Hdg selected, nau::SelectHdg(layer, i, spec, epoch, roots));
     if (training && parts_.stats != nullptr) parts_.stats->selection += watch.Seconds();
     ctx.layer = i;
     std::vector<int64_t> ids(roots.begin(), roots.end());
     ctx.table_global_ids = ctx.root_global_ids = Tensor::FromVector(ids);
+    if (device != Device::kCpu) ctx.placed_ids = {{ctx.table_global_ids, ctx.table_global_ids.To(device)}};
+    const std::vector<nau::LevelPlan> plan = executor.Plan(selected, layer);
+    auto hdg = std::make_shared<const hdg::Hdg>(PlacedHdg(std::move(selected), layer, device));
     if (!model.RecomputeLayers() || !ag::GradEnabled()) {
-      h = executor.Run(hdg, executor.Plan(hdg, layer), layer, h, ctx);
+      h = executor.Run(*hdg, plan, layer, h, ctx);
       continue;
     }
-    auto hdg_kept = std::make_shared<const hdg::Hdg>(std::move(hdg));
-    h = Checkpointed(
-        [executor, &layer, hdg_kept](nau::LayerContext& local, const ag::Var& x) {
-          return executor.Run(*hdg_kept, executor.Plan(*hdg_kept, layer), layer, x, local);
-        },
-        h, ctx);
+    h = Checkpointed([executor, &layer, hdg, plan](nau::LayerContext& local,
+                                                   const ag::Var& x) { return executor.Run(*hdg, plan, layer, x, local); },
+                     h, ctx);
   }
   return model.Head(ctx, spec, h);
 }

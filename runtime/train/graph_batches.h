@@ -46,10 +46,13 @@ class GraphBatchTraining {
     // The run's workers (gradient and loss sums); nullptr or not distributed: one process.
     DistributedExecutor* exec = nullptr;
     nau::ExecStats* stats = nullptr;  // optional: stage times
+    // Where the model's parameters live and the batches run (their structure and selection stay
+    // on the host; vertex sharding runs on the CPU).
+    Device device = Device::kCpu;
   };
   // `shard_vertices`: vertex sharding (above) in a distributed run, each batch partitioned with
   // `method` (kBalanced: METIS). Errors: a distributed run of more steps than its messages can
-  // number; vertex sharding of a task that is not edge classification.
+  // number; vertex sharding of a task that is not edge classification, or on a device.
   static absl::StatusOr<std::unique_ptr<GraphBatchTraining>> Create(
       Parts parts, int64_t batch_size, uint64_t seed, int epochs, bool shard_vertices = false,
       partition::Method method = partition::Method::kMetis);

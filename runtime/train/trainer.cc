@@ -168,10 +168,10 @@ absl::Status Trainer::StartGrid() {
 
 absl::Status Trainer::InitGraphBatches() {
   const flexgraph::TrainConfig& tc = config_.train();
-  if (device_ != Device::kCpu) {
+  if (device_ != Device::kCpu && tc.batch_sharding() == "vertices" && distributed()) {
     return absl::UnimplementedError(absl::StrCat(
-        "device: training on batches of whole graphs (", config_.dataset().path(),
-        " is a set of graphs) runs on the CPU; leave --device at cpu"));
+        "batch_sharding: vertices runs on the CPU (", config_.dataset().path(),
+        "); on a device, share whole graphs (--batch_sharding graphs) or leave --device at cpu"));
   }
   if (!config_.output().export_hdg().empty()) {
     return absl::UnimplementedError(absl::StrCat("export_hdg: ", config_.dataset().path(),
@@ -182,7 +182,7 @@ absl::Status Trainer::InitGraphBatches() {
                       GraphBatchTraining::Create({.model = model_.get(), .spec = &spec_,
                                                   .task = static_cast<GraphSetTask*>(task_.get()),
                                                   .optimizer = optimizer_.get(), .exec = &exec_,
-                                                  .stats = &stats_},
+                                                  .stats = &stats_, .device = device_},
                                                  tc.batch_size(), tc.seed(), tc.epochs(),
                                                  tc.batch_sharding() == "vertices", method));
   if (!config_.output().quiet() && exec_.rank() == 0) {

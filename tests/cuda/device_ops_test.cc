@@ -13,6 +13,8 @@
 #include "flexgraph/nn/optim.h"
 #include "flexgraph/ops/edge_ops.h"
 #include "flexgraph/ops/instances.h"
+#include "flexgraph/ops/norm_ops.h"
+#include "flexgraph/nn/layer_norm.h"
 #include "flexgraph/ops/ops.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "tests/core/gradcheck.h"
@@ -260,6 +262,40 @@ TEST_P(DeviceOpsTest, EdgeInputAndSegmentStdWithGradients) {
   ExpectClose(y, y_dev, 1e-6f);
   ExpectClose(ops::SegmentStdBackward(a.offsets, x, y, gy),
               ops::SegmentStdBackward(a.offsets, On(x), y_dev, On(gy)), 1e-5f);
+}
+
+// LayerNorm over rows of a width that is not a multiple of a warp, and one wider than it, with its
+// three gradients; the autograd path (and LayerNormSilu, Silu of it there) on the device too.
+TEST_P(DeviceOpsTest, LayerNormRowsAndGradients) {
+  for (const int64_t d : {int64_t{5}, int64_t{45}, int64_t{128}}) {
+    SCOPED_TRACE(d);
+    const Tensor x = RandomTensor({1100, d}, 71), gain = RandomTensor({d}, 72), bias = RandomTensor({d}, 73);
+    const Tensor gy = RandomTensor({1100, d}, 74);
+    const ops::LayerNormed f = ops::LayerNormRows(x, gain, bias, 1e-5f);
+    const ops::LayerNormed f_dev = ops::LayerNormRows(On(x), On(gain), On(bias), 1e-5f);
+    ExpectClose(f.y, f_dev.y, 1e-5f);
+    ExpectClose(f.xhat, f_dev.xhat, 1e-5f);
+    ExpectClose(f.rstd, f_dev.rstd, 1e-5f);
+    Tensor gx, gg, gb, gx_dev, gg_dev, gb_dev;
+    ops::LayerNormRowsBackward(gy, gain, f, &gx, &gg, &gb);
+    ops::LayerNormRowsBackward(On(gy), On(gain), f_dev, &gx_dev, &gg_dev, &gb_dev);
+    ExpectClose(gx, gx_dev, 1e-4f);
+    ExpectClose(gg, gg_dev, 1e-4f);
+    ExpectClose(gb, gb_dev, 1e-4f);
+  }
+  auto grads = [&](Device device, bool silu) {
+    ag::Var x = ag::Var::Parameter(RandomTensor({70, 19}, 75).To(device)),
+            g = ag::Var::Parameter(RandomTensor({19}, 76).To(device)),
+            b = ag::Var::Parameter(RandomTensor({19}, 77).To(device));
+    ag::Var y = silu ? ag::LayerNormSilu(x, g, b) : ag::LayerNormRows(x, g, b);
+    ag::Sum(ag::Mul(y, ag::Var(RandomTensor({70, 19}, 78).To(device)))).Backward();
+    return std::vector<Tensor>{y.value().To(Device::kCpu), x.grad().To(Device::kCpu), g.grad().To(Device::kCpu),
+                               b.grad().To(Device::kCpu)};
+  };
+  for (bool silu : {false, true}) {
+    const std::vector<Tensor> cpu = grads(Device::kCpu, silu), there = grads(dev(), silu);
+    for (size_t k = 0; k < cpu.size(); ++k) ExpectClose(cpu[k], there[k], 1e-4f);
+  }
 }
 
 TEST_P(DeviceOpsTest, GatherAndScatter) {

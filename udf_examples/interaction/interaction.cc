@@ -157,7 +157,7 @@ class InteractionNetwork : public nau::Model {
     Tensor features = entry_features;
     if (once_) {  // the stored entries' rows, and where each Csr entry finds its edge's row
       const std::vector<int32_t> stored = StoredEntries(*spec.dataset);
-      features = ops::GatherRows(entry_features, Tensor::FromVector(stored));
+      features = ops::GatherRows(entry_features, Tensor::FromVector(stored).To(entry_features.device()));
       const graph::GraphSet& gs = *spec.dataset->graphs;
       const int64_t m = gs.num_edges(), none = static_cast<int64_t>(stored.size());
       std::vector<int32_t> row_of_edge(m, static_cast<int32_t>(none));
@@ -167,7 +167,7 @@ class InteractionNetwork : public nau::Model {
         const int64_t e = gs.entry_edges.i64()[k];
         rows[k] = e < 0 ? static_cast<int32_t>(none) : row_of_edge[e % m];
       }
-      entry_rows_ = Tensor::FromVector(rows);
+      entry_rows_ = Tensor::FromVector(rows).To(entry_features.device());
     }
     // Per batch: auto recomputes when keeping every activation would take more than a quarter of
     // the memory still available (about 9 rows of [entries, hidden] per iteration and 13 for the
@@ -188,7 +188,7 @@ class InteractionNetwork : public nau::Model {
         {h, ctx.edge_state});
     if (!once_) return out;
     // Both entries of an edge take its one score; an entry without a stored edge, a zero row.
-    const ag::Var none(Tensor::Zeros({1, out.row_width()}));
+    const ag::Var none(Tensor::Zeros({1, out.row_width()}, DType::kFloat32, out.value().device()));
     return ag::GatherRows(ag::ConcatRows({out, none}), entry_rows_);
   }
   bool RecomputeLayers() const override { return recompute_; }

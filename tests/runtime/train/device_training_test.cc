@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,20 @@ namespace {
 std::string DataDir(const std::string& name) {
   const char* root = std::getenv("FLEXGRAPH_DATA");
   return std::string(root != nullptr ? root : FG_SHARED_DATA_DIR) + "/" + name;
+}
+
+// Trains `config` to the end; *num_vertices (when given) gets the dataset's vertex count.
+TrainResult TrainCounting(const flexgraph::RunConfig& config, int64_t* num_vertices = nullptr) {
+  auto trainer = Trainer::Create(config);
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  if (!trainer.ok()) return {};
+  if (num_vertices != nullptr) {
+    *num_vertices = 0;
+    for (int64_t n : (*trainer)->dataset().graph.num_nodes) *num_vertices += n;
+  }
+  auto r = (*trainer)->Run();
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : TrainResult{};
 }
 
 struct Case {
@@ -45,16 +60,7 @@ class DeviceTraining : public ::testing::TestWithParam<Case> {
     return resolved.ok() ? *resolved : config;
   }
   static TrainResult Train(const Case& c, const std::string& device, int64_t* num_vertices = nullptr) {
-    auto trainer = Trainer::Create(Config(c, device));
-    EXPECT_TRUE(trainer.ok()) << trainer.status();
-    if (!trainer.ok()) return {};
-    if (num_vertices != nullptr) {
-      *num_vertices = 0;
-      for (int64_t n : (*trainer)->dataset().graph.num_nodes) *num_vertices += n;
-    }
-    auto r = (*trainer)->Run();
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : TrainResult{};
+    return TrainCounting(Config(c, device), num_vertices);
   }
 };
 
@@ -137,14 +143,7 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
     auto train = [&](const std::string& device, const std::string& sample_on) {
       auto resolved = ResolveConfig(config(device, sample_on));
       EXPECT_TRUE(resolved.ok()) << resolved.status();
-      auto trainer = Trainer::Create(*resolved);
-      EXPECT_TRUE(trainer.ok()) << trainer.status();
-      if (!trainer.ok()) return TrainResult{};
-      vertices = 0;
-      for (int64_t n : (*trainer)->dataset().graph.num_nodes) vertices += n;
-      auto r = (*trainer)->Run();
-      EXPECT_TRUE(r.ok()) << r.status();
-      return r.ok() ? *r : TrainResult{};
+      return resolved.ok() ? TrainCounting(*resolved, &vertices) : TrainResult{};
     };
     const TrainResult cpu = train("cpu", "");
     ASSERT_EQ(cpu.losses.size(), 3u) << c.model;
@@ -167,6 +166,70 @@ TEST(DeviceMiniBatches, LossesEqualTheCpuRun) {
     ASSERT_TRUE(resolved.ok()) << resolved.status();
     const std::vector<TrainResult> workers = testing::RunWorkers(*resolved, 2, ExchangeMode::kAuto, vertices);
     for (int r = 0; r < 2; ++r) expect_cpu_losses(workers[r], "worker " + std::to_string(r) + " of 2");
+  }
+}
+
+// Batches of whole graphs (generated tracking events, edge classification) train on the GPU as
+// on the CPU: the Interaction Network with every activation kept and with recomputation, with
+// one state per edge (edges=once) and several aggregations (sum, max, std), and the edge filter;
+// two data-parallel workers sharing the GPU too. Vertex sharding is refused there.
+TEST(DeviceGraphSets, LossesAndMetricsEqualTheCpuRun) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  struct Run {
+    const char* model;
+    std::map<std::string, std::string> options;
+  };
+  auto config = [](const Run& c, const std::string& device) {
+    flexgraph::RunConfig config;
+    config.mutable_dataset()->set_path("trackml:events=10,particles=40,noise=0.1,seed=5");
+    config.mutable_model()->set_name(c.model);
+    config.mutable_model()->set_hidden(16);
+    config.mutable_model()->set_layers(3);
+    for (const auto& [k, v] : c.options) (*config.mutable_model()->mutable_options())[k] = v;
+    config.mutable_train()->set_epochs(3);
+    config.mutable_train()->set_batch_size(2);
+    config.mutable_train()->set_lr(0.005f);
+    config.mutable_train()->set_device(device);
+    config.mutable_output()->set_quiet(true);
+    config.mutable_output()->set_epoch0_loss(true);
+    auto resolved = ResolveConfig(config);
+    EXPECT_TRUE(resolved.ok()) << resolved.status();
+    return resolved.ok() ? *resolved : config;
+  };
+  int64_t vertices = 0;
+  auto train = [&vertices](const flexgraph::RunConfig& config) { return TrainCounting(config, &vertices); };
+  auto expect_cpu = [](const TrainResult& gpu, const TrainResult& cpu, const std::string& what) {
+    ASSERT_EQ(gpu.losses.size(), 3u) << what;
+    ASSERT_EQ(cpu.losses.size(), 3u) << what;
+    EXPECT_NEAR(gpu.epoch0_loss, cpu.epoch0_loss, 1e-4 * std::fabs(cpu.epoch0_loss)) << what;
+    for (size_t e = 0; e < cpu.losses.size(); ++e) {
+      EXPECT_NEAR(gpu.losses[e], cpu.losses[e], 5e-4 * std::fabs(cpu.losses[e])) << what << ", epoch " << e + 1;
+    }
+    ASSERT_TRUE(cpu.extra.count("test_auc")) << what;
+    EXPECT_NEAR(gpu.extra.at("test_auc"), cpu.extra.at("test_auc"), 0.01) << what;
+    EXPECT_GT(gpu.peak_device_bytes, 0) << what;
+  };
+  const std::vector<Run> runs = {{"interaction", {{"recompute", "0"}}},
+                                 {"interaction", {{"recompute", "1"}}},
+                                 {"interaction", {{"edges", "once"}, {"aggregation", "sum,max,std"}}},
+                                 {"filter", {}}};
+  for (const Run& c : runs) {
+    std::string what = c.model;
+    for (const auto& [k, v] : c.options) what += " " + k + "=" + v;
+    expect_cpu(train(config(c, "cuda")), train(config(c, "cpu")), what);
+  }
+  // Two data-parallel workers on the one GPU: the single process's losses.
+  const Run& first = runs[0];
+  const TrainResult cpu = train(config(first, "cpu"));
+  const std::vector<TrainResult> workers = testing::RunWorkers(config(first, "cuda"), 2, ExchangeMode::kAuto, vertices);
+  for (int r = 0; r < 2; ++r) expect_cpu(workers[r], cpu, "worker " + std::to_string(r) + " of 2");
+  // Vertex sharding stays on the CPU, and says so.
+  flexgraph::RunConfig sharded = config(first, "cuda");
+  sharded.mutable_train()->set_batch_sharding("vertices");
+  const std::vector<absl::Status> refused = testing::RunWorkerStatuses(sharded, 2, vertices);
+  for (const absl::Status& s : refused) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_NE(s.message().find("batch_sharding: vertices runs on the CPU"), std::string::npos) << s;
   }
 }
 
