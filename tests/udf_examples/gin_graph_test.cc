@@ -4,46 +4,16 @@
 // graphs; two data-parallel workers give the single process's losses; a bad readout is named.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 #include "flexgraph/graph/dataset.h"
 #include "runtime/train/trainer.h"
 #include "tests/graph/test_util.h"
+#include "tests/udf_examples/graph_classification_set.h"
 #include "tests/runtime/in_process_workers.h"
 
 namespace fg::runtime {
 namespace {
-
-// 160 graphs of 8-20 vertices, alternately a path and a path with as many chords as half its
-// vertices; 112 train, 24 valid, 24 test. One constant feature per vertex.
-std::string WriteGraphs(const graph::testing::TempDir& d) {
-  std::mt19937 rng(7);
-  std::string nodes, edges, counts, feats, labels, train, valid, test;
-  for (int g = 0; g < 160; ++g) {
-    const int n = 8 + static_cast<int>(rng() % 13), label = g % 2;
-    int m = 0;
-    for (int v = 0; v + 1 < n; ++v, ++m) edges += std::to_string(v) + "," + std::to_string(v + 1) + "\n";
-    for (int c = 0; label == 1 && c < n / 2; ++c, ++m) {
-      const int a = static_cast<int>(rng() % n), b = (a + 2 + static_cast<int>(rng() % (n - 3))) % n;
-      edges += std::to_string(a) + "," + std::to_string(b) + "\n";
-    }
-    nodes += std::to_string(n) + "\n";
-    counts += std::to_string(m) + "\n";
-    for (int v = 0; v < n; ++v) feats += "1\n";
-    labels += std::to_string(label) + "\n";
-    (g < 112 ? train : g < 136 ? valid : test) += std::to_string(g) + "\n";
-  }
-  d.Write("raw/num-node-list.csv.gz", nodes);
-  d.Write("raw/num-edge-list.csv.gz", counts);
-  d.Write("raw/edge.csv.gz", edges);
-  d.Write("raw/node-feat.csv.gz", feats);
-  d.Write("raw/graph-label.csv.gz", labels);
-  d.Write("split/random/train.csv.gz", train);
-  d.Write("split/random/valid.csv.gz", valid);
-  d.Write("split/random/test.csv.gz", test);
-  return d.path();
-}
 
 flexgraph::RunConfig Config(const std::string& path, const std::string& readout, int epochs) {
   flexgraph::RunConfig c;
@@ -64,7 +34,7 @@ flexgraph::RunConfig Config(const std::string& path, const std::string& readout,
 
 TEST(GinGraphs, ClassifiesHeldOutGraphsWithEachReadout) {
   graph::testing::TempDir d;
-  const std::string path = WriteGraphs(d);
+  const std::string path = testing::WriteChordedPaths(d);
   for (const char* readout : {"sum", "mean", "max"}) {
     SCOPED_TRACE(readout);
     auto t = Trainer::Create(Config(path, readout, 40));
@@ -82,7 +52,7 @@ TEST(GinGraphs, ClassifiesHeldOutGraphsWithEachReadout) {
 
 TEST(GinGraphs, DataParallelWorkersGiveTheSingleProcessLosses) {
   graph::testing::TempDir d;
-  const flexgraph::RunConfig c = Config(WriteGraphs(d), "sum", 3);
+  const flexgraph::RunConfig c = Config(testing::WriteChordedPaths(d), "sum", 3);
   auto single = Trainer::Create(c);
   ASSERT_TRUE(single.ok()) << single.status();
   auto want = (*single)->Run();
@@ -101,7 +71,7 @@ TEST(GinGraphs, DataParallelWorkersGiveTheSingleProcessLosses) {
 
 TEST(GinGraphs, RefusesAnUnknownReadout) {
   graph::testing::TempDir d;
-  auto t = Trainer::Create(Config(WriteGraphs(d), "median", 1));
+  auto t = Trainer::Create(Config(testing::WriteChordedPaths(d), "median", 1));
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("readout: 'median'"), std::string::npos) << t.status();
 }

@@ -2,7 +2,8 @@
 // agree within 1e-4 relative over 5 epochs (dropout masks and walks are counter-based, so both
 // devices draw the same ones), the GPU run reports its peak device memory, and its training steps
 // wait for the device only to read the loss back; two workers sharing one GPU (in-process
-// communicator) and mini-batches equal the CPU runs too. Skips where no GPU is usable. Data: $FLEXGRAPH_DATA when set (a relocated bundle), else ../shared/data.
+// communicator), mini-batches and batches of whole graphs equal the CPU runs too. Skips where no GPU
+// is usable. Data: $FLEXGRAPH_DATA when set (a relocated bundle), else ../shared/data.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +14,9 @@
 
 #include "flexgraph/tensor/device_alloc.h"
 #include "runtime/train/trainer.h"
+#include "tests/graph/test_util.h"
 #include "tests/runtime/in_process_workers.h"
+#include "tests/udf_examples/graph_classification_set.h"
 
 namespace fg::runtime {
 namespace {
@@ -230,6 +233,41 @@ TEST(DeviceGraphSets, LossesAndMetricsEqualTheCpuRun) {
   for (const absl::Status& s : refused) {
     EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
     EXPECT_NE(s.message().find("batch_sharding: vertices runs on the CPU"), std::string::npos) << s;
+  }
+}
+
+// GIN with a graph readout (sum, max), dropout on, on batches of whole graphs: the CPU run's
+// losses and test accuracy on the GPU.
+TEST(DeviceGraphSets, GraphClassificationEqualsTheCpuRun) {
+  if (!CudaAvailable()) GTEST_SKIP() << CudaUnavailableReason();
+  graph::testing::TempDir dir;
+  const std::string path = testing::WriteChordedPaths(dir);
+  for (const char* readout : {"sum", "max"}) {
+    auto config = [&](const std::string& device) {
+      flexgraph::RunConfig c;
+      c.mutable_dataset()->set_path(path);
+      c.mutable_model()->set_name("gin");
+      c.mutable_model()->set_hidden(32);
+      c.mutable_model()->set_layers(3);
+      c.mutable_model()->set_dropout(0.2f);
+      (*c.mutable_model()->mutable_options())["readout"] = readout;
+      c.mutable_train()->set_epochs(3);
+      c.mutable_train()->set_batch_size(8);
+      c.mutable_train()->set_lr(0.01f);
+      c.mutable_train()->set_device(device);
+      c.mutable_output()->set_quiet(true);
+      c.mutable_output()->set_epoch0_loss(true);
+      return c;
+    };
+    const TrainResult cpu = TrainCounting(config("cpu")), gpu = TrainCounting(config("cuda"));
+    ASSERT_EQ(cpu.losses.size(), 3u) << readout;
+    ASSERT_EQ(gpu.losses.size(), 3u) << readout;
+    EXPECT_NEAR(gpu.epoch0_loss, cpu.epoch0_loss, 1e-4 * std::fabs(cpu.epoch0_loss)) << readout;
+    for (size_t e = 0; e < cpu.losses.size(); ++e) {
+      EXPECT_NEAR(gpu.losses[e], cpu.losses[e], 5e-4 * std::fabs(cpu.losses[e])) << readout << ", epoch " << e + 1;
+    }
+    EXPECT_NEAR(gpu.test_accuracy, cpu.test_accuracy, 0.05) << readout;
+    EXPECT_GT(gpu.peak_device_bytes, 0) << readout;
   }
 }
 
