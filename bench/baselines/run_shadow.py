@@ -38,6 +38,9 @@ def parse_args(argv=None):
     p.add_argument("--accuracy_epochs", type=int, default=0, help="train this many epochs for the accuracy (0: none)")
     p.add_argument("--sampling_only", action="store_true", help="measure sampling alone (no training epochs: "
                    "epoch_seconds is null), for graphs whose PyG epochs take too long to run")
+    p.add_argument("--train_batches", type=int, default=0,
+                   help="time this many training batches (after up to 20 untimed ones) instead of whole epochs, and "
+                   "project the epoch from their mean (0: whole epochs), for graphs whose PyG epochs take too long")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--ego_library", default=None, help="torch_sparse's ego_sample op as a library, where "
@@ -135,13 +138,21 @@ def main(a):
     model = Gcn(a, w.feat.shape[1], w.num_classes)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
 
-    def train_epoch():
+    def train_epoch(limit=0):
+        """Trains on the epoch's batches (the first `limit` when positive); returns the seconds each
+        took, sampling included."""
         model.train()
+        took, t0 = [], time.perf_counter()
         for batch in loader(full, a, w.train_idx, True):
             opt.zero_grad()
             out = model(batch.x, batch.edge_index, batch.root_n_id)
             F.cross_entropy(out, batch.y).backward()  # y: the roots' labels
             opt.step()
+            took.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            if limit and len(took) == limit:
+                break
+        return took
 
     @torch.no_grad()
     def accuracy(idx):
@@ -152,8 +163,15 @@ def main(a):
             right += int((out.argmax(-1) == batch.y).sum())
         return right / max(1, len(idx))
 
-    seconds = []
-    for e in range(0 if a.sampling_only else a.epochs + 1):
+    seconds, projected = [], None
+    if a.train_batches > 0 and not a.sampling_only:
+        batches = -(-len(w.train_idx) // a.batch_size)
+        warm = min(20, batches // 4)  # untimed: first-batch costs (allocations, page faults)
+        took = train_epoch(warm + a.train_batches)[warm:]
+        projected = {"timed_batches": len(took), "batches_per_epoch": batches,
+                     "seconds_per_batch": statistics.fmean(took)}
+        seconds.append(projected["seconds_per_batch"] * batches)
+    for e in range(0 if a.sampling_only or a.train_batches > 0 else a.epochs + 1):
         t0 = time.perf_counter()
         train_epoch()
         if e > 0:
@@ -163,6 +181,7 @@ def main(a):
         "sampled_edges_per_epoch": edges,
         "sampled_edges_per_second": statistics.median(rates),
         "epoch_seconds": statistics.median(seconds) if seconds else None,
+        "epoch_projected_from": projected,  # None: whole epochs were timed
         "threads": a.threads,
     }
     if a.accuracy_epochs > 0:
