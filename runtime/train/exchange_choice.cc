@@ -1,5 +1,10 @@
 #include "runtime/train/exchange_choice.h"
 
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/plan/planner.h"
@@ -21,7 +26,8 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   p.graph = plan::CountsOf(*in.adjacency);
   p.model = {.kind = *kind, .features = in.features, .hidden = in.hidden, .classes = in.classes, .layers = in.layers};
   p.workers = in.workers;
-  p.device = *plan::DeviceByName("cpu");  // bytes do not depend on the device
+  p.device = *plan::DeviceByName("cpu");  // bytes do not depend on the device; memory does not either
+  p.device.memory_bytes = in.memory_bytes > 0 ? in.memory_bytes : std::numeric_limits<double>::infinity();
   p.evaluations_per_epoch = in.evaluations_per_epoch;
   const bool self_loops = *kind == plan::ModelKind::kGcn || *kind == plan::ModelKind::kSgc;
   const plan::Cut cut = plan::CountCut(*in.adjacency, in.owners, in.workers, self_loops);
@@ -31,9 +37,14 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   const double one_d_bytes = plan::Predict(p, one_d, &cut).bytes_sent;
   double best = one_d_bytes;
   const int P = in.workers;
+  std::vector<std::pair<double, double>> too_big;  // (bytes sent, memory) of grids that do not fit
   auto consider = [&](const plan::StrategySpec& s, const grid::GridSpec& g) {
-    const double bytes = plan::Predict(p, s, nullptr).bytes_sent;
-    if (bytes < best) best = bytes, out.grid = g;
+    const plan::Prediction pr = plan::Predict(p, s, nullptr);
+    if (!pr.fits) {
+      too_big.emplace_back(pr.bytes_sent, pr.memory_bytes);
+    } else if (pr.bytes_sent < best) {
+      best = pr.bytes_sent, out.grid = g;
+    }
   };
   for (int c = 2; c * c <= P; ++c) {
     if (P % (c * c) != 0) continue;
@@ -56,6 +67,16 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   out.reason = absl::StrFormat("%s: %.2f MB sent per worker and epoch predicted; 1d per peer %.2f MB",
                                out.grid.active() ? grid::DescribeGrid(out.grid) : std::string("1d per peer"),
                                best / 1e6, one_d_bytes / 1e6);
+  int skipped = 0;
+  double least = 0;
+  for (const auto& [bytes, memory] : too_big) {
+    if (bytes >= best) continue;
+    least = skipped++ == 0 ? memory : std::min(least, memory);
+  }
+  if (skipped > 0) {
+    absl::StrAppendFormat(&out.reason, "; %d grid(s) sending less skipped: %.1f MB per worker or more predicted, "
+                          "%.1f MB available", skipped, least / 1e6, in.memory_bytes / 1e6);
+  }
   return out;
 }
 

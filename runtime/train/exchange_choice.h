@@ -1,7 +1,8 @@
 // What `--exchange auto` runs in a distributed full-graph run: FlexGraph's 1D exchange (per peer,
 // rows or partial sums) or a process grid (1.5D at each c with c^2 dividing P, every 2D and 3D
 // shape with sides of 2 or more; sparsity-aware), whichever runtime/plan predicts to send the fewest bytes per
-// worker and epoch for this graph, this partition, this model and P workers (ties: 1D). Runs where
+// worker and epoch for this graph, this partition, this model and P workers (ties: 1D), among the
+// grids predicted to fit the workers' memory. Runs where
 // a grid cannot train (see runtime/train/trainer.cc StartGrid) and models runtime/plan does not
 // describe (only gcn, sage, gin and sgc) keep the 1D exchange. Pure; thread-safe.
 #pragma once
@@ -24,6 +25,9 @@ struct ExchangeChoiceInput {
   int64_t features = 0, hidden = 0, classes = 0;
   int layers = 2;
   int evaluations_per_epoch = 1;      // forward-only passes per epoch
+  // Each worker's memory: a grid the plan predicts to need more per worker is not chosen (0: no
+  // limit).
+  double memory_bytes = 0;
 };
 
 struct ExchangeChoice {

@@ -153,7 +153,8 @@ absl::Status Trainer::StartGrid() {
                            .model = config_.model().name(), .features = spec_.FeatureDim(space_.type_name(0)),
                            .hidden = config_.model().hidden(), .classes = task_->num_classes(),
                            .layers = config_.model().layers(),
-                           .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0};
+                           .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0,
+                           .memory_bytes = static_cast<double>(AvailableMemoryBytes())};
     in.owners.resize(exec_.ownership().num_vertices());
     for (size_t v = 0; v < in.owners.size(); ++v) in.owners[v] = exec_.ownership().Of(static_cast<int64_t>(v));
     const ExchangeChoice choice = ChooseExchange(in);

@@ -12,6 +12,7 @@
 #include "flexgraph/graph/dataset.h"
 #include "partition/partitioner.h"
 #include "runtime/grid/grid_spec.h"
+#include "runtime/train/exchange_choice.h"
 #include "runtime/train/trainer.h"
 #include "tests/runtime/in_process_workers.h"
 
@@ -132,6 +133,27 @@ void ExpectAutoIsTheLeast(const std::string& dataset, int workers, const std::st
     std::printf("%s P=%d %s: %.0f bytes per worker and epoch\n", dataset.c_str(), workers, scheme.c_str(), b);
     EXPECT_LE(automatic, b) << dataset << " P=" << workers << ": auto (" << chosen << ") against " << scheme;
   }
+}
+
+// --exchange auto does not choose a grid the plan predicts not to fit the workers' memory: the
+// SBM's 1.5D (the least bytes at P = 8) without a limit, the 1D exchange under a limit below every
+// grid's predicted memory, and the reason says why.
+TEST(GridTraining, AutoSkipsGridsThatDoNotFit) {
+  auto loaded = graph::LoadDataset("sbm:nodes=4096,classes=8,features=64,avg_degree=32,seed=3", {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  partition::PartitionInput part{.graph = &loaded->Adjacency()};
+  auto owners = partition::MakePartitioner(partition::Method::kMetis)->Assign(part, 8);
+  ASSERT_TRUE(owners.ok()) << owners.status();
+  ExchangeChoiceInput in{.adjacency = &loaded->Adjacency(), .owners = *owners, .workers = 8, .model = "gcn",
+                         .features = 64, .hidden = 16, .classes = 8, .layers = 2};
+  const ExchangeChoice free = ChooseExchange(in);
+  EXPECT_EQ(grid::DescribeGrid(free.grid), "1.5d c=2 aware") << free.reason;
+  EXPECT_EQ(free.reason.find("skipped"), std::string::npos) << free.reason;
+  in.memory_bytes = 1e5;
+  const ExchangeChoice tight = ChooseExchange(in);
+  EXPECT_FALSE(tight.grid.active()) << tight.reason;
+  EXPECT_NE(tight.reason.find("grid(s) sending less skipped"), std::string::npos) << tight.reason;
+  EXPECT_NE(tight.reason.find("0.1 MB available"), std::string::npos) << tight.reason;
 }
 
 TEST(GridTraining, AutoSendsNoMoreThanTheBestScheme) {
