@@ -84,6 +84,11 @@ absl::StatusOr<std::unique_ptr<GraphBatchTraining>> GraphBatchTraining::Create(P
   std::unique_ptr<GraphBatchTraining> t(new GraphBatchTraining(parts, batch_size, seed));
   t->shard_vertices_ = shard_vertices && t->workers() > 1;
   t->method_ = method == partition::Method::kBalanced ? partition::Method::kMetis : method;
+  if (t->shard_vertices_ && parts.device != Device::kCpu) {
+    return absl::UnimplementedError(absl::StrCat("batch_sharding: vertices runs on the CPU (dataset ",
+                                                 parts.task->dataset().name, "); on a device, share whole graphs "
+                                                 "(--batch_sharding graphs) or leave --device at cpu"));
+  }
   if (shard_vertices && dynamic_cast<const EdgeClassificationTask*>(parts.task) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("batch_sharding: vertices shards edge classification; ",
                                                    parts.task->Describe(), " of dataset ",

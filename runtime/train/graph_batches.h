@@ -75,6 +75,8 @@ class GraphBatchTraining {
                                                 int64_t batch_size) const;
 
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // Whether each batch's vertices are partitioned over the workers (vertex sharding above).
+  bool shards_vertices() const { return shard_vertices_; }
   const std::vector<double>& batch_losses() const { return batch_losses_; }
 
  private:

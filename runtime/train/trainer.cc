@@ -169,11 +169,6 @@ absl::Status Trainer::StartGrid() {
 
 absl::Status Trainer::InitGraphBatches() {
   const flexgraph::TrainConfig& tc = config_.train();
-  if (device_ != Device::kCpu && tc.batch_sharding() == "vertices" && distributed()) {
-    return absl::UnimplementedError(absl::StrCat(
-        "batch_sharding: vertices runs on the CPU (", config_.dataset().path(),
-        "); on a device, share whole graphs (--batch_sharding graphs) or leave --device at cpu"));
-  }
   if (!config_.output().export_hdg().empty()) {
     return absl::UnimplementedError(absl::StrCat("export_hdg: ", config_.dataset().path(),
                                                  " is a set of graphs; each batch selects its own HDGs"));

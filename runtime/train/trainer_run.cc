@@ -476,8 +476,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   r.stats = stats_;
   r.traffic = exec_.ReportTraffic(stats_);
   if (graph_batches_ != nullptr && distributed()) {  // sets of graphs share batches, not one graph's rows
-    r.traffic.exchange = config_.train().batch_sharding() == "vertices" ? "vertex-sharded batches (1d rows)"
-                                                                        : "data-parallel graphs";
+    r.traffic.exchange = graph_batches_->shards_vertices() ? "vertex-sharded batches (1d rows)" : "data-parallel graphs";
   }
   // Receives of concurrent threads may wait at once: their sum can pass the wall time.
   if (comm != nullptr) r.traffic.compute_seconds = std::max(0.0, step_seconds - step_wait_seconds);

@@ -16,12 +16,8 @@ namespace {
 
 using ag::Var;
 using testing::ExpectGradientsMatch;
-using testing::RandomCsr;
 using testing::RandomTensor;
-using testing::Shared;
-using testing::Tiny;
 using testing::TinyX;
-
 
 TEST(Matmul, HandComputed) {
   Tensor a = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
