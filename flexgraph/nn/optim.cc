@@ -43,4 +43,25 @@ void Optimizer::Step() {
   }
 }
 
+bool ParseLrSchedule(const std::string& name, LrSchedule* out) {
+  if (name == "constant") {
+    *out = LrSchedule::kConstant;
+  } else if (name == "cosine") {
+    *out = LrSchedule::kCosine;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+float ScheduledLr(LrSchedule schedule, float base, int epoch, int epochs, int warmup) {
+  FG_CHECK(epoch >= 0 && epoch < epochs && warmup >= 0) << "ScheduledLr: epoch " << epoch << " of " << epochs;
+  if (schedule == LrSchedule::kConstant) return base;
+  if (epoch < warmup) return base * static_cast<float>(epoch + 1) / static_cast<float>(warmup + 1);
+  constexpr double kFloor = 0.01;  // the last epoch's rate, relative to the base
+  const int span = epochs - 1 - warmup;
+  const double t = span <= 0 ? 0.0 : static_cast<double>(epoch - warmup) / span;
+  return static_cast<float>(base * (kFloor + (1 - kFloor) * 0.5 * (1 + std::cos(M_PI * t))));
+}
+
 }  // namespace fg::nn

@@ -44,4 +44,14 @@ class Optimizer {
   int64_t step_ = 0;
 };
 
+// A learning rate per epoch. kConstant: the base rate throughout. kCosine: rises linearly over the
+// first `warmup` epochs (epoch e < warmup: base * (e + 1) / (warmup + 1)), then follows half a cosine
+// from the base rate down to base / 100 at the last epoch. A function of the epoch alone, so that a
+// resumed run and every worker of a distributed one agree on it.
+enum class LrSchedule { kConstant, kCosine };
+
+bool ParseLrSchedule(const std::string& name, LrSchedule* out);
+// Requires 0 <= epoch < epochs and warmup >= 0.
+float ScheduledLr(LrSchedule schedule, float base, int epoch, int epochs, int warmup);
+
 }  // namespace fg::nn

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/nn/optim.h"
 #include "partition/partitioner.h"
 #include "proto/text_format.h"
 #include "runtime/comm/communicator.h"
@@ -35,6 +36,7 @@ constexpr char kBaseDefaults[] = R"pb(
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 0 eval_every: 1
     device_memory_gib: 0 sample_on: "" feature_cache_mb: -1 sampler_opt: "" batch_sharding: "graphs"
+    lr_schedule: "constant" warmup_epochs: 0
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" tensorboard: "" }
@@ -160,6 +162,12 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
     return bad("dropout", absl::StrCat("must be in [0, 1), got ", m.dropout()));
   }
   if (t.patience() < 0) return bad("patience", "must not be negative");
+  if (nn::LrSchedule schedule; !nn::ParseLrSchedule(t.lr_schedule(), &schedule)) {
+    return bad("lr_schedule", absl::StrCat("expected constant or cosine, got '", t.lr_schedule(), "'"));
+  }
+  if (t.warmup_epochs() < 0 || t.warmup_epochs() >= t.epochs()) {
+    return bad("warmup_epochs", absl::StrCat("must lie in [0, epochs = ", t.epochs(), "), got ", t.warmup_epochs()));
+  }
   if (t.eval_every() < 1) return bad("eval_every", absl::StrCat("must be positive, got ", t.eval_every()));
   if (t.threads() < 0 || t.threads() > kMaxThreads) {
     return bad("threads", absl::StrCat("must lie in [0, ", kMaxThreads, "], got ", t.threads()));

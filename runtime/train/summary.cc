@@ -106,6 +106,7 @@ google::protobuf::Struct SummaryStruct(const TrainResult& r) {
     h["epoch"] = NumberValue(e.epoch);
     h["loss"] = NumberValue(e.loss);
     h["seconds"] = NumberValue(e.seconds);
+    h["lr"] = NumberValue(e.lr);
     auto& st = *h["stage_seconds"].mutable_struct_value()->mutable_fields();
     for (const auto& [name, value] : e.stats.Named()) st[name] = NumberValue(value);
     if (e.evaluated) {

@@ -305,7 +305,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int ran = 0;
   bool said_no_valid = false;
   double step_seconds = 0, step_wait_seconds = 0;  // the training steps' time, and its waits
+  nn::LrSchedule schedule = nn::LrSchedule::kConstant;
+  nn::ParseLrSchedule(tc.lr_schedule(), &schedule);  // validated with the config
   for (int epoch = start; epoch < tc.epochs(); ++epoch) {
+    optimizer_->options().lr = nn::ScheduledLr(schedule, tc.lr(), epoch, tc.epochs(), tc.warmup_epochs());
     RunEpochHooks(exec_.rank(), epoch + 1);
     NoteProgress();
     FaultPoint("epoch.start");

@@ -46,6 +46,27 @@ TEST(Optimizer, SgdAndAdamMatchHandComputedSteps) {
   EXPECT_NEAR(u.value().f32()[0], 2.0f - 0.02f - 0.1f, 1e-5);
 }
 
+TEST(LrSchedule, ConstantCosineAndWarmup) {
+  LrSchedule kind;
+  ASSERT_TRUE(ParseLrSchedule("cosine", &kind));
+  EXPECT_EQ(kind, LrSchedule::kCosine);
+  EXPECT_FALSE(ParseLrSchedule("step", &kind));
+  for (int e = 0; e < 10; ++e) EXPECT_EQ(ScheduledLr(LrSchedule::kConstant, 0.1f, e, 10, 3), 0.1f);
+  // Cosine over 11 epochs, no warmup: base, the midpoint between base and base/100, base/100.
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.1f, 0, 11, 0), 0.1f);
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.1f, 5, 11, 0), 0.0505f);
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.1f, 10, 11, 0), 0.001f);
+  // Two warmup epochs rise to base / 3 and 2 base / 3; the cosine starts at base on the third.
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.3f, 0, 12, 2), 0.1f);
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.3f, 1, 12, 2), 0.2f);
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.3f, 2, 12, 2), 0.3f);
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.3f, 11, 12, 2), 0.003f);
+  for (int e = 3; e < 12; ++e) {  // decreasing after the warmup
+    EXPECT_LT(ScheduledLr(LrSchedule::kCosine, 0.3f, e, 12, 2), ScheduledLr(LrSchedule::kCosine, 0.3f, e - 1, 12, 2));
+  }
+  EXPECT_FLOAT_EQ(ScheduledLr(LrSchedule::kCosine, 0.3f, 0, 1, 0), 0.3f);  // a single epoch
+}
+
 TEST(Linear, ForwardAndTrainsToFit) {
   // Fit y = 2x - 1 with a 1x1 linear layer.
   Linear fc(1, 1, true, Init::kGlorot, 3);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "flexgraph/graph/io/file.h"
+#include "flexgraph/nn/optim.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/train/config.h"
@@ -351,6 +352,30 @@ TEST(Trainer, SummaryHistoryHasOneEntryPerEpoch) {
     EXPECT_EQ(h.contains("valid_accuracy"), e >= 1) << e;
   }
   EXPECT_EQ(history[2].struct_value().fields().at("valid_accuracy").number_value(), r.valid_accuracy);
+}
+
+// The schedule sets the optimizer's rate each epoch, and the history reports it.
+TEST(Trainer, LrScheduleDrivesTheOptimizer) {
+  flexgraph::RunConfig o = CoraOptions("gcn");
+  o.mutable_train()->set_epochs(4);
+  const TrainResult constant = TrainOrDie(o);
+  o.mutable_train()->set_lr_schedule("cosine");
+  o.mutable_train()->set_warmup_epochs(1);
+  const TrainResult cosine = TrainOrDie(o);
+  const google::protobuf::Struct summary = SummaryStruct(cosine);
+  const auto& history = summary.fields().at("history").list_value().values();
+  ASSERT_EQ(history.size(), 4);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_FLOAT_EQ(history[e].struct_value().fields().at("lr").number_value(),
+                    nn::ScheduledLr(nn::LrSchedule::kCosine, o.train().lr(), e, 4, 1)) << e;
+  }
+  EXPECT_EQ(cosine.losses[0], constant.losses[0]);  // before any step
+  EXPECT_NE(cosine.losses[1], constant.losses[1]);  // after a step at half the rate
+  o.mutable_train()->set_warmup_epochs(4);
+  EXPECT_NE(ValidateConfig(o).message().find("warmup_epochs"), std::string::npos);
+  o.mutable_train()->set_warmup_epochs(0);
+  o.mutable_train()->set_lr_schedule("step");
+  EXPECT_NE(ValidateConfig(o).message().find("lr_schedule"), std::string::npos);
 }
 
 // The check value of CRC-32C (RFC 3720) and TFRecord's mask of it.
