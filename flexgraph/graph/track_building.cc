@@ -45,23 +45,33 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
                                                        const TrackBuildingOptions& options) {
   const int64_t v0 = gs.NodeBegin(graph), n = gs.NodeEnd(graph) - v0;
   const int64_t* edges = gs.edges.i64();
-  // Per hit, its best kept edge outward (as source) and inward (as destination).
-  std::vector<int64_t> best_out(n, -1), best_in(n, -1);
-  auto better = [&](int64_t e, int64_t current) { return current < 0 || scores[e] > scores[current]; };
-  for (int64_t e = gs.EdgeBegin(graph); e < gs.EdgeEnd(graph); ++e) {
-    if (!(scores[e] > options.cut)) continue;  // NaN: not kept
-    const int64_t a = edges[2 * e] - v0, b = edges[2 * e + 1] - v0;
-    if (better(e, best_out[a])) best_out[a] = e;
-    if (better(e, best_in[b])) best_in[b] = e;
-  }
   std::vector<int64_t> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
-  for (int64_t a = 0; a < n; ++a) {
-    const int64_t e = best_out[a];
-    if (e < 0) continue;
-    const int64_t b = edges[2 * e + 1] - v0;
-    if (best_in[b] == e) parent[Find(parent, a)] = Find(parent, b);
-  }
+  std::vector<char> joined_out(n, 0), joined_in(n, 0);  // a hit's surviving edge outward / inward
+  std::vector<int64_t> best_out(n), best_in(n);
+  auto better = [&](int64_t e, int64_t current) { return current < 0 || scores[e] > scores[current]; };
+  // Joins every edge with score > cut between free ends that is the best of both its hits.
+  auto join_mutual_best = [&](double cut) {
+    std::fill(best_out.begin(), best_out.end(), -1);
+    std::fill(best_in.begin(), best_in.end(), -1);
+    for (int64_t e = gs.EdgeBegin(graph); e < gs.EdgeEnd(graph); ++e) {
+      if (!(scores[e] > cut)) continue;  // NaN: not kept
+      const int64_t a = edges[2 * e] - v0, b = edges[2 * e + 1] - v0;
+      if (joined_out[a] || joined_in[b]) continue;
+      if (better(e, best_out[a])) best_out[a] = e;
+      if (better(e, best_in[b])) best_in[b] = e;
+    }
+    for (int64_t a = 0; a < n; ++a) {
+      const int64_t e = best_out[a];
+      if (e < 0) continue;
+      const int64_t b = edges[2 * e + 1] - v0;
+      if (best_in[b] != e) continue;
+      parent[Find(parent, a)] = Find(parent, b);
+      joined_out[a] = joined_in[b] = 1;
+    }
+  };
+  join_mutual_best(options.cut);
+  if (options.extend_cut < options.cut) join_mutual_best(options.extend_cut);
   std::vector<std::vector<int64_t>> by_root(n);
   for (int64_t v = 0; v < n; ++v) by_root[Find(parent, v)].push_back(v0 + v);
   std::vector<std::vector<int64_t>> out;  // in order of each candidate's first hit

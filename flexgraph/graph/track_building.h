@@ -6,6 +6,10 @@
 // side (a fork); each hit keeps only its best-scoring kept edge outward (to the next layer) and
 // its best inward, and an edge survives when it is the best of both its hits. The connected
 // components of the surviving edges with at least `min_hits` hits are the track candidates.
+// Extension (extend_cut < cut): a second pass over the edges with score > extend_cut whose inner
+// hit has no surviving outward edge and whose outer hit no surviving inward one joins such free
+// ends by the same mutual-best rule, so that one true edge scored below the cut does not split a
+// track in two.
 //
 // Metrics (over the chosen graphs):
 //   edge efficiency / purity   kept true edges over true edges / over kept edges (all pT); the
@@ -33,7 +37,8 @@ namespace fg::graph {
 
 struct TrackBuildingOptions {
   double cut = 0.5;
-  int64_t min_hits = 3;  // of a candidate
+  double extend_cut = 0.1;  // >= cut: no extension
+  int64_t min_hits = 3;     // of a candidate
 };
 
 // The candidates of graph `graph`: each a list of union vertex ids (hits), innermost first.

@@ -72,6 +72,8 @@ int Track(const std::vector<std::string>& args) {
   flags.AddString("dataset", "", "tracking dataset (default: the one the model was trained on)");
   flags.AddString("split", "test", "graphs to measure: train, valid, test or all");
   flags.AddString("cut", "", "keep an edge when its score > cut (default: the model's cut option)");
+  flags.AddString("extend_cut", "0.1",
+                  "join track ends left free at the cut through edges with score > extend_cut (>= cut: no extension)");
   flags.AddString("min_hits", "3", "hits of a track candidate, at least");
   flags.AddString("pt_min", "1.0", "GeV: reconstructable particles have pT above it");
   flags.AddString("particle_min_hits", "5", "hits of a reconstructable particle, at least");
@@ -99,6 +101,7 @@ int Track(const std::vector<std::string>& args) {
     {
       code = 2;
       FG_ASSIGN_OR_RETURN(building.min_hits, flags.GetInt("min_hits"));
+      FG_ASSIGN_OR_RETURN(building.extend_cut, flags.GetDouble("extend_cut"));
       FG_ASSIGN_OR_RETURN(metrics.pt_min, flags.GetDouble("pt_min"));
       FG_ASSIGN_OR_RETURN(metrics.particle_min_hits, flags.GetInt("particle_min_hits"));
       FG_ASSIGN_OR_RETURN(batch_size, flags.GetInt("batch_size"));
@@ -163,8 +166,9 @@ int Track(const std::vector<std::string>& args) {
     }
     if (flags.IsSet("summary_json")) {
       const std::string json = absl::StrCat(
-          "{", absl::StrFormat(R"("dataset": "%s", "split": "%s", "graphs": %d, "cut": %s, )",
-                               absl::CEscape(ds.name), flags.Get("split"), m.graphs, Num(building.cut)),
+          "{", absl::StrFormat(R"("dataset": "%s", "split": "%s", "graphs": %d, "cut": %s, "extend_cut": %s, )",
+                               absl::CEscape(ds.name), flags.Get("split"), m.graphs, Num(building.cut),
+                               Num(building.extend_cut)),
           absl::StrFormat(R"("edge_efficiency": %s, "edge_purity": %s, "track_efficiency": %s, )",
                           Num(m.edge_efficiency()), Num(m.edge_purity()), Num(m.track_efficiency())),
           absl::StrFormat(R"("fake_rate": %s, "duplicate_rate": %s, "candidates": %d, "fakes": %d, )",

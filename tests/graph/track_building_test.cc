@@ -70,20 +70,39 @@ std::vector<float> Scores() {
 
 TEST(TrackBuilding, ResolvesForksByScoreAndKeepsComponentsOfEnoughHits) {
   const Dataset ds = Event();
-  const auto candidates = BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .min_hits = 3});
+  const auto candidates = BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.5, .min_hits = 3});
   const std::vector<std::vector<int64_t>> want = {
       {0, 1, 2, 3, 4, 10, 11}, {12, 13, 21, 22}, {15, 16, 17}, {18, 19, 20}};
   EXPECT_EQ(candidates, want);
 }
 
+// Extension: B's ends left free at cut 0.5 (6 and 7, 8 and 9) join through its edges of 0.2; at
+// 0.05 D's halves join through 17-18 (0.1) as well. 9-16 (0.7) stays out: 16's inward edge is taken.
+TEST(TrackBuilding, ExtensionJoinsFreeEndsAboveTheLowerCut) {
+  const Dataset ds = Event();
+  const auto at_015 = BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.15});
+  const std::vector<std::vector<int64_t>> want_015 = {
+      {0, 1, 2, 3, 4, 10, 11}, {5, 6, 7, 8, 9}, {12, 13, 21, 22}, {15, 16, 17}, {18, 19, 20}};
+  EXPECT_EQ(at_015, want_015);
+  const auto at_005 = BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.05});
+  const std::vector<std::vector<int64_t>> want_005 = {
+      {0, 1, 2, 3, 4, 10, 11}, {5, 6, 7, 8, 9}, {12, 13, 21, 22}, {15, 16, 17, 18, 19, 20}};
+  EXPECT_EQ(at_005, want_005);
+  auto m = MeasureTracks(ds, {0}, Scores(), {.cut = 0.5, .extend_cut = 0.05}, {.particle_min_hits = 5});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->kept_edges, 17);  // edge metrics stay those of the cut
+  EXPECT_EQ(m->matched, 3);      // A, B and D
+  EXPECT_EQ(m->duplicates, 0);
+}
+
 TEST(TrackBuilding, MeasuresTheHandMadeEvent) {
   const Dataset ds = Event();
   std::vector<std::vector<std::vector<int64_t>>> candidates;
-  auto m = MeasureTracks(ds, {0}, Scores(), {.cut = 0.5, .min_hits = 3},
+  auto m = MeasureTracks(ds, {0}, Scores(), {.cut = 0.5, .extend_cut = 0.5, .min_hits = 3},
                          {.pt_min = 1.0, .particle_min_hits = 5, .pt_bins = {0, 1, 2.5, 5}}, &candidates);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(candidates.size(), 1u);  // the candidates it measured, per graph
-  EXPECT_EQ(candidates[0], BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .min_hits = 3}));
+  EXPECT_EQ(candidates[0], BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.5, .min_hits = 3}));
   // True edges 13 (A 4, B 4, D 5); kept 17 (A 4, the fork, 4-10, 10-11, B 2, 9-16, D 4, C's 3);
   // kept true 10.
   EXPECT_EQ(m->true_edges, 13);
@@ -112,7 +131,7 @@ TEST(TrackBuilding, MeasuresTheHandMadeEvent) {
 }
 
 TEST(TrackBuilding, AHighCutKeepsNothingAndRatesOfNothingAreUndefined) {
-  auto m = MeasureTracks(Event(), {0}, Scores(), {.cut = 0.95}, {});
+  auto m = MeasureTracks(Event(), {0}, Scores(), {.cut = 0.95, .extend_cut = 0.95}, {});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->kept_edges, 0);
   EXPECT_EQ(m->candidates, 0);
