@@ -25,6 +25,22 @@ std::unique_ptr<Setup> Make(const std::string& data, int hidden, int layers,
   return testing::MakeEdgeModel("interaction", data, hidden, layers, opts, opts);
 }
 
+// The edge scores of one forward pass over the whole set (`state_rows`: the edge-state rows).
+Tensor ForwardScores(Setup& s, const GraphBatch& batch, int64_t* state_rows = nullptr) {
+  nau::LayerContext ctx;
+  ag::Var h = s.model->Input(ctx, s.spec);
+  ctx.edge_state = s.model->InitialEdgeState(ctx, s.spec, batch.entry_features);
+  for (int i = 0; i < s.model->num_layers(); ++i) {
+    nau::Layer& layer = s.model->layer(i);
+    auto hdg = nau::SelectHdg(layer, i, s.spec, 0, s.model->Roots(i, s.spec));
+    EXPECT_TRUE(hdg.ok()) << hdg.status();
+    nau::HybridExecutor executor;
+    h = executor.Run(*hdg, executor.Plan(*hdg, layer), layer, h, ctx);
+  }
+  if (state_rows != nullptr) *state_rows = ctx.edge_state.rows();
+  return s.model->Head(ctx, s.spec, h).value();
+}
+
 TEST(Interaction, RefusesADatasetWithoutEdgeFeaturesAndABadAggregation) {
   auto s = Make("trackml:events=3,particles=10,seed=2", 8, 1, {{"aggregation", "sum,median"}});
   absl::Status st = s->model->Build(s->spec);
@@ -103,22 +119,8 @@ TEST(Interaction, EdgesStoredOnceHoldHalfTheEdgeStatesAndLearn) {
   ASSERT_TRUE(both->model->Build(both->spec).ok());
   ASSERT_TRUE(once->model->Build(once->spec).ok());
   const GraphBatch batch = WholeSet(once->ds);
-  auto forward = [&](auto& s, int64_t* state_rows) {
-    nau::LayerContext ctx;
-    ag::Var h = s.model->Input(ctx, s.spec);
-    ctx.edge_state = s.model->InitialEdgeState(ctx, s.spec, batch.entry_features);
-    for (int i = 0; i < s.model->num_layers(); ++i) {
-      nau::Layer& layer = s.model->layer(i);
-      auto hdg = nau::SelectHdg(layer, i, s.spec, 0, s.model->Roots(i, s.spec));
-      EXPECT_TRUE(hdg.ok()) << hdg.status();
-      nau::HybridExecutor executor;
-      h = executor.Run(*hdg, executor.Plan(*hdg, layer), layer, h, ctx);
-    }
-    *state_rows = ctx.edge_state.rows();
-    return s.model->Head(ctx, s.spec, h).value();
-  };
   int64_t rows_both = 0, rows_once = 0;
-  const Tensor out_both = forward(*both, &rows_both), out_once = forward(*once, &rows_once);
+  const Tensor out_both = ForwardScores(*both, batch, &rows_both), out_once = ForwardScores(*once, batch, &rows_once);
   const graph::GraphSet& gs = *once->ds.graphs;
   EXPECT_EQ(rows_both, once->ds.Adjacency().nnz());
   EXPECT_EQ(rows_once, gs.num_edges());
@@ -155,6 +157,36 @@ TEST(Interaction, EdgesStoredOnceHoldHalfTheEdgeStatesAndLearn) {
               r->losses.back(), r->extra["test_auc"]);
   EXPECT_LT(r->losses.back(), r->losses.front());
   EXPECT_GE(r->extra["test_auc"], 0.9);
+}
+
+// Rotating every hit of the events about the beam axis (the node features' phi; the edges' dphi is
+// unchanged) leaves the scores as they were by default, and changes them with absolute_phi=1.
+TEST(Interaction, ScoresDoNotDependOnTheEventsRotationUnlessAsked) {
+  for (const char* absolute : {"0", "1"}) {
+    auto s = Make("trackml:events=3,particles=20,noise=0.1,seed=2", 8, 2, {{"absolute_phi", absolute}});
+    ASSERT_TRUE(s->model->Build(s->spec).ok());
+    const GraphBatch batch = WholeSet(s->ds);
+    const Tensor before = ForwardScores(*s, batch);
+    Tensor& x = s->ds.features.at("node");  // (r, phi / pi, z), phi / pi in (-1, 1]
+    for (int64_t v = 0; v < x.rows(); ++v) {
+      float& phi = x.f32()[3 * v + 1];
+      phi += 0.7f;
+      if (phi > 1) phi -= 2;
+    }
+    const Tensor after = ForwardScores(*s, batch);
+    ASSERT_EQ(after.numel(), before.numel());
+    int64_t differ = 0;
+    for (int64_t k = 0; k < before.numel(); ++k) differ += before.f32()[k] != after.f32()[k];
+    if (std::string(absolute) == "0") {
+      EXPECT_EQ(differ, 0);
+    } else {
+      EXPECT_GT(differ, before.numel() / 2);
+    }
+  }
+  auto bad = Make("trackml:events=3,particles=20,noise=0.1,seed=2", 8, 2, {{"absolute_phi", "2"}});
+  absl::Status st = bad->model->Build(bad->spec);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("absolute_phi: 2"), std::string::npos) << st;
 }
 
 }  // namespace

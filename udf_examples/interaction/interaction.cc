@@ -13,6 +13,9 @@
 //               Update: h' = MLP_n([h, aggregated]) + h
 //   head:       logit = MLP_out([h_src, h_dst, e]) per entry (the task averages an edge's entries).
 // Every MLP is Linear-LayerNorm-SiLU blocks (mlp_layers of them, mlp.h); the head's last Linear is bare.
+// On tracking events (graph/tracking.h's layout: node_info "layer", node features (r, phi, z)) the
+// node encoder reads the hits' phi as zero unless absolute_phi=1: the model then cannot tell an event
+// from its rotation about the beam axis (the edges keep dphi), and learns more from few events.
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/autograd/edge_functions.h"
@@ -20,6 +23,7 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
+#include "flexgraph/graph/graph_set.h"
 #include "flexgraph/nn/layer_norm.h"
 #include "flexgraph/ops/ops.h"
 #include "nau/model.h"
@@ -132,6 +136,14 @@ class InteractionNetwork : public nau::Model {
     o.once = once_ = edges == "once";
     hidden_ = o.hidden;
     const int64_t f = spec.FeatureDim("node"), fe = ds.graphs->edge_feat.dim(1);
+    FG_ASSIGN_OR_RETURN(int64_t absolute_phi, spec.options.Int("absolute_phi"));
+    if (absolute_phi != 0 && absolute_phi != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("absolute_phi: ", absolute_phi, " is not 0 or 1"));
+    }
+    phi_mask_ = Tensor();
+    if (absolute_phi == 0 && f == 3 && ds.graphs->node_info.contains(graph::kHitLayer)) {
+      phi_mask_ = Tensor::FromVector(std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 1}).Reshape({3, 3});
+    }
     node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);
     edge_encoder_ = std::make_unique<Mlp>(fe, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 2);
     head_ = std::make_unique<Mlp>(3 * o.hidden, o.hidden, spec.num_classes, o.blocks, o.layer_norm, true,
@@ -151,7 +163,12 @@ class InteractionNetwork : public nau::Model {
   nau::Task task() const override { return nau::Task::kEdgeClassification; }
 
   ag::Var Input(nau::LayerContext& ctx, const nau::ModelSpec& spec) override {
-    return node_encoder_->Forward(ag::Var(spec.dataset->features.at("node")));
+    ag::Var x(spec.dataset->features.at("node"));
+    if (phi_mask_.defined()) {  // (r, phi, z) -> (r, 0, z)
+      if (phi_mask_.device() != x.value().device()) phi_mask_ = phi_mask_.To(x.value().device());
+      x = ag::MatMul(x, ag::Var(phi_mask_));
+    }
+    return node_encoder_->Forward(x);
   }
   ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec& spec, const Tensor& entry_features) override {
     Tensor features = entry_features;
@@ -204,6 +221,7 @@ class InteractionNetwork : public nau::Model {
   bool recompute_ = false;  // this batch's choice
   bool once_ = false;       // edges=once
   Tensor entry_rows_;       // edges=once: per Csr entry of the batch, its edge's row (this batch's)
+  Tensor phi_mask_;         // [3, 3] diag(1, 0, 1) on tracking events unless absolute_phi=1
   std::unique_ptr<Mlp> node_encoder_, edge_encoder_, head_;
   std::vector<std::unique_ptr<InteractionLayer>> layers_;
 };
@@ -225,6 +243,9 @@ FG_REGISTER_MODEL(
       "auto: per batch, 1 when keeping every activation would take more than a quarter of the "
       "available memory; 1: keep each iteration's inputs only and recompute its activations in the backward pass "
       "(ag::Checkpoint; the edge encoder and head too), 0: keep every activation"},
+     {"absolute_phi", nau::OptionType::kInt, "0",
+      "tracking events (node features r, phi, z): 1 feeds the hits' phi to the node encoder as Exa.TrkX does; 0 "
+      "reads it as zero, so the model is the same for an event rotated about the beam axis (edges keep dphi)"},
      {"edges", nau::OptionType::kString, "both",
       "both: an edge state per direction of each edge (a hit aggregates its in-entries); once: one "
       "state per edge as stored, aggregated into both its hits (half the edge rows: large events)"},
