@@ -51,6 +51,7 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
   std::vector<int64_t> best_out(n), best_in(n);
   auto better = [&](int64_t e, int64_t current) { return current < 0 || scores[e] > scores[current]; };
   // Joins every edge with score > cut between free ends that is the best of both its hits.
+  std::vector<int64_t> size;  // in the extension: hits per component after the first pass
   auto join_mutual_best = [&](double cut) {
     std::fill(best_out.begin(), best_out.end(), -1);
     std::fill(best_in.begin(), best_in.end(), -1);
@@ -58,6 +59,7 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
       if (!(scores[e] > cut)) continue;  // NaN: not kept
       const int64_t a = edges[2 * e] - v0, b = edges[2 * e + 1] - v0;
       if (joined_out[a] || joined_in[b]) continue;
+      if (!size.empty() && std::max(size[Find(parent, a)], size[Find(parent, b)]) < options.min_hits) continue;
       if (better(e, best_out[a])) best_out[a] = e;
       if (better(e, best_in[b])) best_in[b] = e;
     }
@@ -71,6 +73,8 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
     }
   };
   join_mutual_best(options.cut);
+  size.assign(n, 0);
+  for (int64_t v = 0; v < n; ++v) ++size[Find(parent, v)];
   if (options.extend_cut < options.cut) join_mutual_best(options.extend_cut);
   std::vector<std::vector<int64_t>> by_root(n);
   for (int64_t v = 0; v < n; ++v) by_root[Find(parent, v)].push_back(v0 + v);

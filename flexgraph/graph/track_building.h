@@ -9,7 +9,8 @@
 // Extension (extend_cut < cut): a second pass over the edges with score > extend_cut whose inner
 // hit has no surviving outward edge and whose outer hit no surviving inward one joins such free
 // ends by the same mutual-best rule, so that one true edge scored below the cut does not split a
-// track in two.
+// track in two. It joins only where one of the two pieces (as the first pass left them) holds
+// min_hits hits already: two pieces too short to be candidates do not become one (a fake).
 //
 // Metrics (over the chosen graphs):
 //   edge efficiency / purity   kept true edges over true edges / over kept edges (all pT); the

@@ -76,22 +76,26 @@ TEST(TrackBuilding, ResolvesForksByScoreAndKeepsComponentsOfEnoughHits) {
   EXPECT_EQ(candidates, want);
 }
 
-// Extension: B's ends left free at cut 0.5 (6 and 7, 8 and 9) join through its edges of 0.2; at
-// 0.05 D's halves join through 17-18 (0.1) as well. 9-16 (0.7) stays out: 16's inward edge is taken.
-TEST(TrackBuilding, ExtensionJoinsFreeEndsAboveTheLowerCut) {
+// Extension at 0.15: B's ends left free at cut 0.5 (6 and 7, 8 and 9) have edges of 0.2, but its
+// pieces (2, 2 and 1 hits) are all shorter than min_hits 3 and stay apart; with min_hits 2 they join.
+// At 0.05 D's halves (3 hits each) join through 17-18 (0.1). 9-16 (0.7) stays out: 16's inward
+// edge is taken.
+TEST(TrackBuilding, ExtensionJoinsFreeEndsOfCandidatesAboveTheLowerCut) {
   const Dataset ds = Event();
-  const auto at_015 = BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.15});
-  const std::vector<std::vector<int64_t>> want_015 = {
+  const std::vector<std::vector<int64_t>> unextended = {
+      {0, 1, 2, 3, 4, 10, 11}, {12, 13, 21, 22}, {15, 16, 17}, {18, 19, 20}};
+  EXPECT_EQ(BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.15}), unextended);
+  const std::vector<std::vector<int64_t>> pairs_too = {
       {0, 1, 2, 3, 4, 10, 11}, {5, 6, 7, 8, 9}, {12, 13, 21, 22}, {15, 16, 17}, {18, 19, 20}};
-  EXPECT_EQ(at_015, want_015);
-  const auto at_005 = BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.05});
-  const std::vector<std::vector<int64_t>> want_005 = {
-      {0, 1, 2, 3, 4, 10, 11}, {5, 6, 7, 8, 9}, {12, 13, 21, 22}, {15, 16, 17, 18, 19, 20}};
-  EXPECT_EQ(at_005, want_005);
+  EXPECT_EQ(BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.15, .min_hits = 2}),
+            pairs_too);
+  const std::vector<std::vector<int64_t>> d_joined = {
+      {0, 1, 2, 3, 4, 10, 11}, {12, 13, 21, 22}, {15, 16, 17, 18, 19, 20}};
+  EXPECT_EQ(BuildTrackCandidates(*ds.graphs, 0, Scores(), {.cut = 0.5, .extend_cut = 0.05}), d_joined);
   auto m = MeasureTracks(ds, {0}, Scores(), {.cut = 0.5, .extend_cut = 0.05}, {.particle_min_hits = 5});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->kept_edges, 17);  // edge metrics stay those of the cut
-  EXPECT_EQ(m->matched, 3);      // A, B and D
+  EXPECT_EQ(m->matched, 2);      // A and D
   EXPECT_EQ(m->duplicates, 0);
 }
 
