@@ -75,9 +75,18 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   }
   if (skipped > 0) {
     absl::StrAppendFormat(&out.reason, "; %d grid(s) sending less skipped: %.1f MB per worker or more predicted, "
-                          "%.1f MB available", skipped, least / 1e6, in.memory_bytes / 1e6);
+                          "%.1f MB available per worker", skipped, least / 1e6, in.memory_bytes / 1e6);
   }
   return out;
+}
+
+double MemoryPerWorker(const std::vector<double>& hosts, const std::vector<double>& available) {
+  double least = std::numeric_limits<double>::infinity();
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    const double sharing = static_cast<double>(std::count(hosts.begin(), hosts.end(), hosts[r]));
+    least = std::min(least, available[r] / sharing);
+  }
+  return least;
 }
 
 }  // namespace fg::runtime

@@ -37,4 +37,9 @@ struct ExchangeChoice {
 
 ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in);
 
+// The memory each worker plans with, the same on every worker: worker r's host (hosts[r], a key)
+// has available[r] bytes, shared by the workers with that key; the least share over the workers.
+// Requires hosts.size() == available.size() > 0.
+double MemoryPerWorker(const std::vector<double>& hosts, const std::vector<double>& available);
+
 }  // namespace fg::runtime

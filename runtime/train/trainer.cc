@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -35,6 +37,18 @@ std::vector<std::string> LinkModels() {
   }
   return names;
 }
+
+// This machine's key among the workers' hosts: its host name hashed (FNV-1a) to 52 bits, exact
+// as a double.
+double HostKey() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  uint64_t h = 1469598103934665603ull;
+  for (const char* c = name; *c != 0; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  return static_cast<double>(h & ((1ull << 52) - 1));
+}
+
+constexpr int kStepWorkerMemory = 7;  // the workers' hosts and memory, at setup (epoch 0)
 
 }  // namespace
 
@@ -153,8 +167,17 @@ absl::Status Trainer::StartGrid() {
                            .model = config_.model().name(), .features = spec_.FeatureDim(space_.type_name(0)),
                            .hidden = config_.model().hidden(), .classes = task_->num_classes(),
                            .layers = config_.model().layers(),
-                           .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0,
-                           .memory_bytes = static_cast<double>(AvailableMemoryBytes())};
+                           .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0};
+    // Every worker must choose the same: the memory is agreed on, shared among a host's workers.
+    const int P = exec_.setup().comm->size(), rank = exec_.rank();
+    std::vector<double> shared(2 * static_cast<size_t>(P), 0.0);
+    shared[2 * rank] = HostKey();
+    shared[2 * rank + 1] = static_cast<double>(AvailableMemoryBytes());
+    exec_.SumDoubles(&shared, 0, kStepWorkerMemory);
+    FG_RETURN_IF_ERROR(exec_.status());
+    std::vector<double> hosts(P), available(P);
+    for (int r = 0; r < P; ++r) hosts[r] = shared[2 * r], available[r] = shared[2 * r + 1];
+    in.memory_bytes = MemoryPerWorker(hosts, available);
     in.owners.resize(exec_.ownership().num_vertices());
     for (size_t v = 0; v < in.owners.size(); ++v) in.owners[v] = exec_.ownership().Of(static_cast<int64_t>(v));
     const ExchangeChoice choice = ChooseExchange(in);

@@ -98,7 +98,8 @@ double BytesPerWorker(const std::vector<TrainResult>& results) {
 }
 
 // --exchange auto (auto_grid) runs the scheme the plan predicts to send least; measured, it sends
-// no more than the 1D exchange and every grid run on their own, and equals the one it chose.
+// no more than the 1D exchange and every grid run on their own, and equals the one it chose (its
+// setup's agreement on memory aside).
 void ExpectAutoIsTheLeast(const std::string& dataset, int workers, const std::string& expected) {
   const flexgraph::RunConfig o = Options("gcn", 2, dataset);
   auto loaded = graph::LoadDataset(dataset, {});
@@ -127,7 +128,9 @@ void ExpectAutoIsTheLeast(const std::string& dataset, int workers, const std::st
   if (const size_t at = chosen.find(" (auto)"); at != std::string::npos) chosen.erase(at);
   EXPECT_EQ(chosen, expected) << dataset << " P=" << workers;
   ASSERT_TRUE(bytes.count(chosen)) << chosen;
-  const double automatic = BytesPerWorker(results);
+  // Auto adds, once, the workers' agreement on memory: 2P doubles (host, bytes) to every peer.
+  const double setup = 16.0 * workers * (workers - 1);
+  const double automatic = BytesPerWorker(results) - setup;
   EXPECT_EQ(automatic, bytes[chosen]) << dataset << " P=" << workers << ": auto chose " << chosen;
   for (const auto& [scheme, b] : bytes) {
     std::printf("%s P=%d %s: %.0f bytes per worker and epoch\n", dataset.c_str(), workers, scheme.c_str(), b);
@@ -153,7 +156,15 @@ TEST(GridTraining, AutoSkipsGridsThatDoNotFit) {
   const ExchangeChoice tight = ChooseExchange(in);
   EXPECT_FALSE(tight.grid.active()) << tight.reason;
   EXPECT_NE(tight.reason.find("grid(s) sending less skipped"), std::string::npos) << tight.reason;
-  EXPECT_NE(tight.reason.find("0.1 MB available"), std::string::npos) << tight.reason;
+  EXPECT_NE(tight.reason.find("0.1 MB available per worker"), std::string::npos) << tight.reason;
+}
+
+// The memory auto plans with: a host's available bytes shared by its workers, the least share.
+TEST(GridTraining, MemoryPerWorkerSharesEachHostAmongItsWorkers) {
+  EXPECT_EQ(MemoryPerWorker({5}, {8e9}), 8e9);
+  // Host 1 holds workers 0, 1 and 3 (they read 9, 7 and 8 GB); host 2 worker 2 (4 GB).
+  EXPECT_EQ(MemoryPerWorker({1, 1, 2, 1}, {9e9, 7e9, 4e9, 8e9}), 7e9 / 3);
+  EXPECT_EQ(MemoryPerWorker({1, 1, 2, 1}, {9e9, 7e9, 2e9, 8e9}), 2e9);
 }
 
 TEST(GridTraining, AutoSendsNoMoreThanTheBestScheme) {
