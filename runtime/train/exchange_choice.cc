@@ -18,7 +18,7 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
     out.reason = absl::StrCat("1d per peer: runtime/plan does not describe ", in.model);
     return out;
   }
-  if (in.workers < 4) {  // no grid below 4 workers (1.5D needs c^2 | P, 2D and 3D a side of 2)
+  if (in.workers < kMinGridWorkers) {
     out.reason = absl::StrCat("1d per peer: no process grid of ", in.workers, " workers");
     return out;
   }

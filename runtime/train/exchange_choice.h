@@ -17,6 +17,9 @@
 
 namespace fg::runtime {
 
+// No grid below 4 workers (1.5D needs c^2 | P, 2D and 3D a side of 2): fewer keep the 1D exchange.
+inline constexpr int kMinGridWorkers = 4;
+
 struct ExchangeChoiceInput {
   const Csr* adjacency = nullptr;     // in-edges, rows are destinations, the whole graph
   std::vector<int32_t> owners;        // the 1D partition of the run

@@ -170,14 +170,16 @@ absl::Status Trainer::StartGrid() {
                            .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0};
     // Every worker must choose the same: the memory is agreed on, shared among a host's workers.
     const int P = exec_.setup().comm->size(), rank = exec_.rank();
-    std::vector<double> shared(2 * static_cast<size_t>(P), 0.0);
-    shared[2 * rank] = HostKey();
-    shared[2 * rank + 1] = static_cast<double>(AvailableMemoryBytes());
-    exec_.SumDoubles(&shared, 0, kStepWorkerMemory);
-    FG_RETURN_IF_ERROR(exec_.status());
-    std::vector<double> hosts(P), available(P);
-    for (int r = 0; r < P; ++r) hosts[r] = shared[2 * r], available[r] = shared[2 * r + 1];
-    in.memory_bytes = MemoryPerWorker(hosts, available);
+    if (P >= kMinGridWorkers) {
+      std::vector<double> shared(2 * static_cast<size_t>(P), 0.0);
+      shared[2 * rank] = HostKey();
+      shared[2 * rank + 1] = static_cast<double>(AvailableMemoryBytes());
+      exec_.SumDoubles(&shared, 0, kStepWorkerMemory);
+      FG_RETURN_IF_ERROR(exec_.status());
+      std::vector<double> hosts(P), available(P);
+      for (int r = 0; r < P; ++r) hosts[r] = shared[2 * r], available[r] = shared[2 * r + 1];
+      in.memory_bytes = MemoryPerWorker(hosts, available);
+    }
     in.owners.resize(exec_.ownership().num_vertices());
     for (size_t v = 0; v < in.owners.size(); ++v) in.owners[v] = exec_.ownership().Of(static_cast<int64_t>(v));
     const ExchangeChoice choice = ChooseExchange(in);
