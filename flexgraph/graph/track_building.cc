@@ -50,16 +50,19 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
   std::vector<char> joined_out(n, 0), joined_in(n, 0);  // a hit's surviving edge outward / inward
   std::vector<int64_t> best_out(n), best_in(n);
   auto better = [&](int64_t e, int64_t current) { return current < 0 || scores[e] > scores[current]; };
-  // Joins every edge with score > cut between free ends that is the best of both its hits.
-  std::vector<int64_t> size;  // in the extension: hits per component after the first pass
-  auto join_mutual_best = [&](double cut) {
+  // Joins every edge with score > cut between free ends that is the best of both its hits; with
+  // `pieces` (hits per component), only edges where one end's piece holds min_hits hits.
+  auto join_mutual_best = [&](double cut, const std::vector<int64_t>* pieces) {
     std::fill(best_out.begin(), best_out.end(), -1);
     std::fill(best_in.begin(), best_in.end(), -1);
     for (int64_t e = gs.EdgeBegin(graph); e < gs.EdgeEnd(graph); ++e) {
       if (!(scores[e] > cut)) continue;  // NaN: not kept
       const int64_t a = edges[2 * e] - v0, b = edges[2 * e + 1] - v0;
       if (joined_out[a] || joined_in[b]) continue;
-      if (!size.empty() && std::max(size[Find(parent, a)], size[Find(parent, b)]) < options.min_hits) continue;
+      if (pieces != nullptr &&
+          std::max((*pieces)[Find(parent, a)], (*pieces)[Find(parent, b)]) < options.min_hits) {
+        continue;
+      }
       if (better(e, best_out[a])) best_out[a] = e;
       if (better(e, best_in[b])) best_in[b] = e;
     }
@@ -72,10 +75,12 @@ std::vector<std::vector<int64_t>> BuildTrackCandidates(const GraphSet& gs, int64
       joined_out[a] = joined_in[b] = 1;
     }
   };
-  join_mutual_best(options.cut);
-  size.assign(n, 0);
-  for (int64_t v = 0; v < n; ++v) ++size[Find(parent, v)];
-  if (options.extend_cut < options.cut) join_mutual_best(options.extend_cut);
+  join_mutual_best(options.cut, nullptr);
+  if (options.extend_cut < options.cut) {
+    std::vector<int64_t> pieces(n, 0);  // as the first pass left them
+    for (int64_t v = 0; v < n; ++v) ++pieces[Find(parent, v)];
+    join_mutual_best(options.extend_cut, &pieces);
+  }
   std::vector<std::vector<int64_t>> by_root(n);
   for (int64_t v = 0; v < n; ++v) by_root[Find(parent, v)].push_back(v0 + v);
   std::vector<std::vector<int64_t>> out;  // in order of each candidate's first hit

@@ -48,7 +48,8 @@ double HostKey() {
   return static_cast<double>(h & ((1ull << 52) - 1));
 }
 
-constexpr int kStepWorkerMemory = 7;  // the workers' hosts and memory, at setup (epoch 0)
+// The workers' hosts and memory, summed at setup (epoch 0); trainer_run.cc names the other steps.
+constexpr int kStepWorkerMemory = 7;
 
 }  // namespace
 

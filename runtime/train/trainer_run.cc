@@ -25,7 +25,8 @@ namespace fg::runtime {
 namespace {
 
 // Tag steps of the scalar reductions of one epoch (the gradients use 2).
-// Collective steps; one evaluation's sums take consecutive steps from kStepMetrics.
+// Collective steps; one evaluation's sums take consecutive steps from kStepMetrics; 7 is
+// trainer.cc's kStepWorkerMemory (at setup).
 constexpr int kStepLoss = 1, kStepEvalLoss = 5, kStepWorkerFigures = 6, kStepMetrics = 64;
 
 // The TensorBoard scalars of one epoch: tags group by their first component.
