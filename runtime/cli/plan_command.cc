@@ -21,6 +21,7 @@
 #include "partition/partitioner.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/flags.h"
+#include "runtime/cluster/leader.h"
 #include "runtime/plan/planner.h"
 #include "runtime/train/summary.h"
 
@@ -90,6 +91,7 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
   if (!dataset.empty()) {
     if (f.IsSet("vertices") || f.IsSet("edges")) return absl::InvalidArgumentError("--dataset and --vertices/--edges exclude each other");
     FG_ASSIGN_OR_RETURN(graph::Dataset ds, graph::LoadDataset(dataset, {}));
+    FG_RETURN_IF_ERROR(ds.graph.ToInt32Indices());
     if (ds.graph.relations.size() != 1 || ds.features.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat("--dataset ", dataset, ": the model covers homogeneous graphs"));
     }
@@ -104,6 +106,14 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
       in.model.classes = ds.num_classes.begin()->second;
     }
     const bool self_loops = in.model.kind == plan::ModelKind::kGcn || in.model.kind == plan::ModelKind::kSgc;
+    // Each partition is the one a launched run of this model gets (METIS weighted by its cost model).
+    flexgraph::RunConfig user;
+    user.mutable_dataset()->set_path(dataset);
+    user.mutable_model()->set_name(f.Get("model"));
+    user.mutable_model()->set_hidden(static_cast<int32_t>(in.model.hidden));
+    user.mutable_model()->set_layers(in.model.layers);
+    user.mutable_train()->set_seed(seed);
+    FG_ASSIGN_OR_RETURN(const flexgraph::RunConfig run, runtime::ResolveConfig(user));
     const std::vector<std::string> names = absl::StrSplit(f.Get("partitions"), ',', absl::SkipEmpty());
     for (const std::string& name : names) {
       if (name == "none") continue;
@@ -113,14 +123,13 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
       }
       if (in.workers > adj.num_rows) continue;  // refused by MakePlan with the numbers
       if (method == partition::Method::kMetis && in.workers == 1) continue;
-      partition::PartitionInput pin{.graph = &adj, .seed = static_cast<uint64_t>(seed)};
-      auto owners = partition::MakePartitioner(method)->Assign(pin, in.workers);
-      if (!owners.ok() && method == partition::Method::kMetis) {
-        std::fprintf(stderr, "plan: METIS skipped: %s\n", std::string(owners.status().message()).c_str());
+      auto part = runtime::PartitionForRun(ds, run, in.workers, method);
+      if (!part.ok() && method == partition::Method::kMetis) {
+        std::fprintf(stderr, "plan: METIS skipped: %s\n", std::string(part.status().message()).c_str());
         continue;
       }
-      FG_RETURN_IF_ERROR(owners.status());
-      in.cuts.push_back({name, plan::CountCut(adj, *owners, in.workers, self_loops)});
+      FG_RETURN_IF_ERROR(part.status());
+      in.cuts.push_back({name, plan::CountCut(adj, part->owners, in.workers, self_loops)});
     }
   } else {
     if (!f.IsSet("vertices") || !f.IsSet("edges") || !f.IsSet("features") || !f.IsSet("classes")) {

@@ -17,6 +17,15 @@
 
 namespace fg::runtime {
 
+absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& ds, const flexgraph::RunConfig& train,
+                                                        int workers, partition::Method method) {
+  std::optional<Progress> progress(std::in_place, "HDGs of " + train.model().name(), 0);
+  FG_ASSIGN_OR_RETURN(partition::CostModel cost,
+                      partition::CostModel::Create(ds, WorkloadOptionsFrom(train), partition::CostCoefficients{}));
+  progress.emplace(absl::StrCat("partition (", partition::MethodName(method), ", ", workers, " parts)"), 0);
+  return partition::Partition(ds, cost, {.num_parts = workers, .method = method, .seed = train.train().seed(), .rebalance = {}});
+}
+
 absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int workers,
                                      const std::string& method_name) {
   OwnerPlan out;
@@ -40,18 +49,8 @@ absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int work
   FG_RETURN_IF_ERROR(loaded.graph.ToInt32Indices());
   FG_ASSIGN_OR_RETURN(graph::Dataset ds, ApplyView(std::move(loaded), train.dataset()));
   FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(method_name));
-  const partition::WorkloadOptions wl = WorkloadOptionsFrom(train);
-  progress.emplace("HDGs of " + train.model().name(), 0);
-  FG_ASSIGN_OR_RETURN(partition::CostModel cost,
-                      partition::CostModel::Create(ds, wl, partition::CostCoefficients{}));
-  progress.emplace(absl::StrCat("partition (", method_name, ", ", workers, " parts)"), 0);
-  FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan,
-                      partition::Partition(ds, cost,
-                                           {.num_parts = workers,
-                                            .method = method,
-                                            .seed = train.train().seed(),
-                                            .rebalance = {}}));
   progress.reset();
+  FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan, PartitionForRun(ds, train, workers, method));
   out.owners = std::move(plan.owners);
   out.description = absl::StrFormat("%s partition into %d parts, imbalance %.3f, edge cut %lld\n",
                                     partition::MethodName(plan.method), plan.num_parts,

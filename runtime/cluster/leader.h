@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "flexgraph/graph/dataset.h"
+#include "partition/plan.h"
 #include "proto/flexgraph.pb.h"
 #include "runtime/train/config.h"
 #include "runtime/train/trainer.h"
@@ -17,6 +19,12 @@ struct OwnerPlan {
   std::string description;      // one line for the leader's log
   std::string summary;          // the partition's table, for the workers' logs
 };
+
+// The partition a run of `train` over `workers` uses for `ds` (loaded whole, int32 indices, the
+// run's view applied): `method` on the union graph, METIS weighted by the run's cost model.
+// `flexgraph plan` rebuilds a run's partition with it.
+absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& ds, const flexgraph::RunConfig& train,
+                                                        int workers, partition::Method method);
 
 // A dataset loaded whole is partitioned here with `method` (hash, range, metis or balanced); a
 // partitioned dataset's metadata is read, and its part count must equal `workers`.

@@ -177,23 +177,29 @@ TEST(Train, ShadowSamplingThroughTheBinary) {
 }
 
 TEST(Plan, ExplainPutsARunsMeasuredBytesBesideThePrediction) {
-  // Two launched workers on a hash partition; `plan --explain` rebuilds that partition (the run's
-  // train seed) and its 1D prediction must equal the bytes the workers counted, exactly.
+  // Launched workers on a hash and a METIS partition; `plan --explain` rebuilds each partition as
+  // the launch made it (the run's train seed; METIS weighted by the model's cost model) and its 1D
+  // prediction must equal the bytes the workers counted, exactly.
   const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_explain";
   std::filesystem::create_directories(dir);
   const std::string data = " --dataset rmat:scale=11,edge_factor=8,features=32,classes=4 --model gcn --hidden 16";
   std::string out;
-  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --partition hash --log_dir " + dir + "/logs -- train" + data +
-                  " --epochs 3 --threads 1 --quiet --summary_json " + dir + "/run.json", &out), 0) << out;
-  const std::string plan = kFlexgraph + " plan" + data + " --partitions hash --seed 0 --explain " + dir + "/run.json";
-  ASSERT_EQ(Shell(plan + " --workers 2", &out), 0) << out;
-  for (const char* what : {"exchange bytes per worker and epoch", "gradient all-reduce per worker and epoch"}) {
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(out, m, std::regex(std::string(what) + ": predicted ([0-9]+), measured ([0-9]+)")))
-        << out;
-    EXPECT_EQ(m[1].str(), m[2].str()) << what;
-    EXPECT_NE(m[1].str(), "0") << what;
+  for (const auto& [partition, workers] : {std::pair<std::string, int>{"metis", 4}, {"hash", 2}}) {
+    SCOPED_TRACE(partition);
+    ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers " + std::to_string(workers) + " --partition " + partition +
+                        " --log_dir " + dir + "/logs -- train" + data + " --epochs 3 --threads 1 --quiet --summary_json " +
+                        dir + "/run.json", &out), 0) << out;
+    ASSERT_EQ(Shell(kFlexgraph + " plan" + data + " --partitions " + partition + " --seed 0 --explain " + dir +
+                        "/run.json --workers " + std::to_string(workers), &out), 0) << out;
+    for (const char* what : {"exchange bytes per worker and epoch", "gradient all-reduce per worker and epoch"}) {
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(out, m, std::regex(std::string(what) + ": predicted ([0-9]+), measured ([0-9]+)")))
+          << out;
+      EXPECT_EQ(m[1].str(), m[2].str()) << what;
+      EXPECT_NE(m[1].str(), "0") << what;
+    }
   }
+  const std::string plan = kFlexgraph + " plan" + data + " --partitions hash --seed 0 --explain " + dir + "/run.json";
   EXPECT_EQ(Shell(kFlexgraph + " plan" + data + " --partitions hash --workers 2 --explain " + dir + "/run.json", &out), 2);
   EXPECT_NE(out.find("the run's partition used seed 0, --seed is 1: give --seed 0"), std::string::npos) << out;
   EXPECT_EQ(Shell(plan + " --workers 3", &out), 2);
