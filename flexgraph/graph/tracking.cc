@@ -214,6 +214,14 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
   return ds;
 }
 
+bool HasTrackingLayout(const Dataset& ds) {
+  if (!ds.graphs.has_value() || !ds.graphs->node_info.contains(kHitLayer)) return false;
+  const auto node = ds.features.find("node");
+  const Tensor& edge = ds.graphs->edge_feat;
+  return node != ds.features.end() && node->second.rank() == 2 && node->second.dim(1) == 3 && edge.defined() &&
+         edge.rank() == 2 && edge.dim(1) == 6;
+}
+
 absl::Status CheckTrackingDataset(const Dataset& ds) {
   if (!ds.graphs)
     return absl::InvalidArgumentError(absl::StrCat(ds.name, ": not a dataset of graphs"));

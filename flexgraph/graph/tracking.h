@@ -85,6 +85,17 @@ absl::StatusOr<Dataset> BuildTrackingDataset(const std::vector<TrackingEvent>& e
 // naming what is missing.
 absl::Status CheckTrackingDataset(const Dataset& ds);
 
+// The layout's feature columns that the detector's symmetries negate: z -> -z (the barrel is
+// symmetric about z = 0) negates the hits' z and the edges' dz and deta; phi -> -phi (the mirror
+// image, every charge swapped) negates the hits' phi and the edges' dphi, phi_slope and r_phi_slope.
+inline constexpr int kNodeZColumn = 2;
+inline constexpr int kNodePhiColumn = 1;
+inline constexpr int kEdgeZColumns[] = {2, 3};
+inline constexpr int kEdgePhiColumns[] = {1, 4, 5};
+// Whether `ds` has the layout above: a graph set with node_info "layer", node features [N, 3] and
+// edge features [M, 6].
+bool HasTrackingLayout(const Dataset& ds);
+
 // Graph construction's quality on a tracking dataset. True segments: pairs of hits of one
 // particle on adjacent layers (l, l + 1), counted for particles with pt > pt_min; found: those
 // among the candidate edges. Candidates and true candidates count every edge (all pT).

@@ -51,6 +51,9 @@ const ConfigFlag kConfigFlags[] = {
     {"lr_schedule", "train.lr_schedule",
      "learning rate per epoch: constant, or cosine (from lr down to lr/100 at the last epoch)"},
     {"warmup_epochs", "train.warmup_epochs", "epochs of linear learning-rate rise before the cosine"},
+    {"augment", "train.augment",
+     "sets of graphs: reflect (each tracking event or its mirror image in z and phi, drawn per epoch), none, or "
+     "auto (reflect on tracking events)"},
     {"weight_decay", "train.weight_decay", "weight decay"},
     {"seed", "train.seed", "random seed"},
     {"patience", "train.patience", "early stopping patience in evaluations (0: off)"},

@@ -5,6 +5,7 @@
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/graph/builder.h"
+#include "flexgraph/graph/tracking.h"
 
 namespace fg::runtime {
 namespace {
@@ -106,6 +107,48 @@ GraphBatch WholeSet(const graph::Dataset& ds) {
   if (gs.edge_feat.defined()) {
     out.entry_features = graph::GatherEntryRows(gs.edge_feat, gs.entry_edges, gs.num_edges());
   }
+  return out;
+}
+
+GraphBatch ReflectEvents(const GraphBatch& batch, uint64_t seed, int epoch) {
+  auto data = std::make_shared<graph::Dataset>(*batch.data);
+  graph::GraphSet& gs = *data->graphs;
+  Tensor& nodes = data->features.at("node");
+  nodes = nodes.Clone();
+  Tensor entries = batch.entry_features.Clone();
+  if (gs.edge_feat.defined()) gs.edge_feat = gs.edge_feat.Clone();
+  const Csr& a = data->Adjacency();
+  // Negates `columns` of rows [lo, hi) of `t` (float [rows, width]).
+  auto negate = [](Tensor& t, int64_t lo, int64_t hi, std::initializer_list<int> columns) {
+    if (!t.defined()) return;
+    const int64_t width = t.row_width();
+    for (int64_t r = lo; r < hi; ++r) {
+      for (int c : columns) t.f32()[r * width + c] = -t.f32()[r * width + c];
+    }
+  };
+  for (int64_t i = 0; i < batch.num_graphs(); ++i) {
+    RandomStream rng(seed, MixKey(0x2EF1EC7, static_cast<uint64_t>(epoch), static_cast<uint64_t>(batch.graphs[i])));
+    const uint64_t image = rng.Below(4);
+    const int64_t v0 = gs.NodeBegin(i), v1 = gs.NodeEnd(i), e0 = gs.EdgeBegin(i), e1 = gs.EdgeEnd(i);
+    const int64_t k0 = a.row_ptr()[v0], k1 = a.row_ptr()[v1];
+    if (image & 1) {
+      negate(nodes, v0, v1, {graph::kNodeZColumn});
+      negate(gs.edge_feat, e0, e1, {graph::kEdgeZColumns[0], graph::kEdgeZColumns[1]});
+      negate(entries, k0, k1, {graph::kEdgeZColumns[0], graph::kEdgeZColumns[1]});
+    }
+    if (image & 2) {
+      const std::initializer_list<int> phi = {graph::kEdgePhiColumns[0], graph::kEdgePhiColumns[1],
+                                              graph::kEdgePhiColumns[2]};
+      negate(nodes, v0, v1, {graph::kNodePhiColumn});
+      negate(gs.edge_feat, e0, e1, phi);
+      negate(entries, k0, k1, phi);
+    }
+  }
+  GraphBatch out;
+  out.graphs = batch.graphs;
+  out.data = data.get();
+  out.owned = std::move(data);
+  out.entry_features = std::move(entries);
   return out;
 }
 

@@ -38,6 +38,13 @@ GraphBatch BatchGraphs(const graph::Dataset& ds, const std::vector<int64_t>& ids
 // Every graph of `ds` in order, over the dataset itself.
 GraphBatch WholeSet(const graph::Dataset& ds);
 
+// Training-time augmentation of tracking events (graph/tracking.h's layout, HasTrackingLayout):
+// each graph of `batch` becomes its mirror image in z, in phi, in both or in neither, as two bits
+// drawn for (seed, epoch, its dataset graph id) say, so that a graph gets the same image on
+// whichever worker takes it. The result shares `batch`'s structure and owns the negated features
+// (node features, original edges' and entries' features).
+GraphBatch ReflectEvents(const GraphBatch& batch, uint64_t seed, int epoch);
+
 // The graph ids of `split` (int64, may be undefined = none) in an order drawn for (seed, epoch)
 // from a counter-based stream (the same on every machine and thread count), cut into batches of
 // `batch_size` (the last may be smaller; batch_size <= 0: one batch of all).

@@ -36,7 +36,7 @@ constexpr char kBaseDefaults[] = R"pb(
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 0 eval_every: 1
     device_memory_gib: 0 sample_on: "" feature_cache_mb: -1 sampler_opt: "" batch_sharding: "graphs"
-    lr_schedule: "constant" warmup_epochs: 0
+    lr_schedule: "constant" warmup_epochs: 0 augment: "auto"
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" tensorboard: "" }
@@ -167,6 +167,9 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
   }
   if (t.warmup_epochs() < 0 || t.warmup_epochs() >= t.epochs()) {
     return bad("warmup_epochs", absl::StrCat("must lie in [0, epochs = ", t.epochs(), "), got ", t.warmup_epochs()));
+  }
+  if (t.augment() != "auto" && t.augment() != "none" && t.augment() != "reflect") {
+    return bad("augment", absl::StrCat("expected auto, none or reflect, got '", t.augment(), "'"));
   }
   if (t.eval_every() < 1) return bad("eval_every", absl::StrCat("must be positive, got ", t.eval_every()));
   if (t.threads() < 0 || t.threads() > kMaxThreads) {

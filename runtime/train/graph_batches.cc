@@ -10,6 +10,7 @@
 #include "flexgraph/autograd/checkpoint.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/graph/tracking.h"
 #include "flexgraph/ops/ops.h"
 #include "partition/partitioner.h"
 #include "partition/union_graph.h"
@@ -80,8 +81,15 @@ absl::StatusOr<std::unique_ptr<GraphBatchTraining>> GraphBatchTraining::Create(P
                                                                                 uint64_t seed,
                                                                                 int epochs,
                                                                                 bool shard_vertices,
-                                                                                partition::Method method) {
+                                                                                partition::Method method,
+                                                                                bool reflect) {
   std::unique_ptr<GraphBatchTraining> t(new GraphBatchTraining(parts, batch_size, seed));
+  if (reflect && !graph::HasTrackingLayout(parts.task->dataset())) {
+    return absl::InvalidArgumentError(absl::StrCat("augment: reflect mirrors tracking events; dataset ",
+                                                   parts.task->dataset().name,
+                                                   " lacks their layout (node_info \"layer\", 3 node and 6 edge features)"));
+  }
+  t->reflect_ = reflect;
   t->shard_vertices_ = shard_vertices && t->workers() > 1;
   t->method_ = method == partition::Method::kBalanced ? partition::Method::kMetis : method;
   if (t->shard_vertices_ && parts.device != Device::kCpu) {
@@ -323,10 +331,15 @@ absl::StatusOr<double> GraphBatchTraining::RunEpoch(int epoch) {
     if (items == 0) continue;  // nothing to learn from, on any worker
     const int step = static_cast<int>(int64_t{epoch} * batches_per_epoch_ + b);
     const std::vector<int64_t> mine = Share(batches[b], rank(), workers());
+    // The batch as drawn, or its mirror images.
+    auto batch_of = [&](const std::vector<int64_t>& ids) {
+      GraphBatch batch = BatchGraphs(ds, ids);
+      return reflect_ ? ReflectEvents(batch, seed_, epoch) : batch;
+    };
     if (shard_vertices_) {
-      FG_ASSIGN_OR_RETURN(losses[b], ShardedStep(BatchGraphs(ds, batches[b]), epoch, step, items));
+      FG_ASSIGN_OR_RETURN(losses[b], ShardedStep(batch_of(batches[b]), epoch, step, items));
     } else if (!mine.empty()) {
-      const GraphBatch batch = BatchGraphs(ds, mine);
+      const GraphBatch batch = batch_of(mine);
       FG_ASSIGN_OR_RETURN(ag::Var out, Forward(batch, epoch, true));
       ag::Var loss;
       {

@@ -53,9 +53,11 @@ class GraphBatchTraining {
   // `shard_vertices`: vertex sharding (above) in a distributed run, each batch partitioned with
   // `method` (kBalanced: METIS). Errors: a distributed run of more steps than its messages can
   // number; vertex sharding of a task that is not edge classification, or on a device.
+  // `reflect`: each training batch's graphs are mirrored (tasks/graph_batch.h ReflectEvents; the
+  // dataset must have tracking.h's layout: an InvalidArgument error naming it otherwise).
   static absl::StatusOr<std::unique_ptr<GraphBatchTraining>> Create(
       Parts parts, int64_t batch_size, uint64_t seed, int epochs, bool shard_vertices = false,
-      partition::Method method = partition::Method::kMetis);
+      partition::Method method = partition::Method::kMetis, bool reflect = false);
 
   // The model's output rows for `batch` (the task's rows: entries or graphs). Errors come from
   // neighbour selection.
@@ -111,6 +113,7 @@ class GraphBatchTraining {
   uint64_t seed_;
   int64_t batches_per_epoch_ = 0;
   bool shard_vertices_ = false;
+  bool reflect_ = false;
   partition::Method method_ = partition::Method::kMetis;
   std::vector<double> batch_losses_;  // the last epoch's, in batch order
 };

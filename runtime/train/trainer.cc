@@ -15,6 +15,7 @@
 #include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/base/timer.h"
+#include "flexgraph/graph/tracking.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "partition/partitioned_dataset.h"
 #include "runtime/train/checkpoint.h"
@@ -206,7 +207,9 @@ absl::Status Trainer::InitGraphBatches() {
                                                   .optimizer = optimizer_.get(), .exec = &exec_,
                                                   .stats = &stats_, .device = device_},
                                                  tc.batch_size(), tc.seed(), tc.epochs(),
-                                                 tc.batch_sharding() == "vertices", method));
+                                                 tc.batch_sharding() == "vertices", method,
+                                                 tc.augment() == "reflect" ||
+                                                     (tc.augment() == "auto" && graph::HasTrackingLayout(dataset_))));
   if (!config_.output().quiet() && exec_.rank() == 0) {
     std::fprintf(stderr, "%s on batches of %s graphs (%lld batches per epoch%s)\n",
                  task_->Describe().c_str(),

@@ -24,6 +24,7 @@
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/status.h"
 #include "flexgraph/graph/graph_set.h"
+#include "flexgraph/graph/tracking.h"
 #include "flexgraph/nn/layer_norm.h"
 #include "flexgraph/ops/ops.h"
 #include "nau/model.h"
@@ -141,7 +142,7 @@ class InteractionNetwork : public nau::Model {
       return absl::InvalidArgumentError(absl::StrCat("absolute_phi: ", absolute_phi, " is not 0 or 1"));
     }
     phi_mask_ = Tensor();
-    if (absolute_phi == 0 && f == 3 && ds.graphs->node_info.contains(graph::kHitLayer)) {
+    if (absolute_phi == 0 && graph::HasTrackingLayout(ds)) {
       phi_mask_ = Tensor::FromVector(std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 1}).Reshape({3, 3});
     }
     node_encoder_ = std::make_unique<Mlp>(f, o.hidden, o.hidden, o.blocks, o.layer_norm, false, spec.seed, 1);

@@ -1,6 +1,7 @@
 // Graph-set tasks on hand-made data whose answers are known: batching of whole graphs, shuffled
 // batches, edge classification's loss and its metrics (efficiency, purity, ROC AUC) on a hand-made
 // event, and graph classification's accuracy.
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -9,6 +10,8 @@
 
 #include "flexgraph/autograd/var.h"
 #include "flexgraph/graph/dataset.h"
+#include "flexgraph/graph/gen/trackml.h"
+#include "flexgraph/graph/tracking.h"
 #include "proto/config.pb.h"
 #include "runtime/tasks/graph_batch.h"
 #include "runtime/tasks/graph_tasks.h"
@@ -101,6 +104,87 @@ TEST(GraphBatch, ShuffledBatchesAreASeededPermutationPerEpoch) {
   std::set<int64_t> seen;
   for (const auto& b : a) seen.insert(b.begin(), b.end());
   EXPECT_EQ(seen.size(), 10u);
+}
+
+// Rows [lo, hi) of a float [n, w] table, sorted (a graph's rows whatever the order of its hits).
+std::vector<std::vector<float>> SortedRows(const Tensor& t, int64_t lo, int64_t hi) {
+  const int64_t w = t.row_width();
+  std::vector<std::vector<float>> rows;
+  for (int64_t r = lo; r < hi; ++r) rows.emplace_back(t.f32() + r * w, t.f32() + (r + 1) * w);
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+void ExpectSameRows(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+                    const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t r = 0; r < a.size(); ++r) {
+    for (size_t c = 0; c < a[r].size(); ++c) ASSERT_NEAR(a[r][c], b[r][c], 1e-5) << what << " row " << r << " column " << c;
+  }
+}
+
+TEST(GraphBatch, ReflectEventsGivesTheFeaturesOfTheMirroredEvents) {
+  // The events simulated, then mirrored hit by hit (z -> -z; y -> -y, i.e. phi -> -phi) and built
+  // again: each reflected graph's node and edge features must be those of one of its four images.
+  graph::TrackmlOptions o;
+  o.events = 6;
+  o.particles = 30;
+  o.seed = 5;
+  std::vector<graph::TrackingEvent> images[4];
+  for (int64_t i = 0; i < o.events; ++i) {
+    const graph::TrackingEvent ev = graph::SimulateTrackmlEvent(o, i);
+    for (int image = 0; image < 4; ++image) {
+      graph::TrackingEvent m = ev;
+      for (graph::TrackingHit& h : m.hits) {
+        if (image & 1) h.z = -h.z;
+        if (image & 2) h.y = -h.y;
+      }
+      images[image].push_back(m);
+    }
+  }
+  std::vector<graph::Dataset> built;
+  for (const auto& events : images) {
+    auto ds = graph::BuildTrackingDataset(events, {});
+    ASSERT_TRUE(ds.ok()) << ds.status();
+    built.push_back(*std::move(ds));
+  }
+  ASSERT_TRUE(graph::HasTrackingLayout(built[0]));
+  EXPECT_FALSE(graph::HasTrackingLayout(TwoEvents()));
+  const GraphBatch batch = BatchGraphs(built[0], {4, 1, 0, 2, 5, 3});
+  std::set<int> seen;
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    const GraphBatch r = ReflectEvents(batch, 11, epoch);
+    const GraphBatch alone = ReflectEvents(BatchGraphs(built[0], {1}), 11, epoch);  // graph 1 by itself
+    ExpectSameRows(SortedRows(alone.data->features.at("node"), 0, alone.data->graph.num_nodes[0]),
+                   SortedRows(r.data->features.at("node"), r.data->graphs->NodeBegin(1), r.data->graphs->NodeEnd(1)),
+                   "graph 1 alone and in the batch");
+    for (int64_t i = 0; i < r.num_graphs(); ++i) {
+      const graph::GraphSet& rs = *r.data->graphs;
+      const auto nodes = SortedRows(r.data->features.at("node"), rs.NodeBegin(i), rs.NodeEnd(i));
+      const auto edges = SortedRows(rs.edge_feat, rs.EdgeBegin(i), rs.EdgeEnd(i));
+      const Csr& a = r.data->Adjacency();
+      const auto entries = SortedRows(r.entry_features, a.row_ptr()[rs.NodeBegin(i)], a.row_ptr()[rs.NodeEnd(i)]);
+      // Which image: the sign of the first hit's z and of the first edge's dphi against the original's.
+      const int64_t g = batch.graphs[i];
+      const graph::GraphSet& gs = *built[0].graphs;
+      const auto original_nodes = SortedRows(built[0].features.at("node"), gs.NodeBegin(g), gs.NodeEnd(g));
+      int image = -1;
+      for (int k = 0; k < 4; ++k) {
+        const graph::GraphSet& ks = *built[k].graphs;
+        if (SortedRows(built[k].features.at("node"), ks.NodeBegin(g), ks.NodeEnd(g)) == nodes) image = k;
+      }
+      ASSERT_GE(image, 0) << "graph " << g << " epoch " << epoch << ": no image has its hits";
+      seen.insert(image);
+      const graph::GraphSet& ks = *built[image].graphs;
+      ExpectSameRows(edges, SortedRows(ks.edge_feat, ks.EdgeBegin(g), ks.EdgeEnd(g)), "edges");
+      const GraphBatch whole = BatchGraphs(built[image], {g});
+      ExpectSameRows(entries, SortedRows(whole.entry_features, 0, whole.entry_features.rows()), "entries");
+      EXPECT_EQ(original_nodes.size(), nodes.size());
+    }
+  }
+  EXPECT_EQ(seen.size(), 4u);  // 24 draws: every image
+  // The batch as drawn is left as it was.
+  EXPECT_EQ(SortedRows(batch.data->features.at("node"), 0, 3), SortedRows(BatchGraphs(built[0], {4, 1, 0, 2, 5, 3}).data->features.at("node"), 0, 3));
 }
 
 TEST(EdgeClassification, MetricsOnAHandMadeEvent) {

@@ -9,6 +9,7 @@
 
 #include "flexgraph/graph/dataset.h"
 #include "tests/runtime/in_process_workers.h"
+#include "tests/udf_examples/graph_classification_set.h"
 
 namespace fg::runtime {
 namespace {
@@ -121,6 +122,33 @@ TEST(GraphBatches, VertexShardedWorkersGiveTheSingleProcessLosses) {
       }
     }
   }
+}
+
+// Tracking events train on their mirror images by default (--augment auto); other sets of graphs
+// cannot be mirrored, and asking for it is an error naming the dataset.
+TEST(GraphBatches, TrackingEventsTrainOnTheirMirrorImagesByDefault) {
+  flexgraph::RunConfig c = Config(4, 2);
+  const TrainResult automatic = Single(c);
+  c.mutable_train()->set_augment("reflect");
+  const TrainResult reflected = Single(c);
+  c.mutable_train()->set_augment("none");
+  const TrainResult plain = Single(c);
+  ExpectNear(automatic.batch_losses, reflected.batch_losses, "auto against reflect");
+  ASSERT_EQ(plain.batch_losses.size(), reflected.batch_losses.size());
+  EXPECT_NE(plain.batch_losses[0], reflected.batch_losses[0]);  // the first batch already differs
+  c.mutable_train()->set_augment("flip");
+  EXPECT_NE(Trainer::Create(c).status().message().find("augment: expected auto, none or reflect, got 'flip'"),
+            std::string::npos);
+  graph::testing::TempDir dir;
+  flexgraph::RunConfig gin;
+  gin.mutable_dataset()->set_path(testing::WriteChordedPaths(dir));
+  gin.mutable_model()->set_name("gin");
+  gin.mutable_train()->set_epochs(1);
+  gin.mutable_output()->set_quiet(true);
+  EXPECT_TRUE(Trainer::Create(gin).ok());  // auto: nothing to mirror
+  gin.mutable_train()->set_augment("reflect");
+  const absl::Status refused = Trainer::Create(gin).status();
+  EXPECT_NE(refused.message().find("augment: reflect mirrors tracking events; dataset "), std::string::npos) << refused;
 }
 
 TEST(GraphBatches, VertexShardingRefusesWhatItCannotShard) {
