@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -14,15 +13,11 @@
 #include "flexgraph/base/progress.h"
 #include "flexgraph/base/rng.h"
 #include "flexgraph/base/status.h"
-#include "flexgraph/base/timer.h"
 #include "flexgraph/graph/tracking.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "partition/partitioned_dataset.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/dataset_view.h"
-#include "runtime/train/exchange_choice.h"
-#include "runtime/distributed/hdg_export.h"
-#include "runtime/distributed/distributed_selection.h"
 #include "runtime/tasks/graph_tasks.h"
 #include "runtime/tasks/node_classification.h"
 #include "runtime/train/saved_model.h"
@@ -38,19 +33,6 @@ std::vector<std::string> LinkModels() {
   }
   return names;
 }
-
-// This machine's key among the workers' hosts: its host name hashed (FNV-1a) to 52 bits, exact
-// as a double.
-double HostKey() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  uint64_t h = 1469598103934665603ull;
-  for (const char* c = name; *c != 0; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
-  return static_cast<double>(h & ((1ull << 52) - 1));
-}
-
-// The workers' hosts and memory, summed at setup (epoch 0); trainer_run.cc names the other steps.
-constexpr int kStepWorkerMemory = 7;
 
 }  // namespace
 
@@ -133,65 +115,6 @@ absl::Status Trainer::Init() {
     return task_->SetOutputRows(exec_.all_keys());
   }
   return task_->SetOutputRows(layer_roots_.back().ids);
-}
-
-absl::Status Trainer::StartGrid() {
-  if (!distributed()) return absl::OkStatus();
-  // Why this run cannot train over a grid (OK: it can); `flag` starts the message.
-  const std::string& path = config_.dataset().path();
-  auto refusal = [&](const std::string& flag) -> absl::Status {
-    if (dataset_.part) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, "every worker of a grid loads the whole dataset; ", path,
-                                                     " is a partitioned dataset: train on its source dataset"));
-    }
-    if (dataset_.IsGraphSet() || space_.num_types() != 1) {
-      return absl::UnimplementedError(absl::StrCat(flag, "grids train on one homogeneous graph; ", path, " is ",
-                                                   dataset_.IsGraphSet() ? std::string("a set of graphs")
-                                                                         : absl::StrCat("a graph of ", space_.num_types(), " node types")));
-    }
-    if (config_.train().batch_size() > 0) {
-      return absl::UnimplementedError(absl::StrCat(flag, "grids train on the whole graph; leave --batch_size at 0"));
-    }
-    if (device_ != Device::kCpu) {
-      return absl::UnimplementedError(absl::StrCat(flag, "grid products run on the CPU; leave --device at cpu"));
-    }
-    if (task_->NeedsAllRows()) {
-      return absl::UnimplementedError(absl::StrCat(flag, "grids train node classification; ", path, " holds ",
-                                                   task_->Describe()));
-    }
-    return absl::OkStatus();
-  };
-  grid::GridSpec spec = exec_.setup().grid;
-  bool automatic = false;
-  if (!spec.active() && exec_.setup().auto_grid && exec_.setup().exchange == ExchangeMode::kAuto &&
-      refusal("").ok()) {
-    ExchangeChoiceInput in{.adjacency = &dataset_.Adjacency(), .workers = exec_.setup().comm->size(),
-                           .model = config_.model().name(), .features = spec_.FeatureDim(space_.type_name(0)),
-                           .hidden = config_.model().hidden(), .classes = task_->num_classes(),
-                           .layers = config_.model().layers(),
-                           .evaluations_per_epoch = config_.train().eval_every() <= 1 ? 1 : 0};
-    // Every worker must choose the same: the memory is agreed on, shared among a host's workers.
-    const int P = exec_.setup().comm->size(), rank = exec_.rank();
-    if (P >= kMinGridWorkers) {
-      std::vector<double> shared(2 * static_cast<size_t>(P), 0.0);
-      shared[2 * rank] = HostKey();
-      shared[2 * rank + 1] = static_cast<double>(AvailableMemoryBytes());
-      exec_.SumDoubles(&shared, 0, kStepWorkerMemory);
-      FG_RETURN_IF_ERROR(exec_.status());
-      std::vector<double> hosts(P), available(P);
-      for (int r = 0; r < P; ++r) hosts[r] = shared[2 * r], available[r] = shared[2 * r + 1];
-      in.memory_bytes = MemoryPerWorker(hosts, available);
-    }
-    in.owners.resize(exec_.ownership().num_vertices());
-    for (size_t v = 0; v < in.owners.size(); ++v) in.owners[v] = exec_.ownership().Of(static_cast<int64_t>(v));
-    const ExchangeChoice choice = ChooseExchange(in);
-    if (!config_.output().quiet() && exec_.rank() == 0) std::fprintf(stderr, "exchange auto: %s\n", choice.reason.c_str());
-    spec = choice.grid;
-    automatic = spec.active();
-  }
-  if (!spec.active()) return absl::OkStatus();
-  FG_RETURN_IF_ERROR(refusal(absl::StrCat("--exchange ", grid::DescribeGrid(spec), ": ")));
-  return exec_.StartGrid(spec, space_.size(), MixKey(config_.train().seed(), 0x6121D), automatic);
 }
 
 absl::Status Trainer::InitGraphBatches() {
@@ -397,95 +320,6 @@ void Trainer::PlaceRows() {
   }
 }
 
-absl::Status Trainer::EnsureHdgs(int epoch) {
-  ScopedTimer timer(&stats_.selection);
-  std::map<std::string, int> by_key;
-  for (int i = 0; i < model_->num_layers(); ++i) {
-    nau::Layer& layer = model_->layer(i);
-    LayerGraph& lg = layer_graphs_[i];
-    if (!Stale(layer, lg, epoch)) continue;
-    const std::string key = nau::SharedSelectionKey(layer);
-    auto it = key.empty() ? by_key.end() : by_key.find(key);
-    // Decided on global facts (the layers' root lists), so that every worker decides alike.
-    const bool same_roots = it != by_key.end() && roots_key_[it->second] == roots_key_[i];
-    if (same_roots) {
-      lg.hdg = layer_graphs_[it->second].hdg;
-      lg.bytes = 0;
-    } else {
-      const Tensor& ids = layer_roots_[i].ids;
-      std::vector<int32_t> roots(ids.numel());
-      for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
-      if (exec_.grid()) roots = model_->Roots(i, spec_);  // a grid's products need every row of A
-      auto select = [&]() -> absl::StatusOr<hdg::Hdg> {
-        if (!dataset_.part || !distributed() || layer.LocalSelection()) {
-          return nau::SelectHdg(layer, i, spec_, epoch, roots);
-        }
-        // Walks and metapath instances cross the parts: expand them across the workers.
-        const nau::SelectContext ctx(&dataset_, &space_, spec_.seed, nau::SelectionRound(layer, epoch), i);
-        if (layer.Walks() != nullptr) {
-          return SelectByWalks(*exec_.setup().comm, exec_.ownership(), *layer.Walks(), ctx,
-                               layer.Schema(), space_.size(), roots);
-        }
-        return SelectByMetapaths(*exec_.setup().comm, exec_.ownership(), *layer.Instances(), ctx,
-                                 layer.Schema(), space_.size(), roots);
-      };
-      FG_ASSIGN_OR_RETURN(hdg::Hdg built, select());
-      lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
-      lg.bytes = static_cast<int64_t>(lg.hdg->Bytes());
-      if (!key.empty()) by_key[key] = i;
-    }
-    lg.built_epoch = epoch;
-    // The layer's input rows: layer 0 reads the table, layer i > 0 the roots of layer i - 1.
-    const DistributedExecutor::Rows& input = i == 0 ? table_ : layer_roots_[i - 1];
-    // A layer over the same HDG, input and bottom reduction as an earlier one shares its exchange.
-    auto input_key = [&](int l) { return l == 0 ? table_key_ : roots_key_[l - 1]; };
-    const int j = same_roots ? it->second : -1;
-    const bool same_exchange =
-        j >= 0 && input_key(j) == input_key(i) &&
-        model_->layer(j).LevelAggregator(1).reduction() == layer.LevelAggregator(1).reduction();
-    FG_RETURN_IF_ERROR(
-        exec_.PlanLayer(i, layer, lg.hdg, input, layer_roots_[i], epoch, same_exchange ? j : -1));
-  }
-  if (!keep_hdgs_) ReleaseHdgs();
-  return absl::OkStatus();
-}
-
-void Trainer::ReleaseHdgs() {
-  keep_hdgs_ = false;
-  for (LayerGraph& lg : layer_graphs_) lg.hdg.reset();
-  exec_.ReleaseHdgs();
-}
-
-absl::Status Trainer::WholeGraphHdgs(int epoch) {
-  // Alone, layer_graphs_ select every vertex; a part samples its own and asks the others.
-  if (!distributed() || dataset_.part) return absl::OkStatus();
-  ScopedTimer timer(&stats_.selection);
-  whole_graphs_.resize(model_->num_layers());
-  std::map<std::string, int> by_key;
-  for (int i = 0; i < model_->num_layers(); ++i) {
-    const nau::Layer& layer = model_->layer(i);
-    LayerGraph& lg = whole_graphs_[i];
-    if (!Stale(layer, lg, epoch)) continue;
-    const std::string key = nau::SharedSelectionKey(layer);
-    auto it = key.empty() ? by_key.end() : by_key.find(key);
-    if (it != by_key.end() && roots_key_[it->second] == roots_key_[i]) {
-      lg.hdg = whole_graphs_[it->second].hdg;
-    } else {
-      FG_ASSIGN_OR_RETURN(hdg::Hdg built,
-                          nau::SelectHdg(layer, i, spec_, epoch, model_->Roots(i, spec_)));
-      lg.hdg = std::make_shared<const hdg::Hdg>(std::move(built));
-      if (!key.empty()) by_key[key] = i;
-    }
-    lg.built_epoch = epoch;
-  }
-  return absl::OkStatus();
-}
-
-bool Trainer::Stale(const nau::Layer& layer, const LayerGraph& lg, int epoch) {
-  const int period = std::max(1, layer.SelectionPeriod());
-  return lg.built_epoch < 0 || (layer.SampledSelection() && epoch / period != lg.built_epoch / period);
-}
-
 flexgraph::SavedModel Trainer::Describe() const {
   flexgraph::SavedModel m;
   m.set_format_version(kSavedModelVersion);
@@ -520,18 +354,6 @@ std::string Trainer::Explain() const {
                     h.Stats().ToString(), "\n", exec_.Explain(i));
   }
   return out;
-}
-
-absl::Status Trainer::ExportHdgs(const std::string& dir) const {
-  std::vector<const hdg::Hdg*> layers;
-  for (const auto& lg : layer_graphs_) layers.push_back(lg.hdg.get());
-  return runtime::ExportHdgs(distributed() ? exec_.setup().comm : nullptr, layers, table_.ids, table_.keys, dir);
-}
-
-int64_t Trainer::HdgBytes() const {
-  int64_t bytes = 0;
-  for (const auto& lg : layer_graphs_) bytes += lg.bytes;
-  return bytes;
 }
 
 }  // namespace fg::runtime

@@ -26,7 +26,7 @@ namespace {
 
 // Tag steps of the scalar reductions of one epoch (the gradients use 2).
 // Collective steps; one evaluation's sums take consecutive steps from kStepMetrics; 7 is
-// trainer.cc's kStepWorkerMemory (at setup).
+// trainer_grid.cc's kStepWorkerMemory (at setup).
 constexpr int kStepLoss = 1, kStepEvalLoss = 5, kStepWorkerFigures = 6, kStepMetrics = 64;
 
 // The TensorBoard scalars of one epoch: tags group by their first component.
@@ -357,7 +357,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     ++ran;
     r.epochs = epoch + 1;
     const bool last = epoch + 1 == tc.epochs() || (tc.stop_after() > 0 && ran >= tc.stop_after());
-    EpochRecord record{.epoch = epoch + 1, .loss = loss, .seconds = seconds, .lr = optimizer_->options().lr};
+    EpochRecord record;
+    record.epoch = epoch + 1;
+    record.loss = loss;
+    record.seconds = seconds;
+    record.lr = optimizer_->options().lr;
     if ((epoch + 1) % tc.eval_every() == 0 || last) {
       const EpochMetrics m = Evaluate(epoch);
       FG_RETURN_IF_ERROR(status());
