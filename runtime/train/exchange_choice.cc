@@ -38,10 +38,11 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   double best = one_d_bytes;
   const int P = in.workers;
   std::vector<std::pair<double, double>> too_big;  // (bytes sent, memory) of grids that do not fit
+  const double setup = GridSetupBytes(*in.adjacency, self_loops);
   auto consider = [&](const plan::StrategySpec& s, const grid::GridSpec& g) {
     const plan::Prediction pr = plan::Predict(p, s, nullptr);
-    if (!pr.fits) {
-      too_big.emplace_back(pr.bytes_sent, pr.memory_bytes);
+    if (pr.memory_bytes + setup > p.device.memory_bytes) {
+      too_big.emplace_back(pr.bytes_sent, pr.memory_bytes + setup);
     } else if (pr.bytes_sent < best) {
       best = pr.bytes_sent, out.grid = g;
     }
@@ -78,6 +79,11 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
                           "%.1f MB available per worker", skipped, least / 1e6, in.memory_bytes / 1e6);
   }
   return out;
+}
+
+double GridSetupBytes(const Csr& adjacency, bool self_loops) {
+  const double n = static_cast<double>(adjacency.num_rows);
+  return 28.0 * (static_cast<double>(adjacency.nnz()) + (self_loops ? n : 0.0)) + 32.0 * (n + 1.0);
 }
 
 double MemoryPerWorker(const std::vector<double>& hosts, const std::vector<double>& available) {

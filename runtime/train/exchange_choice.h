@@ -2,8 +2,8 @@
 // rows or partial sums) or a process grid (1.5D at each c with c^2 dividing P, every 2D and 3D
 // shape with sides of 2 or more; sparsity-aware), whichever runtime/plan predicts to send the fewest bytes per
 // worker and epoch for this graph, this partition, this model and P workers (ties: 1D), among the
-// grids predicted to fit the workers' memory. Runs where
-// a grid cannot train (see runtime/train/trainer.cc StartGrid) and models runtime/plan does not
+// grids predicted to fit the workers' memory (GridSetupBytes included). Runs where
+// a grid cannot train (see runtime/train/trainer_grid.cc StartGrid) and models runtime/plan does not
 // describe (only gcn, sage, gin and sgc) keep the 1D exchange. Pure; thread-safe.
 #pragma once
 
@@ -39,6 +39,13 @@ struct ExchangeChoice {
 };
 
 ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in);
+
+// What this implementation's grid set-up allocates beyond the scheme's own memory (runtime/plan's
+// prediction): a layer's HDG over every vertex (a grid's products read every row of A) and, while
+// its matrix is distributed, the matrix and its transpose (distributed_executor.cc PlanGridLayer,
+// grid/spmm_3d.cc Make): 28 bytes per entry (`self_loops`: one more per vertex) and 32 per vertex.
+// ChooseExchange adds it to each grid's.
+double GridSetupBytes(const Csr& adjacency, bool self_loops);
 
 // The memory each worker plans with, the same on every worker: worker r's host (hosts[r], a key)
 // has available[r] bytes, shared by the workers with that key; the least share over the workers.
