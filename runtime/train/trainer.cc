@@ -124,20 +124,20 @@ absl::Status Trainer::InitGraphBatches() {
                                                  " is a set of graphs; each batch selects its own HDGs"));
   }
   FG_ASSIGN_OR_RETURN(const partition::Method method, partition::ParseMethod(config_.partition().method()));
+  const bool reflect = tc.augment() == "reflect" || (tc.augment() == "auto" && graph::HasTrackingLayout(dataset_));
   FG_ASSIGN_OR_RETURN(graph_batches_,
                       GraphBatchTraining::Create({.model = model_.get(), .spec = &spec_,
                                                   .task = static_cast<GraphSetTask*>(task_.get()),
                                                   .optimizer = optimizer_.get(), .exec = &exec_,
                                                   .stats = &stats_, .device = device_},
                                                  tc.batch_size(), tc.seed(), tc.epochs(),
-                                                 tc.batch_sharding() == "vertices", method,
-                                                 tc.augment() == "reflect" ||
-                                                     (tc.augment() == "auto" && graph::HasTrackingLayout(dataset_))));
+                                                 tc.batch_sharding() == "vertices", method, reflect));
   if (!config_.output().quiet() && exec_.rank() == 0) {
-    std::fprintf(stderr, "%s on batches of %s graphs (%lld batches per epoch%s)\n",
+    std::fprintf(stderr, "%s on batches of %s graphs (%lld batches per epoch%s%s)\n",
                  task_->Describe().c_str(),
                  tc.batch_size() > 0 ? std::to_string(tc.batch_size()).c_str() : "all training",
                  static_cast<long long>(graph_batches_->batches_per_epoch()),
+                 reflect ? ", each event or its mirror image in z, phi or both" : "",
                  !distributed()                         ? ""
                  : tc.batch_sharding() == "vertices" ? ", each batch's vertices partitioned over the workers"
                                                      : ", data-parallel over the workers");
