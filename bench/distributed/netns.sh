@@ -7,7 +7,8 @@
 # median epoch time, the bytes the workers counted as sent (per epoch and over the run) and, on the
 # namespace links, the bytes tc saw leave the hosts over the run, and beside each the performance
 # model's epoch time (`flexgraph plan --explain` for the run's partition and link; its compute term
-# a roofline of DESIGN.md's 2-core ceilings, the whole machine per worker). Needs root.
+# a roofline of DESIGN.md's 2-core ceilings, the machine shared by the P workers:
+# --workers_per_device P). Needs root.
 #
 #   bench/distributed/netns.sh [--scale 14] [--parts "2 4 8"] [--epochs 5] [--rates "1gbit 10gbit"]
 #                              [--build build/release]
@@ -45,7 +46,7 @@ report() {  # json workers link rate [wire bytes]
     local gbps
     gbps=$(awk "BEGIN { print $(rate_bps "$4") * 8 / 1e9 }")
     model=$("$fg" plan --dataset "$work/rmat" --model gcn --hidden 256 --workers "$2" --partitions metis --seed 0 \
-      --bandwidth_gbps "$gbps" --explain "$1" 2>/dev/null |
+      --workers_per_device "$2" --bandwidth_gbps "$gbps" --explain "$1" 2>/dev/null |
       sed -n 's/.*predicted \([0-9.e+-]*\) (compute \([0-9.e+-]*\), link \([0-9.e+-]*\)), measured [0-9.e+-]* (\([0-9.]*\)x).*/\1,\2,\3,\4/p')
   fi
   python3 - "$@" "$model" >>"$csv" <<'PY'

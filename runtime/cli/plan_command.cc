@@ -42,7 +42,9 @@ void AddFlags(FlagSet* f) {
   f->AddString("workers", "", "number of workers P");
   f->AddString("device", "cpu", "cpu, h100 or h200");
   f->AddString("ceilings_json", "", "cpu rates from bench/machine_ceilings' JSON output instead of DESIGN.md's");
-  f->AddString("memory_gib", "", "memory per worker in GiB (default: the device's)");
+  f->AddString("memory_gib", "", "memory per worker in GiB (default: the device's, shared by --workers_per_device)");
+  f->AddString("workers_per_device", "1",
+               "workers sharing one device (a machine's cores, or a GPU): each gets that share of its rates and memory");
   f->AddString("bandwidth_gbps", "200", "link bandwidth per worker, Gbit/s");
   f->AddString("latency_us", "5", "latency per message, microseconds");
   f->AddString("partitions", "hash,metis",
@@ -158,6 +160,14 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
     FG_ASSIGN_OR_RETURN(const std::string json, graph::io::ReadFileToString(f.Get("ceilings_json")));
     FG_ASSIGN_OR_RETURN(in.device, plan::DeviceFromCeilingsJson(json, in.device.memory_bytes));
   }
+  FG_ASSIGN_OR_RETURN(const int64_t sharing, Count(f, "workers_per_device"));
+  if (sharing > in.workers) {
+    return absl::InvalidArgumentError(absl::StrCat("--workers_per_device ", sharing, " exceeds --workers ", in.workers));
+  }
+  in.device.gemm_flops_per_s /= static_cast<double>(sharing);
+  in.device.memory_bytes_per_s /= static_cast<double>(sharing);
+  in.device.memory_bytes /= static_cast<double>(sharing);
+  if (sharing > 1) absl::StrAppend(&in.device.source, ", shared by ", sharing, " workers");
   if (f.IsSet("memory_gib")) {
     FG_ASSIGN_OR_RETURN(const double gib, Positive(f, "memory_gib"));
     in.device.memory_bytes = gib * 1073741824.0;

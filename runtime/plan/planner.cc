@@ -288,10 +288,12 @@ std::string FormatPlan(const PlanInput& in, const Plan& plan) {
 std::string PlanJson(const PlanInput& in, const Plan& plan) {
   std::string out = absl::StrFormat(
       "{\"model\": \"%s\", \"layers\": %d, \"features\": %d, \"hidden\": %d, \"classes\": %d, "
-      "\"vertices\": %d, \"entries\": %d, \"workers\": %d, \"device\": \"%s\", \"bandwidth_bytes_per_s\": %.6g, "
+      "\"vertices\": %d, \"entries\": %d, \"workers\": %d, \"device\": \"%s\", \"device_memory_bytes\": %.6g, "
+      "\"bandwidth_bytes_per_s\": %.6g, "
       "\"latency_s\": %.6g, \"evaluations_per_epoch\": %d, \"strategies\": [",
       ModelName(in.model.kind), in.model.layers, in.model.features, in.model.hidden, in.model.classes,
-      in.graph.vertices, in.graph.entries, in.workers, in.device.name, in.link.bytes_per_s, in.link.latency_s,
+      in.graph.vertices, in.graph.entries, in.workers, in.device.name, in.device.memory_bytes, in.link.bytes_per_s,
+      in.link.latency_s,
       in.evaluations_per_epoch);
   for (size_t i = 0; i < plan.predictions.size(); ++i) {
     const Prediction& p = plan.predictions[i];

@@ -29,6 +29,7 @@ struct Device {
   double gemm_flops_per_s = 0;  // float32 GEMM peak
   double memory_bytes_per_s = 0;  // device memory bandwidth (read + written)
   double memory_bytes = 0;        // capacity per worker
+  // Rates and capacity are one worker's: `plan --workers_per_device K` divides a device's by K.
   std::string source;             // where the rates come from
 };
 // "cpu" (DESIGN.md's 2-core ceilings, or bench/machine_ceilings' JSON via --ceilings_json),

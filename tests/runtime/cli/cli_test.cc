@@ -176,6 +176,31 @@ TEST(Train, ShadowSamplingThroughTheBinary) {
   EXPECT_NE(out.find("--sampler_opt pool: expected none or mean, got 'max'"), std::string::npos) << out;
 }
 
+TEST(Plan, WorkersSharingADeviceShareItsRatesAndMemory) {
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_sharing";
+  std::filesystem::create_directories(dir);
+  const std::string plan = kFlexgraph + " plan --vertices 1e6 --edges 1e7 --features 64 --classes 8 --workers 8";
+  std::string out;
+  ASSERT_EQ(Shell(plan + " --summary_json " + dir + "/alone.json", &out), 0) << out;
+  ASSERT_EQ(Shell(plan + " --workers_per_device 4 --summary_json " + dir + "/shared.json", &out), 0) << out;
+  EXPECT_NE(out.find("shared by 4 workers"), std::string::npos) << out;
+  const std::string alone = Read(dir + "/alone.json"), shared = Read(dir + "/shared.json");
+  EXPECT_NEAR(Field(shared, "device_memory_bytes"), Field(alone, "device_memory_bytes") / 4, 1e-5 * Field(shared, "device_memory_bytes"));
+  // Every strategy's compute term grows fourfold; its bytes stay.
+  const std::regex compute("\"compute_seconds\": ([0-9.e+-]+)"), sent("\"bytes_sent_per_worker\": ([0-9.e+-]+)");
+  for (const std::regex* re : {&compute, &sent}) {
+    std::sregex_iterator a(alone.begin(), alone.end(), *re), b(shared.begin(), shared.end(), *re), end;
+    int strategies = 0;
+    for (; a != end && b != end; ++a, ++b, ++strategies) {
+      const double x = std::stod((*a)[1].str()), y = std::stod((*b)[1].str());
+      EXPECT_NEAR(y, re == &compute ? 4 * x : x, 1e-5 * y) << strategies;
+    }
+    EXPECT_GT(strategies, 4);
+  }
+  EXPECT_EQ(Shell(plan + " --workers_per_device 16", &out), 2);
+  EXPECT_NE(out.find("--workers_per_device 16 exceeds --workers 8"), std::string::npos) << out;
+}
+
 TEST(Plan, ExplainPutsARunsMeasuredBytesBesideThePrediction) {
   // Launched workers on a hash and a METIS partition; `plan --explain` rebuilds each partition as
   // the launch made it (the run's train seed; METIS weighted by the model's cost model) and its 1D
