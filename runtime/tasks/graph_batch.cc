@@ -115,7 +115,7 @@ GraphBatch ReflectEvents(const GraphBatch& batch, uint64_t seed, int epoch) {
   graph::GraphSet& gs = *data->graphs;
   Tensor& nodes = data->features.at("node");
   nodes = nodes.Clone();
-  Tensor entries = batch.entry_features.Clone();
+  Tensor entries = batch.entry_features.defined() ? batch.entry_features.Clone() : Tensor();
   if (gs.edge_feat.defined()) gs.edge_feat = gs.edge_feat.Clone();
   const Csr& a = data->Adjacency();
   // Negates `columns` of rows [lo, hi) of `t` (float [rows, width]).

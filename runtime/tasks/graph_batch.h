@@ -38,7 +38,7 @@ GraphBatch BatchGraphs(const graph::Dataset& ds, const std::vector<int64_t>& ids
 // Every graph of `ds` in order, over the dataset itself.
 GraphBatch WholeSet(const graph::Dataset& ds);
 
-// Training-time augmentation of tracking events (graph/tracking.h's layout, HasTrackingLayout):
+// Training-time augmentation of tracking events (requires graph/tracking.h's layout: HasTrackingLayout):
 // each graph of `batch` becomes its mirror image in z, in phi, in both or in neither, as two bits
 // drawn for (seed, epoch, its dataset graph id) say, so that a graph gets the same image on
 // whichever worker takes it. The result shares `batch`'s structure and owns the negated features
