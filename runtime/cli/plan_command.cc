@@ -10,6 +10,7 @@
 //       (a launched run's summary: its measured bytes and time beside the prediction)
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,7 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
     user.mutable_model()->set_layers(in.model.layers);
     user.mutable_train()->set_seed(seed);
     FG_ASSIGN_OR_RETURN(const flexgraph::RunConfig run, runtime::ResolveConfig(user));
+    std::optional<partition::CostModel> cost;  // built once, for the first partition measured
     const std::vector<std::string> names = absl::StrSplit(f.Get("partitions"), ',', absl::SkipEmpty());
     for (const std::string& name : names) {
       if (name == "none") continue;
@@ -125,7 +127,10 @@ absl::StatusOr<plan::PlanInput> FromFlags(const FlagSet& f) {
       }
       if (in.workers > adj.num_rows) continue;  // refused by MakePlan with the numbers
       if (method == partition::Method::kMetis && in.workers == 1) continue;
-      auto part = runtime::PartitionForRun(ds, run, in.workers, method);
+      if (!cost) {
+        FG_ASSIGN_OR_RETURN(cost, runtime::CostModelForRun(ds, run));
+      }
+      auto part = runtime::PartitionForRun(ds, *cost, run, in.workers, method);
       if (!part.ok() && method == partition::Method::kMetis) {
         std::fprintf(stderr, "plan: METIS skipped: %s\n", std::string(part.status().message()).c_str());
         continue;

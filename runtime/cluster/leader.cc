@@ -17,12 +17,15 @@
 
 namespace fg::runtime {
 
-absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& ds, const flexgraph::RunConfig& train,
-                                                        int workers, partition::Method method) {
-  std::optional<Progress> progress(std::in_place, "HDGs of " + train.model().name(), 0);
-  FG_ASSIGN_OR_RETURN(partition::CostModel cost,
-                      partition::CostModel::Create(ds, WorkloadOptionsFrom(train), partition::CostCoefficients{}));
-  progress.emplace(absl::StrCat("partition (", partition::MethodName(method), ", ", workers, " parts)"), 0);
+absl::StatusOr<partition::CostModel> CostModelForRun(const graph::Dataset& ds, const flexgraph::RunConfig& train) {
+  Progress progress("HDGs of " + train.model().name(), 0);
+  return partition::CostModel::Create(ds, WorkloadOptionsFrom(train), partition::CostCoefficients{});
+}
+
+absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& ds, const partition::CostModel& cost,
+                                                        const flexgraph::RunConfig& train, int workers,
+                                                        partition::Method method) {
+  Progress progress(absl::StrCat("partition (", partition::MethodName(method), ", ", workers, " parts)"), 0);
   return partition::Partition(ds, cost, {.num_parts = workers, .method = method, .seed = train.train().seed(), .rebalance = {}});
 }
 
@@ -50,7 +53,8 @@ absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int work
   FG_ASSIGN_OR_RETURN(graph::Dataset ds, ApplyView(std::move(loaded), train.dataset()));
   FG_ASSIGN_OR_RETURN(partition::Method method, partition::ParseMethod(method_name));
   progress.reset();
-  FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan, PartitionForRun(ds, train, workers, method));
+  FG_ASSIGN_OR_RETURN(const partition::CostModel cost, CostModelForRun(ds, train));
+  FG_ASSIGN_OR_RETURN(partition::PartitionPlan plan, PartitionForRun(ds, cost, train, workers, method));
   out.owners = std::move(plan.owners);
   out.description = absl::StrFormat("%s partition into %d parts, imbalance %.3f, edge cut %lld\n",
                                     partition::MethodName(plan.method), plan.num_parts,

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "flexgraph/graph/dataset.h"
+#include "partition/cost_model.h"
 #include "partition/plan.h"
 #include "proto/flexgraph.pb.h"
 #include "runtime/train/config.h"
@@ -20,11 +21,14 @@ struct OwnerPlan {
   std::string summary;          // the partition's table, for the workers' logs
 };
 
-// The partition a run of `train` over `workers` uses for `ds` (loaded whole, int32 indices, the
-// run's view applied): `method` on the union graph, METIS weighted by the run's cost model.
-// `flexgraph plan` rebuilds a run's partition with it.
-absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& ds, const flexgraph::RunConfig& train,
-                                                        int workers, partition::Method method);
+// The cost model a run of `train` partitions `ds` with (loaded whole, int32 indices, the run's view
+// applied): the workload of its model's HDGs.
+absl::StatusOr<partition::CostModel> CostModelForRun(const graph::Dataset& ds, const flexgraph::RunConfig& train);
+// The partition a run of `train` over `workers` uses for `ds`: `method` on the union graph, METIS
+// weighted by `cost` (CostModelForRun). `flexgraph plan` rebuilds a run's partition with it.
+absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& ds, const partition::CostModel& cost,
+                                                        const flexgraph::RunConfig& train, int workers,
+                                                        partition::Method method);
 
 // A dataset loaded whole is partitioned here with `method` (hash, range, metis or balanced); a
 // partitioned dataset's metadata is read, and its part count must equal `workers`.

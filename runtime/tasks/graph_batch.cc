@@ -1,6 +1,7 @@
 #include "runtime/tasks/graph_batch.h"
 
 #include <numeric>
+#include <span>
 
 #include "flexgraph/base/logging.h"
 #include "flexgraph/base/rng.h"
@@ -119,7 +120,7 @@ GraphBatch ReflectEvents(const GraphBatch& batch, uint64_t seed, int epoch) {
   if (gs.edge_feat.defined()) gs.edge_feat = gs.edge_feat.Clone();
   const Csr& a = data->Adjacency();
   // Negates `columns` of rows [lo, hi) of `t` (float [rows, width]).
-  auto negate = [](Tensor& t, int64_t lo, int64_t hi, std::initializer_list<int> columns) {
+  auto negate = [](Tensor& t, int64_t lo, int64_t hi, std::span<const int> columns) {
     if (!t.defined()) return;
     const int64_t width = t.row_width();
     for (int64_t r = lo; r < hi; ++r) {
@@ -132,16 +133,14 @@ GraphBatch ReflectEvents(const GraphBatch& batch, uint64_t seed, int epoch) {
     const int64_t v0 = gs.NodeBegin(i), v1 = gs.NodeEnd(i), e0 = gs.EdgeBegin(i), e1 = gs.EdgeEnd(i);
     const int64_t k0 = a.row_ptr()[v0], k1 = a.row_ptr()[v1];
     if (image & 1) {
-      negate(nodes, v0, v1, {graph::kNodeZColumn});
-      negate(gs.edge_feat, e0, e1, {graph::kEdgeZColumns[0], graph::kEdgeZColumns[1]});
-      negate(entries, k0, k1, {graph::kEdgeZColumns[0], graph::kEdgeZColumns[1]});
+      negate(nodes, v0, v1, {&graph::kNodeZColumn, 1});
+      negate(gs.edge_feat, e0, e1, graph::kEdgeZColumns);
+      negate(entries, k0, k1, graph::kEdgeZColumns);
     }
     if (image & 2) {
-      const std::initializer_list<int> phi = {graph::kEdgePhiColumns[0], graph::kEdgePhiColumns[1],
-                                              graph::kEdgePhiColumns[2]};
-      negate(nodes, v0, v1, {graph::kNodePhiColumn});
-      negate(gs.edge_feat, e0, e1, phi);
-      negate(entries, k0, k1, phi);
+      negate(nodes, v0, v1, {&graph::kNodePhiColumn, 1});
+      negate(gs.edge_feat, e0, e1, graph::kEdgePhiColumns);
+      negate(entries, k0, k1, graph::kEdgePhiColumns);
     }
   }
   GraphBatch out;
