@@ -119,6 +119,10 @@ class LayerContext {
   // replaced by the executor. The model sets the initial state (Model::InitialEdgeState).
   ag::Var edge_state;
   SparseMatrixPtr edge_matrix;
+  // Edge-state models: the Csr entries of spec.dataset (int32, ascending) that InitialEdgeState's
+  // features and Head's rows are of, in that order; undefined: every entry. A vertex-sharded
+  // worker's share of a batch (runtime/train/graph_batches.h).
+  Tensor entries;
   // When set, the executor stores here the aggregated neighbourhood that Update reads (inference).
   ag::Var* capture_nbr = nullptr;
 

@@ -137,6 +137,11 @@ ag::Var HybridExecutor::Aggregate(const hdg::Hdg& hdg, const std::vector<LevelPl
 
 ag::Var HybridExecutor::AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const ag::Var& messages,
                                        const ag::Var& self, LayerContext& ctx) const {
+  return AggregateEdges(hdg, layer, messages, self, ctx, layer.EdgeAggregationSide());
+}
+
+ag::Var HybridExecutor::AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const ag::Var& messages,
+                                       const ag::Var& self, LayerContext& ctx, ag::EdgeSide side) const {
   FG_CHECK(hdg.num_levels() == 1) << "an edge-state layer needs a flat HDG, got " << hdg.num_levels()
                                   << " levels";
   const SparseMatrixPtr& a = hdg.level(1).matrix;
@@ -144,7 +149,7 @@ ag::Var HybridExecutor::AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const 
       << "edge state of " << ctx.edge_state.rows() << " rows for " << a->csr().nnz() << " entries";
   ctx.edge_state = layer.UpdateEdgesFrom(ctx, a, messages, self, ctx.edge_state);
   ctx.edge_matrix = a;
-  return ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), layer.EdgeAggregationSide());
+  return ag::AggregateEdges(a, ctx.edge_state, layer.EdgeAggregation(), side);
 }
 
 ag::Var HybridExecutor::Run(const hdg::Hdg& hdg, const std::vector<LevelPlan>& plan, Layer& layer,

@@ -40,9 +40,12 @@ class HybridExecutor {
                     const ag::Var& messages, const ag::Var& self, LayerContext& ctx) const;
   // Edge-state layers (Layer::UpdatesEdges) over a flat `hdg`: the entries' new states from
   // [messages(child) | self(root) | ctx.edge_state], kept as ctx.edge_state (ctx.edge_matrix: level
-  // 1's matrix), aggregated into the roots by the layer's edge reductions.
+  // 1's matrix), aggregated by the layer's edge reductions into the ends `side` names (default:
+  // the layer's EdgeAggregationSide).
   ag::Var AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const ag::Var& messages,
                          const ag::Var& self, LayerContext& ctx) const;
+  ag::Var AggregateEdges(const hdg::Hdg& hdg, Layer& layer, const ag::Var& messages,
+                         const ag::Var& self, LayerContext& ctx, ag::EdgeSide side) const;
 
  private:
   std::optional<Strategy> override_;

@@ -68,15 +68,15 @@ class Model : public nn::Module {
   virtual ag::Var InputRows(LayerContext& ctx, const ModelSpec& spec, const Tensor& ids);
   // Edge-state models (Layer::UpdatesEdges): the initial edge state, one row per level-1 entry of
   // the first layer's HDG (the entries of the in-edge Csr of spec.dataset when it selects every
-  // in-neighbour; entry_features: [nnz, f] edge features per Csr entry, or undefined). Default:
-  // none (undefined).
+  // in-neighbour; entry_features: [nnz, f] edge features per Csr entry, or undefined; per entry of
+  // ctx.entries where that is set). Default: none (undefined).
   virtual ag::Var InitialEdgeState(LayerContext& ctx, const ModelSpec& spec,
                                    const Tensor& entry_features) {
     return ag::Var();
   }
   // The task's output rows from the last layer's output `h` (and ctx.edge_state): one row per
-  // entry of spec.dataset's in-edge Csr for edge classification (ctx.edge_matrix's entries when
-  // the layers select every in-neighbour), per graph of spec.dataset->graphs for graph
+  // entry of spec.dataset's in-edge Csr for edge classification (of ctx.entries where that is set;
+  // ctx.edge_matrix's entries when the layers select every in-neighbour), per graph of spec.dataset->graphs for graph
   // classification (a readout). Default: h.
   // Edge-state models: `h` holds the rows of ctx.edge_matrix's columns, the roots (its rows) first;
   // they are all the vertices alone, and a vertex-sharded worker's own vertices then the ghosts

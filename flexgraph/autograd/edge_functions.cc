@@ -100,10 +100,14 @@ Var AggregateEdges(const SparseMatrixPtr& a, const Var& m, const std::vector<Edg
       << "AggregateEdges: both ends need a square structure, got " << c.num_rows << " x " << c.num_cols;
   std::vector<Var> parts;
   if (side != EdgeSide::kSource) parts = ReduceGroups(c.offsets, m, reduce);
-  if (side != EdgeSide::kDestination) {
-    const Var by_source = GatherRows(m, a->entry_perm());
-    for (Var& p : ReduceGroups(a->transpose().offsets, by_source, reduce)) parts.push_back(std::move(p));
-  }
+  if (side != EdgeSide::kDestination) parts.push_back(AggregateEdgeGroups(a->transpose().offsets, a->entry_perm(), m, reduce));
+  return parts.size() == 1 ? parts[0] : Concat(parts);
+}
+
+Var AggregateEdgeGroups(const Tensor& offsets, const Tensor& order, const Var& m,
+                        const std::vector<EdgeReduce>& reduce) {
+  FG_CHECK(!reduce.empty()) << "AggregateEdgeGroups: no reduction";
+  const std::vector<Var> parts = ReduceGroups(offsets, GatherRows(m, order), reduce);
   return parts.size() == 1 ? parts[0] : Concat(parts);
 }
 

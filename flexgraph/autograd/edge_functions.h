@@ -40,4 +40,10 @@ absl::StatusOr<std::vector<EdgeReduce>> ParseEdgeReductions(const std::string& t
 Var AggregateEdges(const SparseMatrixPtr& a, const Var& m, const std::vector<EdgeReduce>& reduce,
                    EdgeSide side = EdgeSide::kDestination);
 
+// Messages m [n, d] reduced in groups: group g holds rows order[offsets[g] .. offsets[g + 1]) of
+// m (int32 order, int64 offsets [groups + 1]), one block of d columns per reduction ([groups, R d]);
+// AggregateEdges' source side is the groups of a's transpose.
+Var AggregateEdgeGroups(const Tensor& offsets, const Tensor& order, const Var& m,
+                        const std::vector<EdgeReduce>& reduce);
+
 }  // namespace fg::ag

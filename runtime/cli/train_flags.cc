@@ -47,6 +47,8 @@ const ConfigFlag kConfigFlags[] = {
     {"dropout", "model.dropout", "dropout probability"},
     {"heads", "model.heads", "attention heads (models with attention)"},
     {"epochs", "train.epochs", "training epochs"},
+    {"max_steps", "train.max_steps",
+     "most optimizer steps (batches): training stops after the epoch that reaches them (0: no limit)"},
     {"lr", "train.lr", "learning rate"},
     {"lr_schedule", "train.lr_schedule",
      "learning rate per epoch: constant, or cosine (from lr down to lr/100 at the last epoch)"},

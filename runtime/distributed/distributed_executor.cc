@@ -46,6 +46,7 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
   if (same_as >= 0 && distributed() && !grid_ && (layers_[same_as].hdg || layers_[same_as].exchange.local_hdg)) {
     LayerPlan shared = layers_[same_as];  // tensors and matrices are shared, not copied
     shared.exchange.layer = i;            // its own tags
+    if (shared.edge_return) shared.edge_return->rows.layer = i;
     shared.input = input;
     shared.roots = roots;
     shared.levels = executor_.Plan(shared.exchange.local_hdg ? *shared.exchange.local_hdg : *shared.hdg, layer);
@@ -82,10 +83,13 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
     }
     return absl::OkStatus();
   }
-  if (layer.UpdatesEdges() && layer.EdgeAggregationSide() != ag::EdgeSide::kDestination) {
+  const bool both_ends = layer.UpdatesEdges() && layer.EdgeAggregationSide() != ag::EdgeSide::kDestination;
+  if (both_ends && (layer.EdgeAggregationSide() != ag::EdgeSide::kBoth || root_ids.numel() != input_ids.numel())) {
     return absl::UnimplementedError(absl::StrCat(
-        "layer ", i, " aggregates edge states into their sources too (edges=once), which a worker "
-        "cannot do for a source another worker owns: use one state per direction (edges=both)"));
+        "layer ", i, " aggregates edge states into their sources", 
+        layer.EdgeAggregationSide() == ag::EdgeSide::kBoth ? " too, over roots that are not its input rows"
+                                                           : " only",
+        ": across workers, edges reach both ends of a layer whose roots are its input rows"));
   }
   // An edge's state is computed where its destination lives, from its source's row: row fetch.
   FG_ASSIGN_OR_RETURN(p.exchange, BuildLayerExchange(*setup_.comm, *p.hdg, layer.LevelAggregator(1),
@@ -94,6 +98,11 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
                                                                           : setup_.exchange,
                                                      layer.UpdatesEdges()));
   p.levels = executor_.Plan(p.exchange.local_hdg ? *p.exchange.local_hdg : *p.hdg, layer);
+  p.edge_return.reset();
+  if (both_ends) {  // before PlaceExchange: the local HDG's children are still on the host
+    FG_ASSIGN_OR_RETURN(p.edge_return, BuildEdgeReturn(*setup_.comm, *p.exchange.local_hdg, p.exchange.num_owned,
+                                                       input_ids, p.exchange.ghost_ids, owners_, i, epoch));
+  }
   PlaceExchange(&p.exchange, device_, !custom, normalized);
   // Roots are owned rows of the input: their positions in input_ids.
   Tensor idx = Tensor::Empty({root_ids.numel()}, DType::kInt32);
@@ -288,8 +297,14 @@ ag::Var DistributedExecutor::RunExchanged(int i, nau::Layer& layer, const ag::Va
     }
     ag::Var table = ConcatRows(m, ghosts);
     ctx.table_global_ids = p.table_keys;
-    agg = layer.UpdatesEdges() ? executor_.AggregateEdges(*ex.local_hdg, layer, table, self, ctx)
-                               : executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
+    if (!layer.UpdatesEdges()) {
+      agg = executor_.Aggregate(*ex.local_hdg, p.levels, layer, table, self, ctx);
+    } else if (!p.edge_return) {
+      agg = executor_.AggregateEdges(*ex.local_hdg, layer, table, self, ctx);
+    } else {  // both ends: the destination blocks here, then the source blocks where the sources live
+      agg = executor_.AggregateEdges(*ex.local_hdg, layer, table, self, ctx, ag::EdgeSide::kDestination);
+      agg = ag::Concat({agg, AggregateAtSources(xctx_, *p.edge_return, ctx.edge_state, layer.EdgeAggregation())});
+    }
   }
   if (!reuse) ReleaseFreedMemory();  // the messages are gone: so are their pages
   ScopedTimer tu(ctx.stats ? &ctx.stats->update : nullptr);

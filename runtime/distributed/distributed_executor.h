@@ -17,6 +17,7 @@
 #include "flexgraph/nn/module.h"
 #include "nau/executor.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/distributed/edge_return.h"
 #include "runtime/distributed/exchange.h"
 #include "runtime/grid/grid_aggregation.h"
 
@@ -135,6 +136,7 @@ class DistributedExecutor {
     std::shared_ptr<const hdg::Hdg> hdg;
     std::vector<nau::LevelPlan> levels;
     LayerExchange exchange;  // distributed runs
+    std::optional<EdgeReturn> edge_return;  // edge states aggregated into both ends (edge_return.h)
     Rows input, roots;
     Tensor self_rows;  // int32 rows of the roots in the input (undefined: the identity)
     int grid_matrix = -1;  // over a grid: the key of its matrix (GridAggregation::AddMatrix)

@@ -195,7 +195,7 @@ int64_t Sum(const std::vector<int64_t>& v) {
 }
 
 uint64_t Tag(const ExchangeContext& ctx, const LayerExchange& ex, int phase, TrafficKind kind) {
-  return MakeTag(ctx.epoch, ex.layer, Phase(ctx, phase), kind);
+  return MakeTag(ctx.epoch, ex.layer, Phase(ctx, phase), kind, ex.step);
 }
 
 }  // namespace

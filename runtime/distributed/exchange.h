@@ -88,6 +88,7 @@ struct PeerExchange {
 
 struct LayerExchange {
   int layer = 0;
+  int step = 0;  // the tags' step field: a second exchange of one layer and pass (edge_return.h) uses 1
   int64_t num_owned = 0;
   int64_t num_roots = 0;
   Tensor ghost_ids;  // int64 global ids of ghost rows

@@ -1,5 +1,6 @@
 #include "runtime/tasks/graph_tasks.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/numbers.h"
@@ -166,26 +167,27 @@ ag::Var EdgeClassificationTask::BatchLoss(const ag::Var& output, const GraphBatc
 }
 
 ag::Var EdgeClassificationTask::RowsLoss(const ag::Var& output, const GraphBatch& batch,
-                                         const std::vector<int64_t>* csr_rows, double denominator) const {
+                                         const std::vector<int32_t>* entries, double denominator) const {
   const Csr& a = batch.data->Adjacency();
   const std::vector<int64_t> labels = EntryLabels(batch);
   const std::vector<int64_t> graph_of = GraphOfRows(*batch.data->graphs);
-  // Output row j scores the j-th entry of the rows taken, in order.
+  std::vector<int64_t> row_of(a.nnz());  // each entry's row (destination)
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    std::fill(row_of.begin() + a.row_ptr()[r], row_of.begin() + a.row_ptr()[r + 1], r);
+  }
+  // Output row j scores entry j, or entries[j].
   std::vector<int64_t> out_labels;
   std::vector<std::vector<int32_t>> rows(classes_);  // labelled output rows of training graphs, by class
   int64_t n = 0;
-  const int64_t taken = csr_rows != nullptr ? static_cast<int64_t>(csr_rows->size()) : a.num_rows;
-  for (int64_t i = 0; i < taken; ++i) {
-    const int64_t r = csr_rows != nullptr ? (*csr_rows)[i] : i;
-    const bool train = InSplit(batch, graph_of[r], 0);
-    for (int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
-      const int64_t label = train ? labels[k] : -1;
-      out_labels.push_back(std::max<int64_t>(label, 0));
-      if (label < 0) continue;
-      FG_CHECK(label < classes_) << "edge label " << label << " of " << classes_ << " classes";
-      rows[label].push_back(static_cast<int32_t>(out_labels.size() - 1));
-      ++n;
-    }
+  const int64_t taken = entries != nullptr ? static_cast<int64_t>(entries->size()) : a.nnz();
+  for (int64_t j = 0; j < taken; ++j) {
+    const int64_t k = entries != nullptr ? (*entries)[j] : j;
+    const int64_t label = InSplit(batch, graph_of[row_of[k]], 0) ? labels[k] : -1;
+    out_labels.push_back(std::max<int64_t>(label, 0));
+    if (label < 0) continue;
+    FG_CHECK(label < classes_) << "edge label " << label << " of " << classes_ << " classes";
+    rows[label].push_back(static_cast<int32_t>(j));
+    ++n;
   }
   FG_CHECK(output.rows() == static_cast<int64_t>(out_labels.size()))
       << "edge classification: " << output.value().ShapeString() << " output rows for "

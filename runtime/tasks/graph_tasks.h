@@ -87,10 +87,10 @@ class EdgeClassificationTask : public GraphSetTask {
                     double denominator = 0) const override;
   std::map<std::string, double> Metrics(const Tensor& output, const GraphBatch& batch,
                                         int split = -1) const override;
-  // BatchLoss for a worker holding rows `csr_rows` (ascending) of the batch's Csr: `output` has
-  // one row per entry of those rows, in order. Workers holding disjoint rows that cover the batch
-  // sum to BatchLoss with the same denominator. Null `csr_rows`: every row (BatchLoss).
-  ag::Var RowsLoss(const ag::Var& output, const GraphBatch& batch, const std::vector<int64_t>* csr_rows,
+  // BatchLoss for a worker holding entries `entries` of the batch's Csr: `output` row j scores
+  // entry entries[j]. Workers holding disjoint entries that cover the batch sum to BatchLoss with
+  // the same denominator. Null `entries`: every entry in order (BatchLoss).
+  ag::Var RowsLoss(const ag::Var& output, const GraphBatch& batch, const std::vector<int32_t>* entries,
                    double denominator) const;
   // Binary: per original edge of the batch (bs.num_edges()), the mean probability of its entries
   // (NaN for an edge without entries). Multi-class: not defined (FG_CHECK).

@@ -232,6 +232,7 @@ RunIdentity IdentityOf(const flexgraph::RunConfig& resolved, int world_size) {
   id.config = SharedSettings(resolved);
   flexgraph::TrainConfig* t = id.config.mutable_train();
   t->clear_epochs();
+  t->clear_max_steps();  // like epochs: how long this run trains
   t->clear_checkpoint_every();
   t->clear_checkpoint_dir();
   t->clear_resume();

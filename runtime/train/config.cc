@@ -36,7 +36,7 @@ constexpr char kBaseDefaults[] = R"pb(
     init_weights: "" exec: "" select_on: "accuracy"
     batch_size: 0 sampler: "neighbor" fanouts: "" layer_size: 512 bulk: 0 eval_every: 1
     device_memory_gib: 0 sample_on: "" feature_cache_mb: -1 sampler_opt: "" batch_sharding: "graphs"
-    lr_schedule: "constant" warmup_epochs: 0 augment: "auto"
+    lr_schedule: "constant" warmup_epochs: 0 augment: "auto" max_steps: 0
   }
   partition { parts: 1 method: "metis" }
   output { explain: false summary_json: "" quiet: false epoch0_loss: false export_hdg: "" tensorboard: "" }
@@ -176,6 +176,7 @@ absl::Status ValidateConfig(const flexgraph::RunConfig& c) {
     return bad("threads", absl::StrCat("must lie in [0, ", kMaxThreads, "], got ", t.threads()));
   }
   if (t.stop_after() < 0) return bad("stop_after", "must not be negative");
+  if (t.max_steps() < 0) return bad("max_steps", absl::StrCat("must not be negative, got ", t.max_steps()));
   if (t.checkpoint_every() < 0) return bad("checkpoint_every", "must not be negative");
   if (t.checkpoint_every() > 0 && t.checkpoint_dir().empty()) {
     return bad("checkpoint_dir", "is required with checkpoint_every");

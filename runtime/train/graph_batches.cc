@@ -230,16 +230,26 @@ absl::StatusOr<ag::Var> GraphBatchTraining::ShardedForward(const GraphBatch& bat
   ctx.stats = training ? parts_.stats : nullptr;
   exec.BeginPass(&ctx, step, training);
   ag::Var h = model.InputRows(ctx, spec, ids);
-  // My vertices' in-entries, in Csr order: the entries of their HDGs' level 1.
+  // My entries, in Csr order: my vertices' in-entries; where edges reach both ends (one state per
+  // edge as stored), the entries of the edges stored into my vertices, both directions (the
+  // reverse one lies in its source's row), and my vertices' added loops.
   const Csr& a = batch.data->Adjacency();
+  const bool both_ends = model.layer(0).EdgeAggregationSide() == ag::EdgeSide::kBoth;
   std::vector<int32_t>& entries = pass->entries;
   entries.clear();
-  for (int32_t v : mine) {
-    for (int64_t k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) entries.push_back(static_cast<int32_t>(k));
+  const graph::GraphSet& gs = *batch.data->graphs;
+  std::vector<char> is_mine(a.num_rows, 0);
+  for (int32_t v : mine) is_mine[v] = 1;
+  for (int64_t r = 0; r < a.num_rows; ++r) {
+    for (int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+      const int64_t e = gs.entry_edges.i64()[k];
+      const int64_t destination = both_ends && e >= gs.num_edges() ? a.col()[k] : r;
+      if (is_mine[destination]) entries.push_back(static_cast<int32_t>(k));
+    }
   }
-  const Tensor features = batch.entry_features.defined()
-                              ? ops::GatherRows(batch.entry_features, Tensor::FromVector(entries))
-                              : Tensor();
+  ctx.entries = Tensor::FromVector(entries);
+  const Tensor features = batch.entry_features.defined() ? ops::GatherRows(batch.entry_features, ctx.entries)
+                                                         : Tensor();
   ctx.edge_state = model.InitialEdgeState(ctx, spec, features);
   // Every layer planned before any runs (the exchanges' backward passes refer to the plans), and
   // one more for the head, which reads both ends of every entry: my rows, then the ghosts' fetched
@@ -288,11 +298,10 @@ absl::StatusOr<double> GraphBatchTraining::ShardedStep(const GraphBatch& batch, 
                                                        double items) const {
   ShardedPass pass;  // lives until the backward pass has run: the exchange's gradients travel through it
   FG_ASSIGN_OR_RETURN(ag::Var out, ShardedForward(batch, epoch, step, true, &pass));
-  const std::vector<int64_t> csr_rows(pass.vertices.begin(), pass.vertices.end());
   ag::Var loss;
   {
     ScopedTimer t(parts_.stats != nullptr ? &parts_.stats->loss : nullptr);
-    loss = static_cast<const EdgeClassificationTask*>(parts_.task)->RowsLoss(out, batch, &csr_rows, items);
+    loss = static_cast<const EdgeClassificationTask*>(parts_.task)->RowsLoss(out, batch, &pass.entries, items);
   }
   {
     ScopedTimer t(parts_.stats != nullptr ? &parts_.stats->backward : nullptr);

@@ -71,9 +71,33 @@ absl::Status Trainer::Init() {
   FG_RETURN_IF_ERROR(LoadData());
   FG_RETURN_IF_ERROR(BuildModel());
   FG_RETURN_IF_ERROR(StartGrid());
-  if (dataset_.IsGraphSet() && dynamic_cast<GraphSetTask*>(task_.get()) != nullptr) {
-    return InitGraphBatches();
+  const bool graph_batches = dataset_.IsGraphSet() && dynamic_cast<GraphSetTask*>(task_.get()) != nullptr;
+  FG_RETURN_IF_ERROR(graph_batches ? InitGraphBatches() : InitOneGraph());
+  return LimitEpochsBySteps();
+}
+
+absl::Status Trainer::LimitEpochsBySteps() {
+  flexgraph::TrainConfig& tc = *config_.mutable_train();
+  if (tc.max_steps() <= 0) return absl::OkStatus();
+  const int64_t batches = graph_batches_ ? graph_batches_->batches_per_epoch()
+                          : minibatch_   ? minibatch_->batches_per_epoch()
+                                         : 1;
+  const int64_t epochs = (tc.max_steps() + batches - 1) / std::max<int64_t>(batches, 1);
+  if (epochs >= tc.epochs()) return absl::OkStatus();
+  if (tc.warmup_epochs() >= epochs) {
+    return absl::InvalidArgumentError(absl::StrCat("max_steps: ", tc.max_steps(), " steps of ", batches,
+                                                   " batches per epoch make ", epochs,
+                                                   " epochs, not more than warmup_epochs (", tc.warmup_epochs(), ")"));
   }
+  if (!config_.output().quiet() && exec_.rank() == 0) {
+    std::fprintf(stderr, "training %lld epochs (--max_steps %d at %lld batches per epoch; --epochs %d)\n",
+                 static_cast<long long>(epochs), tc.max_steps(), static_cast<long long>(batches), tc.epochs());
+  }
+  tc.set_epochs(static_cast<int>(epochs));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::InitOneGraph() {
   if (config_.train().batch_sharding() != "graphs") {
     return absl::InvalidArgumentError(absl::StrCat("batch_sharding: ", config_.train().batch_sharding(),
                                                    " shares batches of a set of graphs; ", config_.dataset().path(),

@@ -144,6 +144,11 @@ class Trainer {
   // A graph-set dataset: batches of whole graphs instead of layer HDGs over one graph.
   std::unique_ptr<GraphBatchTraining> graph_batches_;
   absl::Status InitGraphBatches();
+  // Training on one graph: whole-graph or mini-batch (Init's other branch).
+  absl::Status InitOneGraph();
+  // train.max_steps: fewer epochs where the steps run out first (set-up, once the batches per
+  // epoch are known); every later reader of train.epochs sees the epochs that run.
+  absl::Status LimitEpochsBySteps();
   EpochCallback epoch_callback_;
 };
 

@@ -41,13 +41,15 @@ struct InteractionOptions {
   std::vector<ag::EdgeReduce> aggregation;
 };
 
-// The Csr entries of `ds` that are edges as stored (not reversed, not added loops), in order.
-std::vector<int32_t> StoredEntries(const graph::Dataset& ds) {
+// The positions in `entries` (Csr entries of `ds`; undefined: every entry) of edges as stored
+// (not reversed, not added loops), in order.
+std::vector<int32_t> StoredPositions(const graph::Dataset& ds, const Tensor& entries) {
   const graph::GraphSet& gs = *ds.graphs;
+  const int64_t n = entries.defined() ? entries.numel() : gs.entry_edges.numel();
   std::vector<int32_t> out;
-  for (int64_t k = 0; k < gs.entry_edges.numel(); ++k) {
-    const int64_t e = gs.entry_edges.i64()[k];
-    if (e >= 0 && e < gs.num_edges()) out.push_back(static_cast<int32_t>(k));
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t e = gs.entry_edges.i64()[entries.defined() ? entries.i32()[j] : j];
+    if (e >= 0 && e < gs.num_edges()) out.push_back(static_cast<int32_t>(j));
   }
   return out;
 }
@@ -171,19 +173,24 @@ class InteractionNetwork : public nau::Model {
     }
     return node_encoder_->Forward(x);
   }
-  ag::Var InitialEdgeState(nau::LayerContext&, const nau::ModelSpec& spec, const Tensor& entry_features) override {
+  ag::Var InitialEdgeState(nau::LayerContext& ctx, const nau::ModelSpec& spec, const Tensor& entry_features) override {
     Tensor features = entry_features;
-    if (once_) {  // the stored entries' rows, and where each Csr entry finds its edge's row
-      const std::vector<int32_t> stored = StoredEntries(*spec.dataset);
+    if (once_) {  // the stored entries' rows, and where each listed entry finds its edge's row
+      const std::vector<int32_t> stored = StoredPositions(*spec.dataset, ctx.entries);
       features = ops::GatherRows(entry_features, Tensor::FromVector(stored).To(entry_features.device()));
       const graph::GraphSet& gs = *spec.dataset->graphs;
+      auto edge_of = [&](int64_t j) {
+        return gs.entry_edges.i64()[ctx.entries.defined() ? ctx.entries.i32()[j] : j];
+      };
       const int64_t m = gs.num_edges(), none = static_cast<int64_t>(stored.size());
       std::vector<int32_t> row_of_edge(m, static_cast<int32_t>(none));
-      for (size_t j = 0; j < stored.size(); ++j) row_of_edge[gs.entry_edges.i64()[stored[j]]] = static_cast<int32_t>(j);
-      std::vector<int32_t> rows(gs.entry_edges.numel());
-      for (size_t k = 0; k < rows.size(); ++k) {
-        const int64_t e = gs.entry_edges.i64()[k];
-        rows[k] = e < 0 ? static_cast<int32_t>(none) : row_of_edge[e % m];
+      for (size_t j = 0; j < stored.size(); ++j) row_of_edge[edge_of(stored[j])] = static_cast<int32_t>(j);
+      std::vector<int32_t> rows(ctx.entries.defined() ? ctx.entries.numel() : gs.entry_edges.numel());
+      for (size_t j = 0; j < rows.size(); ++j) {
+        const int64_t e = edge_of(static_cast<int64_t>(j));
+        rows[j] = e < 0 ? static_cast<int32_t>(none) : row_of_edge[e % m];
+        FG_CHECK(e < 0 || rows[j] < none) << "interaction: entry " << j << " lists edge " << e % m
+                                          << " without its stored entry";
       }
       entry_rows_ = Tensor::FromVector(rows).To(entry_features.device());
     }

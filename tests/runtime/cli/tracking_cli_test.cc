@@ -84,6 +84,16 @@ TEST(TrackingCli, WorkerProcessesTrainDataParallelAndVertexShardedToTheSinglePro
     for (size_t e = 0; e < single.size(); ++e) EXPECT_NEAR(launch[e], single[e], 1e-5 * single[e]) << e;
     EXPECT_NEAR(Field(Read(run + ".json"), "test_auc"), Field(Read(d + "/single.json"), "test_auc"), 1e-5);
   }
+  // One state per edge (edges=once) over 2 vertex-sharded worker processes: states travel to
+  // their sources' owners.
+  const std::string once = data + " --model_opt edges=once";
+  ASSERT_EQ(Shell(kFlexgraph + kTrain + once + " --summary_json " + d + "/once.json", &out), 0) << out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 2 --partition hash --log_dir " + d + "/launch-once --" +
+                      kTrain + once + " --batch_sharding vertices --summary_json " + d + "/launch-once.json",
+                  &out), 0) << out;
+  const std::vector<double> want = Losses(Read(d + "/once.json")), got = Losses(Read(d + "/launch-once.json"));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-5 * want[e]) << e;
 }
 
 TEST(TrackingCli, AutomaticRecomputationKeepsActivationsWhereTheyFit) {

@@ -84,13 +84,15 @@ TEST(GraphBatches, DataParallelWorkersGiveTheSingleProcessLosses) {
   }
 }
 
-// Vertex sharding: every worker takes the whole batch, METIS splits its vertices, each worker
-// computes its own vertices' rows and in-edges' states and fetches its neighbours' rows per layer;
-// losses equal the single process's at P = 2 and 3, with bytes of fetched rows really sent.
-TEST(GraphBatches, VertexShardedWorkersGiveTheSingleProcessLosses) {
+// Vertex sharding: every worker takes the whole batch, METIS (or hash) splits its vertices, each
+// worker computes its own vertices' rows and their edges' states and fetches its neighbours' rows
+// per layer; losses and evaluation equal the single process's at P = 2 and 3, with bytes of
+// fetched rows really sent. `edges` is the interaction model's option.
+void ExpectShardedEqualsSingle(const std::string& edges) {
   flexgraph::RunConfig c = Config(2, 3);
   c.mutable_model()->set_layers(3);
   c.mutable_model()->mutable_options()->insert({"aggregation", "sum,max"});
+  c.mutable_model()->mutable_options()->insert({"edges", edges});
   const TrainResult single = Single(c);
   c.mutable_train()->set_batch_sharding("vertices");
   const int64_t vertices = graph::LoadDataset(kEvents, {})->graph.NumNodes("node");
@@ -124,6 +126,13 @@ TEST(GraphBatches, VertexShardedWorkersGiveTheSingleProcessLosses) {
   }
 }
 
+TEST(GraphBatches, VertexShardedWorkersGiveTheSingleProcessLosses) { ExpectShardedEqualsSingle("both"); }
+
+// One state per edge as stored, aggregated into both of its hits: the states of edges whose
+// source another worker owns travel to it (runtime/distributed/edge_return.h), and the worker
+// owning an edge's destination scores both of its entries.
+TEST(GraphBatches, VertexShardedEdgesOnceGiveTheSingleProcessLosses) { ExpectShardedEqualsSingle("once"); }
+
 // Tracking events train on their mirror images by default (--augment auto); other sets of graphs
 // cannot be mirrored, and asking for it is an error naming the dataset.
 TEST(GraphBatches, TrackingEventsTrainOnTheirMirrorImagesByDefault) {
@@ -151,15 +160,34 @@ TEST(GraphBatches, TrackingEventsTrainOnTheirMirrorImagesByDefault) {
   EXPECT_NE(refused.message().find("augment: reflect mirrors tracking events; dataset "), std::string::npos) << refused;
 }
 
+TEST(GraphBatches, MaxStepsEndsTrainingAfterTheEpochThatReachesThem) {
+  // 16 training events in batches of 5: 4 steps per epoch; 9 steps end in the third epoch.
+  flexgraph::RunConfig c = Config(5, 20);
+  c.mutable_train()->set_lr_schedule("cosine");
+  c.mutable_train()->set_max_steps(9);
+  const TrainResult limited = Single(c);
+  EXPECT_EQ(limited.losses.size(), 3u);
+  EXPECT_EQ(limited.batch_losses.size(), 12u);
+  // The same run as --epochs 3: the cosine ends at the epochs that run, not at --epochs.
+  c.mutable_train()->set_max_steps(0);
+  c.mutable_train()->set_epochs(3);
+  const TrainResult three = Single(c);
+  ExpectNear(limited.losses, three.losses, "max_steps 9 against epochs 3");
+  // A limit past the epochs changes nothing; too few steps for the warm-up is named.
+  c.mutable_train()->set_max_steps(1000);
+  ExpectNear(Single(c).losses, three.losses, "max_steps 1000 against epochs 3");
+  c.mutable_train()->set_epochs(20);
+  c.mutable_train()->set_max_steps(8);
+  c.mutable_train()->set_warmup_epochs(2);
+  const absl::Status refused = Trainer::Create(c).status();
+  EXPECT_NE(refused.message().find("max_steps: 8 steps of 4 batches per epoch make 2 epochs"), std::string::npos)
+      << refused;
+  c.mutable_train()->set_max_steps(-1);
+  EXPECT_NE(Trainer::Create(c).status().message().find("max_steps: must not be negative"), std::string::npos);
+}
+
 TEST(GraphBatches, VertexShardingRefusesWhatItCannotShard) {
   flexgraph::RunConfig c = Config(2, 1);
-  c.mutable_train()->set_batch_sharding("vertices");
-  c.mutable_model()->mutable_options()->insert({"edges", "once"});
-  const int64_t vertices = graph::LoadDataset(kEvents, {})->graph.NumNodes("node");
-  const auto once = testing::RunWorkerStatuses(c, 2, vertices);
-  for (const absl::Status& s : once) {
-    EXPECT_NE(s.message().find("edges=both"), std::string::npos) << s;
-  }
   c.mutable_train()->set_batch_sharding("nodes");
   EXPECT_NE(Trainer::Create(c).status().message().find("batch_sharding"), std::string::npos);
 }
