@@ -86,10 +86,9 @@ absl::Status DistributedExecutor::PlanLayer(int i, const nau::Layer& layer,
   const bool both_ends = layer.UpdatesEdges() && layer.EdgeAggregationSide() != ag::EdgeSide::kDestination;
   if (both_ends && (layer.EdgeAggregationSide() != ag::EdgeSide::kBoth || root_ids.numel() != input_ids.numel())) {
     return absl::UnimplementedError(absl::StrCat(
-        "layer ", i, " aggregates edge states into their sources", 
-        layer.EdgeAggregationSide() == ag::EdgeSide::kBoth ? " too, over roots that are not its input rows"
-                                                           : " only",
-        ": across workers, edges reach both ends of a layer whose roots are its input rows"));
+        "layer ", i, " aggregates edge states into their sources",
+        layer.EdgeAggregationSide() == ag::EdgeSide::kBoth ? " too, but its roots are not its input rows" : " only",
+        ": across workers, edges reach their destinations, or both ends where a layer's roots are its input rows"));
   }
   // An edge's state is computed where its destination lives, from its source's row: row fetch.
   FG_ASSIGN_OR_RETURN(p.exchange, BuildLayerExchange(*setup_.comm, *p.hdg, layer.LevelAggregator(1),

@@ -12,7 +12,9 @@
 // for one worker; edge tasks), every worker takes the whole batch instead: METIS splits its
 // vertices over the workers, each computes its own vertices' rows and their in-edges' states and
 // scores, fetching the rows of neighbours other workers own per layer (DistributedExecutor, row
-// fetch), and its loss share covers its own vertices' in-edges; the sums are again the single
+// fetch), and its loss share covers its own vertices' in-edges (one state per edge aggregated into
+// both ends: the states travel to their sources' owners, runtime/distributed/edge_return.h, and the
+// loss share covers both entries of the edges stored into its vertices); the sums are again the single
 // process's, and so is the evaluation: each worker computes its own entries' outputs, which every
 // worker then sums into the batch's. Without vertex sharding, evaluation runs each split's graphs
 // on every worker (identical metrics, no exchange). Thread-compatible.
@@ -88,7 +90,8 @@ class GraphBatchTraining {
   // it. Errors: fewer vertices than workers; a damaged message. Collective.
   absl::StatusOr<std::vector<int32_t>> PartitionBatch(const GraphBatch& batch, int step) const;
   // Vertex sharding: what a pass over a batch keeps until its backward has run: its exchange, and
-  // this worker's vertices of the batch and their in-entries (Csr entry ids), in order.
+  // this worker's vertices of the batch and its entries (Csr entry ids, in order): its vertices'
+  // in-entries, or where edges reach both ends, both entries of the edges stored into its vertices.
   struct ShardedPass {
     std::unique_ptr<DistributedExecutor> exec;
     std::vector<int32_t> vertices, entries;
