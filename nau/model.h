@@ -75,9 +75,9 @@ class Model : public nn::Module {
     return ag::Var();
   }
   // The task's output rows from the last layer's output `h` (and ctx.edge_state): one row per
-  // entry of spec.dataset's in-edge Csr for edge classification (of ctx.entries where that is set;
-  // ctx.edge_matrix's entries when the layers select every in-neighbour), per graph of spec.dataset->graphs for graph
-  // classification (a readout). Default: h.
+  // entry of spec.dataset's in-edge Csr for edge classification (of ctx.entries where that is
+  // set; ctx.edge_matrix's entries when the layers select every in-neighbour), per graph of
+  // spec.dataset->graphs for graph classification (a readout). Default: h.
   // Edge-state models: `h` holds the rows of ctx.edge_matrix's columns, the roots (its rows) first;
   // they are all the vertices alone, and a vertex-sharded worker's own vertices then the ghosts
   // (runtime/train/graph_batches.h).

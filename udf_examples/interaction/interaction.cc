@@ -188,9 +188,7 @@ class InteractionNetwork : public nau::Model {
       std::vector<int32_t> rows(ctx.entries.defined() ? ctx.entries.numel() : gs.entry_edges.numel());
       for (size_t j = 0; j < rows.size(); ++j) {
         const int64_t e = edge_of(static_cast<int64_t>(j));
-        rows[j] = e < 0 ? static_cast<int32_t>(none) : row_of_edge[e % m];
-        FG_CHECK(e < 0 || rows[j] < none) << "interaction: entry " << j << " lists edge " << e % m
-                                          << " without its stored entry";
+        rows[j] = e < 0 ? static_cast<int32_t>(none) : row_of_edge[e % m];  // none: a zero row
       }
       entry_rows_ = Tensor::FromVector(rows).To(entry_features.device());
     }
