@@ -48,7 +48,7 @@ absl::StatusOr<EdgeReturn> BuildEdgeReturn(Communicator& comm, const hdg::Hdg& l
   LayerExchange& ex = r.rows;
   ex.layer = layer;
   ex.step = kStepEdgeReturn;
-  ex.num_owned = ex.num_roots = c.nnz();
+  ex.num_owned = c.nnz();  // the rows sent are states
   std::vector<int64_t> received;      // the owned vertex (its row) each received state goes to
   std::vector<int64_t> received_ids;  // and its global id
   std::vector<int32_t> send_index;

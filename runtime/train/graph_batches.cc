@@ -234,7 +234,7 @@ absl::StatusOr<ag::Var> GraphBatchTraining::ShardedForward(const GraphBatch& bat
   // edge as stored), the entries of the edges stored into my vertices, both directions (the
   // reverse one lies in its source's row), and my vertices' added loops.
   const Csr& a = batch.data->Adjacency();
-  const bool both_ends = model.layer(0).EdgeAggregationSide() == ag::EdgeSide::kBoth;
+  const bool both_ends = model.num_layers() > 0 && model.layer(0).EdgeAggregationSide() == ag::EdgeSide::kBoth;
   std::vector<int32_t>& entries = pass->entries;
   entries.clear();
   const graph::GraphSet& gs = *batch.data->graphs;

@@ -82,7 +82,8 @@ absl::Status Trainer::LimitEpochsBySteps() {
   const int64_t batches = graph_batches_ ? graph_batches_->batches_per_epoch()
                           : minibatch_   ? minibatch_->batches_per_epoch()
                                          : 1;
-  const int64_t epochs = (tc.max_steps() + batches - 1) / std::max<int64_t>(batches, 1);
+  if (batches <= 0) return absl::OkStatus();  // nothing to train: the epochs stay
+  const int64_t epochs = (tc.max_steps() + batches - 1) / batches;
   if (epochs >= tc.epochs()) return absl::OkStatus();
   if (tc.warmup_epochs() >= epochs) {
     return absl::InvalidArgumentError(absl::StrCat("max_steps: ", tc.max_steps(), " steps of ", batches,
