@@ -6,9 +6,12 @@
 # inside the gRPC communicator) at the same rate, and (c) on loopback unshaped, and reports the
 # median epoch time, the bytes the workers counted as sent (per epoch and over the run) and, on the
 # namespace links, the bytes tc saw leave the hosts over the run, and beside each the performance
-# model's epoch time (`flexgraph plan --explain` for the run's partition and link; its compute term
-# a roofline of DESIGN.md's 2-core ceilings, the machine shared by the P workers:
-# --workers_per_device P). Needs root.
+# model's epoch time (`flexgraph plan --explain` for the run's partition). The model's inputs are
+# measured here first, never fitted to the runs: its compute rates by bench/machine_ceilings on all
+# cores, shared by the P workers (--workers_per_device P); its link per P by collectives_bench's
+# all-to-all-v between P processes on loopback at 1 and 8 MiB (bandwidth from the slope, latency per
+# message from the intercept: what gRPC's own CPU costs on this machine), the bandwidth capped at
+# the shaped rate. Needs root.
 #
 #   bench/distributed/netns.sh [--scale 14] [--parts "2 4 8"] [--epochs 5] [--rates "1gbit 10gbit"]
 #                              [--build build/release]
@@ -37,18 +40,41 @@ export FG_NETNS_DIR=$work/cluster
 cleanup() { scripts/netns_cluster.sh down >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 "$fg" generate "rmat:scale=$scale,edge_factor=16,features=128,classes=8" --out "$work/rmat" --threads 1 >/dev/null
+ceilings=$work/ceilings.json
+"$build/bench/machine_ceilings" --threads "$(nproc)" >"$ceilings"
+declare -A link_gbps link_us
+calibrate_link() {  # P: loopback all-to-all-v between P processes -> link_gbps[P], link_us[P]
+  local p=$1 r
+  rm -rf "$work/rdv$p" && mkdir -p "$work/rdv$p"
+  for ((r = 1; r < p; ++r)); do
+    "$build/bench/collectives_bench" --backend grpc --world "$p" --rank "$r" --rendezvous "$work/rdv$p" \
+      --sizes_mib 1,8 --iters 10 >/dev/null 2>&1 &
+  done
+  "$build/bench/collectives_bench" --backend grpc --world "$p" --rank 0 --rendezvous "$work/rdv$p" --sizes_mib 1,8 \
+    --iters 10 --summary_json "$work/link$p.json" >/dev/null 2>&1
+  wait
+  read -r link_gbps[$p] link_us[$p] < <(python3 - "$work/link$p.json" "$p" <<'PY'
+import json, sys
+rows, p = json.load(open(sys.argv[1]))["sizes"], int(sys.argv[2])
+(b1, t1), (b2, t2) = [(r["bytes"] * (p - 1) / p, r["alltoallv_seconds"]) for r in rows]  # bytes each worker sends
+slope = (t2 - t1) / (b2 - b1)
+print(8 / slope / 1e9, max(0.0, (t1 - slope * b1) / (p - 1)) * 1e6)  # Gbit/s; us per message
+PY
+)
+}
 train=(-- train --dataset "$work/rmat" --model gcn --hidden 256 --epochs "$epochs" --threads 1 --quiet)
 csv=$out/netns_scale${scale}_p${parts// /-}.csv
-echo "workers,link,rate,epoch_seconds_median,bytes_sent_per_epoch,bytes_total,wire_bytes_sent_by_hosts,model_epoch_seconds,model_compute_seconds,model_link_seconds,measured_over_model" >"$csv"
+echo "workers,link,rate,epoch_seconds_median,bytes_sent_per_epoch,bytes_total,wire_bytes_sent_by_hosts,model_bandwidth_gbps,model_latency_us,model_epoch_seconds,model_compute_seconds,model_link_seconds,measured_over_model" >"$csv"
 report() {  # json workers link rate [wire bytes]
-  local model=",,,"
-  if [ "$4" != none ]; then  # the model at this link's rate (tbf limits a host's whole link)
-    local gbps
-    gbps=$(awk "BEGIN { print $(rate_bps "$4") * 8 / 1e9 }")
-    model=$("$fg" plan --dataset "$work/rmat" --model gcn --hidden 256 --workers "$2" --partitions metis --seed 0 \
-      --workers_per_device "$2" --bandwidth_gbps "$gbps" --explain "$1" 2>/dev/null |
-      sed -n 's/.*predicted \([0-9.e+-]*\) (compute \([0-9.e+-]*\), link \([0-9.e+-]*\)), measured [0-9.e+-]* (\([0-9.]*\)x).*/\1,\2,\3,\4/p')
-  fi
+  # The model at the loopback link measured for P, capped at the shaped rate (tbf limits a host's
+  # whole link).
+  local gbps=${link_gbps[$2]} model
+  [ "$4" != none ] && gbps=$(awk "BEGIN { r = $(rate_bps "$4") * 8 / 1e9; print (r < $gbps ? r : $gbps) }")
+  model=$("$fg" plan --dataset "$work/rmat" --model gcn --hidden 256 --workers "$2" --partitions metis --seed 0 \
+    --ceilings_json "$ceilings" --workers_per_device "$2" --bandwidth_gbps "$gbps" --latency_us "${link_us[$2]}" \
+    --explain "$1" 2>/dev/null |
+    sed -n 's/.*predicted \([0-9.e+-]*\) (compute \([0-9.e+-]*\), link \([0-9.e+-]*\)), measured [0-9.e+-]* (\([0-9.]*\)x).*/\1,\2,\3,\4/p')
+  model="$gbps,${link_us[$2]},$model"
   python3 - "$@" "$model" >>"$csv" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -77,6 +103,7 @@ rate_bps() {
   esac
 }
 for p in $parts; do
+  calibrate_link "$p"
   launch "loopback-$p" --workers "$p" --log_dir "$work/logs-loopback-$p" "${train[@]}" &&
     report "$work/loopback-$p.json" "$p" loopback none
   for rate in $rates; do

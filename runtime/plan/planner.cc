@@ -125,11 +125,23 @@ Prediction Predict(const PlanInput& in, const StrategySpec& spec, const Cut* cut
     const double bytes = 4.0 * sh.gemm_rows * static_cast<double>(d.in + d.out) + 4.0 * d.parameters;
     pr.compute_s += times * Roofline(in.device, bytes, d.update_flops_per_row * sh.gemm_rows);
   };
+  // Elementwise ops (dropout, bias, activation, and their backward), memory-bound: `accesses`
+  // passes over each of the layer's rows' activation widths.
+  auto elementwise = [&](int l, double accesses) {
+    pr.compute_s += accesses * 4.0 * sh.gemm_rows * static_cast<double>(layers[l].activation_width) /
+                    in.device.memory_bytes_per_s;
+  };
   for (const Spmm& s : TrainingSpmms(in.model)) spmm(s);
-  for (int l = 0; l < in.model.layers; ++l) gemm(l, l == 0 ? 2.0 : 3.0);  // forward, dW, dX
+  for (int l = 0; l < in.model.layers; ++l) {
+    gemm(l, l == 0 ? 2.0 : 3.0);  // forward, dW, dX
+    elementwise(l, kElementwiseAccessesTraining);
+  }
   for (int e = 0; e < in.evaluations_per_epoch; ++e) {
     for (const Spmm& s : EvaluationSpmms(in.model)) spmm(s);
-    for (int l = 0; l < in.model.layers; ++l) gemm(l, 1.0);
+    for (int l = 0; l < in.model.layers; ++l) {
+      gemm(l, 1.0);
+      elementwise(l, kElementwiseAccessesForward);
+    }
   }
   const double params = static_cast<double>(Parameters(in.model));
   if (in.workers > 1) {

@@ -7,6 +7,8 @@
 //     (2 E w flops; its entries (8 bytes), one gathered w-wide row per entry and its output rows
 //     moved) and each layer's dense products (forward; backward twice: dX and dW, once at layer 0)
 //     on the worker's share, the busiest worker for a measured 1D partition;
+//     and the elementwise ops around them (dropout, bias, activation), memory-bound: per layer
+//     kElementwiseAccesses* passes over its rows' activations (LayerDims::activation_width);
 //   communication: per SpMM, the busiest worker's bytes received / link bandwidth + message steps
 //     x latency, plus the gradient all-reduce (2 (P-1) steps).
 // Memory per worker: its sparse blocks (8 bytes an entry, 8 a row), input features, the activations
@@ -23,6 +25,11 @@
 #include "runtime/plan/workload.h"
 
 namespace fg::plan {
+
+// Passes over a layer's activations by its elementwise ops: forward, a read and a write; a training
+// step adds the backward's gradient read and written, and the kept activation and dropout mask read.
+inline constexpr double kElementwiseAccessesForward = 2.0;
+inline constexpr double kElementwiseAccessesTraining = 6.0;
 
 struct Device {
   std::string name;

@@ -152,12 +152,14 @@ std::vector<LayerDims> Layers(const ModelShape& m) {
       d.message = m.features;
       d.aggregates_self = true;
       d.update_flops_per_row = last ? 2.0 * d.in * d.out : 0.0;
+      d.activation_width = last ? d.in + d.out : 0;
       d.parameters = last ? d.in * d.out + d.out : 0;
       out.push_back(d);
       continue;
     }
     d.in = l == 0 ? m.features : m.hidden;
     d.out = last ? m.classes : m.hidden;
+    d.activation_width = d.in + d.out + (m.kind == ModelKind::kGin ? m.hidden : 0);  // GIN: its MLP's middle
     switch (m.kind) {
       case ModelKind::kGcn:
         d.message = std::min(d.in, d.out);

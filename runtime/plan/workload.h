@@ -59,6 +59,7 @@ struct LayerDims {
   bool message_trained = false;  // the message depends on parameters: its gradient is exchanged back
   bool aggregates_self = false;  // the aggregation matrix holds a self loop per vertex (GCN, SGC)
   double update_flops_per_row = 0;  // forward dense flops per vertex (GEMMs)
+  int64_t activation_width = 0;     // floats per vertex the elementwise ops touch (dense inputs and outputs)
   int64_t parameters = 0;
 };
 // Per layer, as udf_examples/<model> builds it: GCN and SAGE project first when that narrows the

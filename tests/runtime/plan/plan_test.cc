@@ -170,6 +170,24 @@ TEST(Cut, ExpectedRandomCutMatchesAHashPartition) {
   EXPECT_NEAR(c / e, 1.0, 0.03) << c << " counted, " << e << " expected";
 }
 
+// One worker's compute with an unbounded GEMM peak and 1 byte/s of memory is the bytes its kernels
+// move. GCN 8 -> 4 -> 2 on a path of 10 vertices (18 entries, 28 with the self loops); both
+// messages are projected first, so trained: SpMMs at widths 4 and 2, forward and backward.
+TEST(Plan, ComputeCountsSpmmsGemmsAndElementwisePasses) {
+  std::vector<std::pair<int, int>> path;
+  for (int v = 0; v + 1 < 10; ++v) path.push_back({v, v + 1});
+  PlanInput in;
+  in.graph = CountsOf(Undirected(10, path));
+  in.model = {ModelKind::kGcn, 8, 4, 2, 2};
+  in.device = {"test", 1e30, 1.0, 1e30, "by hand"};
+  auto plan = MakePlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const double spmms = 2 * ((28 * (8 + 4 * 4) + 10 * 4 * 4) + (28 * (8 + 4 * 2) + 10 * 2 * 4));
+  const double gemms = 2 * (4 * 10 * (8 + 4) + 4 * 36) + 3 * (4 * 10 * (4 + 2) + 4 * 10);  // forward, dW (, dX)
+  const double elementwise = 6 * 4 * 10 * ((8 + 4) + (4 + 2));
+  EXPECT_DOUBLE_EQ(plan->predictions[0].compute_s, spmms + gemms + elementwise);
+}
+
 TEST(Plan, RefusesBadInputNamingTheFlag) {
   PlanInput in;
   in.graph.vertices = 10;
