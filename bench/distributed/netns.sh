@@ -51,7 +51,8 @@ calibrate_link() {  # P: loopback all-to-all-v between P processes -> link_gbps[
       --sizes_mib 1,8 --iters 10 >/dev/null 2>&1 &
   done
   "$build/bench/collectives_bench" --backend grpc --world "$p" --rank 0 --rendezvous "$work/rdv$p" --sizes_mib 1,8 \
-    --iters 10 --summary_json "$work/link$p.json" >/dev/null 2>&1
+    --iters 10 --summary_json "$work/link$p.json" >"$work/link$p.out" 2>&1 ||
+    { echo "netns.sh: collectives_bench at P = $p failed:" >&2; tail -5 "$work/link$p.out" >&2; exit 1; }
   wait
   read -r link_gbps[$p] link_us[$p] < <(python3 - "$work/link$p.json" "$p" <<'PY'
 import json, sys
