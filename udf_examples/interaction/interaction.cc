@@ -240,7 +240,7 @@ FG_REGISTER_MODEL(
     "message-passing layers (edge MLP on [h_src, h_dst, e], node MLP on [h, aggregated edges], "
     "residuals, LayerNorm, SiLU), an edge output head",
     R"pb(model { hidden: 128 layers: 8 dropout: 0 }
-         train { epochs: 100 max_steps: 2000 lr: 0.001 batch_size: 1 })pb",
+         train { epochs: 200 max_steps: 2000 lr: 0.001 batch_size: 1 })pb",
     {{"aggregation", nau::OptionType::kString, "sum",
       "edge messages into hits: comma-separated sum, mean, max, std (concatenated)"},
      {"mlp_layers", nau::OptionType::kInt, "2", "Linear-LayerNorm-SiLU blocks per MLP"},
