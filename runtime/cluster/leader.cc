@@ -81,6 +81,7 @@ flexgraph::MetricsRequest WorkerMetrics(int rank, const absl::StatusOr<TrainResu
   metrics.set_bytes_gradients(result->traffic.bytes_gradients);
   metrics.set_bytes_allreduce(result->traffic.bytes_allreduce);
   metrics.set_bytes_control(result->traffic.bytes_control);
+  metrics.set_bytes_setup(result->traffic.bytes_setup);
   metrics.set_overlap(result->traffic.overlap);
   metrics.set_epochs(result->epochs);
   metrics.set_vectors_chosen(result->traffic.vectors_chosen);
@@ -106,7 +107,7 @@ absl::Status WriteRunSummary(const flexgraph::RunConfig& train,
     const auto& m = metrics[r];
     const double epochs = std::max(1, m.epochs());
     bytes_total += m.bytes_features() + m.bytes_partials() + m.bytes_gradients() + m.bytes_allreduce() +
-                   m.bytes_control();
+                   m.bytes_control() + m.bytes_setup();
     auto& w = *workers->add_values()->mutable_struct_value()->mutable_fields();
     w["rank"] = NumberValue(static_cast<double>(r));
     // Whole bytes per epoch.
@@ -115,6 +116,7 @@ absl::Status WriteRunSummary(const flexgraph::RunConfig& train,
     w["bytes_gradients_per_epoch"] = NumberValue(std::floor(m.bytes_gradients() / epochs));
     w["bytes_allreduce_per_epoch"] = NumberValue(std::floor(m.bytes_allreduce() / epochs));
     w["bytes_control_per_epoch"] = NumberValue(std::floor(m.bytes_control() / epochs));
+    w["bytes_setup"] = NumberValue(static_cast<double>(m.bytes_setup()));  // once per run
     w["peak_rss_bytes"] = NumberValue(m.peak_rss_bytes());
     w["peak_tensor_bytes"] = NumberValue(m.peak_tensor_bytes());
     w["compute_seconds"] = NumberValue(m.compute_seconds());

@@ -20,6 +20,8 @@ const char* TrafficKindName(TrafficKind k) {
       return "allreduce";
     case TrafficKind::kControl:
       return "control";
+    case TrafficKind::kSetup:
+      return "setup";
   }
   return "?";
 }

@@ -27,8 +27,9 @@
 namespace fg::runtime {
 
 // What a message carries, for the traffic accounting in run summaries.
-enum class TrafficKind { kFeatures = 0, kPartials = 1, kGradients = 2, kAllReduce = 3, kControl = 4 };
-inline constexpr int kNumTrafficKinds = 5;
+// kSetup: a run's one-time distribution of data (a process grid's matrix blocks), not per epoch.
+enum class TrafficKind { kFeatures = 0, kPartials = 1, kGradients = 2, kAllReduce = 3, kControl = 4, kSetup = 5 };
+inline constexpr int kNumTrafficKinds = 6;
 const char* TrafficKindName(TrafficKind k);
 
 // Tags: every message between one ordered pair of workers is named by a 64-bit tag, and two

@@ -184,23 +184,24 @@ absl::Status DistributedExecutor::PlanGridLayer(int i, const nau::Layer& layer, 
         "); grids run one-level sum, mean and weighted-sum aggregations (GCN, SAGE, GIN, SGC): use "
         "--exchange auto"));
   }
-  const int64_t n = h.num_vertices();
-  bool every = h.num_roots() == n;
-  for (int64_t r = 0; every && r < n; ++r) every = h.roots().i32()[r] == r;
-  if (!every) {
-    return absl::UnimplementedError(absl::StrCat("--exchange ", scheme, ": layer ", i, " has ", h.num_roots(),
-                                                 " roots; grids aggregate at every vertex (", n, ")"));
-  }
   if (same_as >= 0 && layers_[same_as].grid_matrix >= 0) {
     p.grid_matrix = layers_[same_as].grid_matrix;
   } else {
-    // Level 1 as a matrix over the vertices: row = root, column = child (a vertex), the entry's weight.
+    // Level 1 as the roots' rows of a matrix over the vertices: column = child (a vertex id), the
+    // entry's weight.
     const Csr& c = h.level(1).csr();
     const std::vector<float> w = EntryWeights(h.level(1), level1);
     std::vector<int64_t> off(c.row_ptr(), c.row_ptr() + c.num_rows + 1);
     std::vector<int32_t> cols;
     c.VisitIndices([&](const auto* col) { cols.assign(col, col + c.nnz()); });
-    FG_RETURN_IF_ERROR(grid_->AddMatrix(i, Csr::FromVectors(n, n, off, cols, w)));
+    Tensor ids = Tensor::Empty({h.num_roots()}, DType::kInt64);
+    for (int64_t r = 0; r < h.num_roots(); ++r) ids.i64()[r] = h.roots().i32()[r];
+    const absl::Status added =
+        grid_->AddMatrix(i, ids, Csr::FromVectors(h.num_roots(), h.num_vertices(), off, cols, w));
+    if (!added.ok()) {
+      return absl::Status(added.code(), absl::StrCat("--exchange ", scheme, ": layer ", i, ": ", added.message(),
+                                                     " (grids aggregate at every vertex)"));
+    }
     p.grid_matrix = i;
   }
   // The output rows among the held ones (the last layer's are the owned share).
@@ -403,6 +404,7 @@ Traffic DistributedExecutor::ReportTraffic(const nau::ExecStats& stats) const {
   t.bytes_gradients = c.bytes_sent(TrafficKind::kGradients);
   t.bytes_allreduce = c.bytes_sent(TrafficKind::kAllReduce);
   t.bytes_control = c.bytes_sent(TrafficKind::kControl);
+  t.bytes_setup = c.bytes_sent(TrafficKind::kSetup);
   t.wait_seconds = c.wait_seconds();
   t.compute_seconds = stats.Total() - t.wait_seconds;
   for (const LayerPlan& p : layers_) {

@@ -35,6 +35,7 @@ struct Traffic {
   std::string exchange;
   int64_t bytes_features = 0, bytes_partials = 0, bytes_gradients = 0, bytes_allreduce = 0;
   int64_t bytes_control = 0;  // sampling's requests and rows, and other control messages
+  int64_t bytes_setup = 0;    // once per run: a grid's matrix blocks (TrafficKind::kSetup)
   // wait_seconds: blocked in receives over the whole run (set-up and evaluation included);
   // compute_seconds: the training steps' wall time not spent in those waits (the trainer's).
   double compute_seconds = 0, wait_seconds = 0, overlap = 0;
@@ -91,8 +92,8 @@ class DistributedExecutor {
   // this worker's input rows and roots, ids sorted. Collective in a distributed run (index lists
   // are exchanged with the peers), unless `same_as` names an earlier layer with the same HDG,
   // rows and bottom reduction, whose exchange it shares (every worker must pass the same).
-  // Over a grid, `hdg` selects every vertex (roots 0..n-1), `input` are the held rows and `roots`
-  // the held rows or, for the model's last layer, the owned ones (the layer's output rows).
+  // Over a grid, `hdg` selects at least this worker's owned vertices, `input` are the held rows and
+  // `roots` the held rows or, for the model's last layer, the owned ones (the layer's output rows).
   // Plan every layer of a pass before running it: the pass's backward refers to the plans.
   absl::Status PlanLayer(int i, const nau::Layer& layer, std::shared_ptr<const hdg::Hdg> hdg,
                          const Rows& input, const Rows& roots, int epoch, int same_as = -1);
@@ -148,8 +149,8 @@ class DistributedExecutor {
   // Sets p's table keys and, on a device, places them, the input's and the roots' keys there.
   void PlaceKeys(LayerPlan* p, Tensor table_keys);
   ag::Var RunExchanged(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
-  // Over a grid: the layer's level 1 as one weighted matrix over every vertex (the HDG selects
-  // every vertex), the aggregation as its grid product.
+  // Over a grid: the layer's level 1 as its roots' rows of one weighted matrix over every vertex
+  // (GridAggregation::AddMatrix gathers each block's rows), the aggregation as its grid product.
   absl::Status PlanGridLayer(int i, const nau::Layer& layer, int same_as);
   ag::Var RunGridLayer(int i, nau::Layer& layer, const ag::Var& h, nau::LayerContext& ctx);
   // Layer 0's message of a constant input (features that are not trained, no dropout in this

@@ -49,28 +49,54 @@ void VertexBlocks::SortWithinBlocks() {
   for (int64_t p = 0; p < n; ++p) position[order[p]] = p;
 }
 
-std::vector<Csr> RowBlocks(const Csr& a, const VertexBlocks& rows, int i, const std::vector<bool>& want) {
-  const int nb = rows.blocks;
+Csr BlockRows(const Csr& a, const VertexBlocks& blocks, int i) {
+  std::vector<int64_t> offsets = {0};
+  std::vector<int32_t> cols;
+  std::vector<float> vals;
+  const float* w = a.val();
+  a.VisitIndices([&](const auto* col) {
+    for (int64_t p = blocks.Lo(i); p < blocks.Lo(i + 1); ++p) {
+      const int64_t v = blocks.order[p];
+      for (int64_t e = a.row_ptr()[v]; e < a.row_ptr()[v + 1]; ++e) {
+        cols.push_back(static_cast<int32_t>(blocks.position[col[e]]));
+        vals.push_back(w != nullptr ? w[e] : 1.0f);
+      }
+      offsets.push_back(static_cast<int64_t>(cols.size()));
+    }
+  });
+  return Csr::FromVectors(blocks.Size(i), blocks.n, offsets, cols, vals);
+}
+
+std::vector<Csr> SplitColumnBlocks(const Csr& rows, const VertexBlocks& blocks, const std::vector<bool>& want) {
+  const int nb = blocks.blocks;
   std::vector<std::vector<int64_t>> offsets(nb, std::vector<int64_t>{0});
   std::vector<std::vector<int32_t>> cols(nb);
   std::vector<std::vector<float>> vals(nb);
-  const float* w = a.val();
-  a.VisitIndices([&](const auto* col) {
-    for (int64_t p = rows.Lo(i); p < rows.Lo(i + 1); ++p) {
-      const int64_t v = rows.order[p];
-      for (int64_t e = a.row_ptr()[v]; e < a.row_ptr()[v + 1]; ++e) {
-        const int64_t u = rows.position[col[e]];
-        const int k = rows.BlockOf(u);
-        if (!want[k]) continue;
-        cols[k].push_back(static_cast<int32_t>(u - rows.Lo(k)));
-        vals[k].push_back(w != nullptr ? w[e] : 1.0f);
-      }
-      for (int k = 0; k < nb; ++k) offsets[k].push_back(static_cast<int64_t>(cols[k].size()));
+  const int32_t* c = rows.nnz() > 0 ? rows.col() : nullptr;
+  for (int64_t r = 0; r < rows.num_rows; ++r) {
+    for (int64_t e = rows.row_ptr()[r]; e < rows.row_ptr()[r + 1]; ++e) {
+      const int k = blocks.BlockOf(c[e]);
+      if (!want[k]) continue;
+      cols[k].push_back(static_cast<int32_t>(c[e] - blocks.Lo(k)));
+      vals[k].push_back(rows.val() != nullptr ? rows.val()[e] : 1.0f);
     }
-  });
+    for (int k = 0; k < nb; ++k) offsets[k].push_back(static_cast<int64_t>(cols[k].size()));
+  }
   std::vector<Csr> out(nb);
   for (int k = 0; k < nb; ++k) {
-    if (want[k]) out[k] = Csr::FromVectors(rows.Size(i), rows.Size(k), offsets[k], cols[k], vals[k]);
+    if (want[k]) out[k] = Csr::FromVectors(rows.num_rows, blocks.Size(k), offsets[k], cols[k], vals[k]);
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> RowsReaching(const Csr& rows, const VertexBlocks& blocks, int64_t lo, int64_t hi) {
+  std::vector<std::vector<int32_t>> out(blocks.blocks);
+  const int32_t* c = rows.nnz() > 0 ? rows.col() : nullptr;
+  for (int64_t r = lo; r < hi; ++r) {
+    for (int64_t e = rows.row_ptr()[r]; e < rows.row_ptr()[r + 1]; ++e) {
+      std::vector<int32_t>& list = out[blocks.BlockOf(c[e])];
+      if (list.empty() || list.back() != r - lo) list.push_back(static_cast<int32_t>(r - lo));
+    }
   }
   return out;
 }

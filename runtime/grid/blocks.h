@@ -35,10 +35,19 @@ struct VertexBlocks {
 // The columns [Lo, Lo + Size) of a `width`-wide dense operand that block j of `parts` holds.
 inline int64_t ColumnLo(int64_t width, int parts, int j) { return width * j / parts; }
 
-// The blocks of row block i of `a` (n x n, rows = outputs) under `rows`: out[k] = A[R_i, R_k], rows
-// and columns as positions local to their blocks, values carried (1 where `a` has none), entries of
-// a row in a's order. Only the column blocks k with want[k] are built (the others are left empty).
-std::vector<Csr> RowBlocks(const Csr& a, const VertexBlocks& rows, int i, const std::vector<bool>& want);
+// Block i's rows of `a` (n x n, rows = outputs) as the grid products take them: blocks.Size(i)
+// rows, row r the vertex at position Lo(i) + r, columns as positions (n of them), values carried
+// (1 where `a` has none), entries of a row in a's order.
+Csr BlockRows(const Csr& a, const VertexBlocks& blocks, int i);
+
+// The entries of `rows` (columns as positions) in column block k, for each k with want[k], in
+// k's local columns (the others are left empty): out[k] = A[R_i, R_k] for rows = BlockRows(a, i).
+std::vector<Csr> SplitColumnBlocks(const Csr& rows, const VertexBlocks& blocks, const std::vector<bool>& want);
+
+// For each block k: the rows r in [lo, hi) of `rows` (columns as positions) with an entry in a
+// column of block k, ascending, as r - lo. With rows = block i's rows of A^T, out[k] lists the
+// columns of A[R_k, R_i] (from lo) that hold an entry: what the sparsity-aware products send.
+std::vector<std::vector<int32_t>> RowsReaching(const Csr& rows, const VertexBlocks& blocks, int64_t lo, int64_t hi);
 
 // The entries of `block` in columns [lo, hi), as a block of hi - lo columns (column c becomes c - lo).
 Csr ColumnRange(const Csr& block, int64_t lo, int64_t hi);

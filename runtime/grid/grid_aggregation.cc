@@ -1,13 +1,23 @@
 #include "runtime/grid/grid_aggregation.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "flexgraph/autograd/functions.h"
 #include "flexgraph/base/status.h"
 
 namespace fg::grid {
+namespace {
 
-GridAggregation::GridAggregation(GridSpec spec, runtime::ProcessGrid grid, VertexBlocks blocks)
-    : spec_(spec), grid_(std::move(grid)), blocks_(std::move(blocks)) {}
+// AddMatrix's all-to-alls: phase and round of the products' row messages (spmm_3d.cc), under a
+// call name of their own.
+constexpr int kPhaseSetup = 15, kRoundSetup = 3;
+
+}  // namespace
+
+GridAggregation::GridAggregation(runtime::Communicator& world, GridSpec spec, runtime::ProcessGrid grid,
+                                 VertexBlocks blocks)
+    : world_(world), spec_(spec), grid_(std::move(grid)), blocks_(std::move(blocks)) {}
 
 absl::StatusOr<std::unique_ptr<GridAggregation>> GridAggregation::Make(runtime::Communicator& world,
                                                                        const GridSpec& spec, int64_t n,
@@ -20,7 +30,7 @@ absl::StatusOr<std::unique_ptr<GridAggregation>> GridAggregation::Make(runtime::
   if (!grid.ok()) return grid.status();
   VertexBlocks blocks = VertexBlocks::Make(n, grid->rows(), seed);
   blocks.SortWithinBlocks();
-  std::unique_ptr<GridAggregation> g(new GridAggregation(s, *std::move(grid), std::move(blocks)));
+  std::unique_ptr<GridAggregation> g(new GridAggregation(world, s, *std::move(grid), std::move(blocks)));
   const int i = g->grid_.i(), pf = g->grid_.fibres(), l = g->grid_.l();
   // As Spmm3D::SliceLo (1.5D: one slice, the block).
   auto slice_lo = [&](int layer) { return g->blocks_.Lo(i) + g->blocks_.Size(i) * layer / pf; };
@@ -42,21 +52,113 @@ bool GridAggregation::Owns(int64_t v) const {
   return p >= own_lo_ && p < own_hi_;
 }
 
-absl::Status GridAggregation::AddMatrix(int key, const Csr& a) {
-  if (a.num_rows != blocks_.n || a.num_cols != blocks_.n) {
-    return absl::InvalidArgumentError(absl::StrCat("grid aggregation: a ", a.num_rows, " x ", a.num_cols,
-                                                   " matrix over ", blocks_.n, " vertices"));
+absl::Status GridAggregation::AddMatrix(int key, const Tensor& row_ids, const Csr& rows) {
+  // A worker with bad rows still takes part in the all-to-alls (sending nothing), then fails.
+  const int64_t n = blocks_.n;
+  absl::Status mine;
+  int64_t owned = 0;
+  if (rows.num_rows != row_ids.numel() || rows.num_cols != n) {
+    mine = absl::InvalidArgumentError(absl::StrCat("grid aggregation: ", rows.num_rows, " x ", rows.num_cols,
+                                                   " rows of a matrix for ", row_ids.numel(), " vertices of ", n));
+  } else {
+    for (int64_t k = 0; mine.ok() && k < row_ids.numel(); ++k) {
+      const int64_t v = row_ids.i64()[k];
+      if (v < 0 || v >= n) mine = absl::InvalidArgumentError(absl::StrCat("grid aggregation: row of vertex ", v, " of ", n));
+      owned += mine.ok() && Owns(v) ? 1 : 0;
+    }
   }
+  if (mine.ok() && owned != own_hi_ - own_lo_) {
+    mine = absl::InvalidArgumentError(absl::StrCat("grid aggregation: worker ", world_.rank(), " gave ", owned,
+                                                   " of its ", own_hi_ - own_lo_, " owned rows"));
+  }
+  // Entries as (row position, column position, weight), A's and A^T's, to each worker of the block.
+  const int P = world_.size();
+  std::vector<std::string> to_a(P), to_at(P);
+  auto put = [](std::string* out, int32_t r, int32_t c, float w) {
+    char bytes[12];
+    std::memcpy(bytes, &r, 4), std::memcpy(bytes + 4, &c, 4), std::memcpy(bytes + 8, &w, 4);
+    out->append(bytes, 12);
+  };
+  auto workers_of = [&](int b, const auto& visit) {
+    for (int j = 0; j < grid_.columns(); ++j) {
+      for (int l = 0; l < grid_.fibres(); ++l) visit(grid_.RankOf(b, j, l));
+    }
+  };
+  const int32_t* col = rows.nnz() > 0 ? rows.col() : nullptr;
+  for (int64_t k = 0; mine.ok() && k < rows.num_rows; ++k) {
+    const int64_t v = row_ids.i64()[k];
+    if (!Owns(v)) continue;
+    const int32_t pr = static_cast<int32_t>(blocks_.position[v]);
+    const int br = blocks_.BlockOf(pr);
+    for (int64_t e = rows.row_ptr()[k]; e < rows.row_ptr()[k + 1]; ++e) {
+      if (col[e] < 0 || col[e] >= n) {
+        mine = absl::InvalidArgumentError(absl::StrCat("grid aggregation: the row of vertex ", v, " names vertex ",
+                                                       col[e], " of ", n));
+        to_a.assign(P, ""), to_at.assign(P, "");
+        break;
+      }
+      const int32_t pc = static_cast<int32_t>(blocks_.position[col[e]]);
+      const float w = rows.val() != nullptr ? rows.val()[e] : 1.0f;
+      workers_of(br, [&](int q) { put(&to_a[q], pr, pc, w); });
+      workers_of(blocks_.BlockOf(pc), [&](int q) { put(&to_at[q], pc, pr, w); });
+    }
+  }
+  const CallName name = NameCall(product_calls_++, 2);
+  using runtime::TrafficKind;
+  FG_ASSIGN_OR_RETURN(std::vector<std::string> got_a,
+                      world_.AllToAllV(std::move(to_a), runtime::MakeTag(name.epoch, 0, kPhaseSetup,
+                                                                         TrafficKind::kSetup, name.first, kRoundSetup)));
+  FG_ASSIGN_OR_RETURN(std::vector<std::string> got_at,
+                      world_.AllToAllV(std::move(to_at), runtime::MakeTag(name.epoch, 0, kPhaseSetup,
+                                                                          TrafficKind::kSetup, name.first + 1, kRoundSetup)));
+  FG_RETURN_IF_ERROR(mine);
+  FG_ASSIGN_OR_RETURN(const Csr a_rows, Assemble(got_a));
+  FG_ASSIGN_OR_RETURN(const Csr at_rows, Assemble(got_at));
   Product p;
   if (spec_.scheme == GridScheme::kOnePointFiveD) {
-    FG_ASSIGN_OR_RETURN(p.one_five_d, Spmm15D::Make(grid_, a, blocks_, spec_.aware));
+    FG_ASSIGN_OR_RETURN(p.one_five_d, Spmm15D::Make(grid_, a_rows, at_rows, blocks_, spec_.aware));
     p.one_five_d->ShareCallCounter(&product_calls_);
   } else {
-    FG_ASSIGN_OR_RETURN(p.two_d, Spmm3D::Make(grid_, a, blocks_, spec_.aware));
+    FG_ASSIGN_OR_RETURN(p.two_d, Spmm3D::Make(grid_, a_rows, at_rows, blocks_, spec_.aware));
     p.two_d->ShareCallCounter(&product_calls_);
   }
   products_[key] = std::move(p);
   return absl::OkStatus();
+}
+
+absl::StatusOr<Csr> GridAggregation::Assemble(const std::vector<std::string>& got) const {
+  // Block i's rows (positions [Lo, Lo + Size)), entries in (sender, send) order.
+  const int i = grid_.i();
+  const int64_t lo = blocks_.Lo(i), size = blocks_.Size(i);
+  std::vector<int64_t> offsets(size + 1, 0);
+  for (size_t q = 0; q < got.size(); ++q) {
+    if (got[q].size() % 12 != 0) {
+      return absl::DataLossError(absl::StrCat("grid aggregation: worker ", q, " sent ", got[q].size(),
+                                              " bytes of matrix entries, not a multiple of 12"));
+    }
+    for (size_t at = 0; at < got[q].size(); at += 12) {
+      int32_t r, c;
+      std::memcpy(&r, got[q].data() + at, 4), std::memcpy(&c, got[q].data() + at + 4, 4);
+      if (r < lo || r >= lo + size || c < 0 || c >= blocks_.n) {
+        return absl::DataLossError(absl::StrCat("grid aggregation: worker ", q, " sent entry (", r, ", ", c,
+                                                ") outside block ", i, "'s rows [", lo, ", ", lo + size, ")"));
+      }
+      ++offsets[r - lo + 1];
+    }
+  }
+  for (int64_t r = 0; r < size; ++r) offsets[r + 1] += offsets[r];
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  std::vector<int32_t> cols(offsets.back());
+  std::vector<float> vals(offsets.back());
+  for (const std::string& bytes : got) {
+    for (size_t at = 0; at < bytes.size(); at += 12) {
+      int32_t r;
+      std::memcpy(&r, bytes.data() + at, 4);
+      const int64_t e = next[r - lo]++;
+      std::memcpy(&cols[e], bytes.data() + at + 4, 4), std::memcpy(&vals[e], bytes.data() + at + 8, 4);
+    }
+  }
+  return Csr::FromVectors(size, blocks_.n, offsets, cols, vals);
 }
 
 ag::Var GridAggregation::Aggregate(int key, const ag::Var& m) {

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,9 +41,12 @@ class GridAggregation {
   bool Holds(int64_t v) const;
   bool Owns(int64_t v) const;
 
-  // The product for `a` (n x n, rows are outputs, the same on every worker) under `key`, replacing
-  // any earlier one of that key (a selection drawn again). Collective.
-  absl::Status AddMatrix(int key, const Csr& a);
+  // The product for A (n x n, rows are outputs) under `key`, replacing any earlier one of that key
+  // (a selection drawn again), from this worker's rows of A: row k of `rows` is vertex row_ids[k]
+  // (int64, every owned vertex among them), columns are vertex ids. Collective: each owner sends
+  // its rows' entries to the workers of the row's block (A's rows) and of each column's block
+  // (A^T's rows), so that no worker needs more of A than its block's in- and out-edges.
+  absl::Status AddMatrix(int key, const Tensor& row_ids, const Csr& rows);
   bool HasMatrix(int key) const { return products_.count(key) > 0; }
   // Z = A M over the held rows ([held, w] in id order, whole rows, both), differentiable.
   ag::Var Aggregate(int key, const ag::Var& m);
@@ -54,8 +58,12 @@ class GridAggregation {
     std::unique_ptr<Spmm3D> two_d;  // 2D and 3D
     std::unique_ptr<Spmm15D> one_five_d;
   };
-  GridAggregation(GridSpec spec, runtime::ProcessGrid grid, VertexBlocks blocks);
+  GridAggregation(runtime::Communicator& world, GridSpec spec, runtime::ProcessGrid grid, VertexBlocks blocks);
 
+  // Block i's rows from the entries the workers sent (AddMatrix); errors name the sender.
+  absl::StatusOr<Csr> Assemble(const std::vector<std::string>& got) const;
+
+  runtime::Communicator& world_;
   GridSpec spec_;
   runtime::ProcessGrid grid_;
   VertexBlocks blocks_;

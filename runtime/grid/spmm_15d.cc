@@ -20,26 +20,38 @@ Spmm15D::Spmm15D(const runtime::ProcessGrid& grid, VertexBlocks blocks, bool awa
 
 absl::StatusOr<std::unique_ptr<Spmm15D>> Spmm15D::Make(const runtime::ProcessGrid& grid, const Csr& a,
                                                        const VertexBlocks& blocks, bool aware) {
-  if (grid.fibres() != 1 || grid.rows() % grid.columns() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("Spmm15D: replication c=", grid.columns(), " must divide the ",
-                                                   grid.rows(), " blocks (c^2 divides P)"));
-  }
-  if (blocks.blocks != grid.rows() || a.num_rows != blocks.n || a.num_cols != blocks.n) {
+  if (a.num_rows != blocks.n || a.num_cols != blocks.n || blocks.blocks != grid.rows()) {
     return absl::InvalidArgumentError(absl::StrCat("Spmm15D: ", blocks.blocks, " blocks of ", blocks.n,
                                                    " vertices for a grid of ", grid.rows(), " blocks and a ",
                                                    a.num_rows, " x ", a.num_cols, " matrix"));
   }
+  return Make(grid, BlockRows(a, blocks, grid.i()), BlockRows(a.Transpose(), blocks, grid.i()), blocks, aware);
+}
+
+absl::StatusOr<std::unique_ptr<Spmm15D>> Spmm15D::Make(const runtime::ProcessGrid& grid, const Csr& a_rows,
+                                                       const Csr& at_rows, const VertexBlocks& blocks, bool aware) {
+  if (grid.fibres() != 1 || grid.rows() % grid.columns() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Spmm15D: replication c=", grid.columns(), " must divide the ",
+                                                   grid.rows(), " blocks (c^2 divides P)"));
+  }
+  if (blocks.blocks != grid.rows() || a_rows.num_rows != blocks.Size(grid.i()) || a_rows.num_cols != blocks.n ||
+      at_rows.num_rows != a_rows.num_rows || at_rows.num_cols != blocks.n) {
+    return absl::InvalidArgumentError(absl::StrCat("Spmm15D: ", blocks.blocks, " blocks of ", blocks.n,
+                                                   " vertices for a grid of ", grid.rows(), " blocks; block ",
+                                                   grid.i(), "'s rows of A ", a_rows.num_rows, " x ", a_rows.num_cols,
+                                                   " and of A^T ", at_rows.num_rows, " x ", at_rows.num_cols));
+  }
   std::unique_ptr<Spmm15D> s(new Spmm15D(grid, blocks, aware));
-  s->a_ = s->Distribute(a);
-  s->at_ = s->Distribute(a.Transpose());
+  s->a_ = s->Distribute(a_rows, at_rows);
+  s->at_ = s->Distribute(at_rows, a_rows);
   return s;
 }
 
-Spmm15D::Operand Spmm15D::Distribute(const Csr& m) const {
+Spmm15D::Operand Spmm15D::Distribute(const Csr& m_rows, const Csr& mt_rows) const {
   Operand op;
   std::vector<bool> stages(teams_, false);
   for (int k = first_; k < last_; ++k) stages[k] = true;
-  std::vector<Csr> row = RowBlocks(m, blocks_, b_, stages);
+  std::vector<Csr> row = SplitColumnBlocks(m_rows, blocks_, stages);
   for (int k = first_; k < last_; ++k) {
     if (aware_ && k != b_) {
       TouchedColumns(row[k], &op.own[k]);
@@ -50,11 +62,8 @@ Spmm15D::Operand Spmm15D::Distribute(const Csr& m) const {
   if (aware_) {  // as the root of stage b (when b is in S_r): what each (b', r) needs of my block
     op.send.resize(teams_);
     if (b_ >= first_ && b_ < last_) {
-      std::vector<bool> mine(teams_, false);
-      mine[b_] = true;
-      for (int other = 0; other < teams_; ++other) {
-        if (other != b_) op.send[other] = TouchedColumns(RowBlocks(m, blocks_, other, mine)[b_], nullptr);
-      }
+      op.send = RowsReaching(mt_rows, blocks_, 0, blocks_.Size(b_));
+      op.send[b_].clear();
     }
   }
   return op;

@@ -12,7 +12,8 @@
 // partials (the replica group's all-reduce, a ring): every replica ends with Z[R_b]. Bytes per
 // worker, mean over workers: runtime/plan/volumes.h OnePointFiveDVolume, exactly. Stage bytes count
 // as kFeatures (forward) or kGradients (backward), the all-reduce as kAllReduce, on the grid's
-// layer and replica communicators. Calls are named as blocks.h NameCall says; setup reads all of A.
+// layer and replica communicators. Calls are named as blocks.h NameCall says; setup reads block b's rows
+// of A and of A^T.
 // Thread-compatible.
 #pragma once
 
@@ -30,7 +31,11 @@ namespace fg::grid {
 
 class Spmm15D {
  public:
-  // `a`: n x n, rows are outputs, the same on every worker; `blocks`: P/c blocks of n.
+  // `a_rows`, `at_rows`: this worker's block b of rows of A (n x n, rows are outputs) and of A^T,
+  // as BlockRows gives them; `blocks`: P/c blocks of n.
+  static absl::StatusOr<std::unique_ptr<Spmm15D>> Make(const runtime::ProcessGrid& grid, const Csr& a_rows,
+                                                        const Csr& at_rows, const VertexBlocks& blocks, bool aware);
+  // The same from the whole matrix `a` (on every worker).
   static absl::StatusOr<std::unique_ptr<Spmm15D>> Make(const runtime::ProcessGrid& grid, const Csr& a,
                                                         const VertexBlocks& blocks, bool aware);
   int64_t rows() const { return blocks_.Size(b_); }  // of this worker's H and Z blocks (whole width)
@@ -54,7 +59,7 @@ class Spmm15D {
     std::vector<std::vector<int32_t>> send;  // aware: b' -> rows of my H block that (b', r) needs
   };
   Spmm15D(const runtime::ProcessGrid& grid, VertexBlocks blocks, bool aware);
-  Operand Distribute(const Csr& m) const;
+  Operand Distribute(const Csr& m_rows, const Csr& mt_rows) const;  // block b's rows of M and M^T
   absl::StatusOr<Tensor> Run(const Operand& op, const Tensor& x, runtime::TrafficKind kind, bool sum_first = false);
 
   const runtime::ProcessGrid& grid_;

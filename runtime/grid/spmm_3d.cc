@@ -24,24 +24,36 @@ Spmm3D::Spmm3D(const runtime::ProcessGrid& grid, VertexBlocks blocks, bool aware
 
 absl::StatusOr<std::unique_ptr<Spmm3D>> Spmm3D::Make(const runtime::ProcessGrid& grid, const Csr& a,
                                                      const VertexBlocks& blocks, bool aware) {
-  if (blocks.blocks != grid.rows() || a.num_rows != blocks.n || a.num_cols != blocks.n) {
+  if (a.num_rows != blocks.n || a.num_cols != blocks.n || blocks.blocks != grid.rows()) {
     return absl::InvalidArgumentError(absl::StrCat("Spmm3D: ", blocks.blocks, " blocks of ", blocks.n,
                                                    " vertices for a grid of ", grid.rows(), " rows and a ",
                                                    a.num_rows, " x ", a.num_cols, " matrix"));
   }
+  return Make(grid, BlockRows(a, blocks, grid.i()), BlockRows(a.Transpose(), blocks, grid.i()), blocks, aware);
+}
+
+absl::StatusOr<std::unique_ptr<Spmm3D>> Spmm3D::Make(const runtime::ProcessGrid& grid, const Csr& a_rows,
+                                                     const Csr& at_rows, const VertexBlocks& blocks, bool aware) {
+  if (blocks.blocks != grid.rows() || a_rows.num_rows != blocks.Size(grid.i()) || a_rows.num_cols != blocks.n ||
+      at_rows.num_rows != a_rows.num_rows || at_rows.num_cols != blocks.n) {
+    return absl::InvalidArgumentError(absl::StrCat("Spmm3D: ", blocks.blocks, " blocks of ", blocks.n,
+                                                   " vertices for a grid of ", grid.rows(), " rows; block ",
+                                                   grid.i(), "'s rows of A ", a_rows.num_rows, " x ", a_rows.num_cols,
+                                                   " and of A^T ", at_rows.num_rows, " x ", at_rows.num_cols));
+  }
   std::unique_ptr<Spmm3D> s(new Spmm3D(grid, blocks, aware));
-  s->a_ = s->Distribute(a);
-  s->at_ = s->Distribute(a.Transpose());
+  s->a_ = s->Distribute(a_rows, at_rows);
+  s->at_ = s->Distribute(at_rows, a_rows);
   return s;
 }
 
-Spmm3D::Operand Spmm3D::Distribute(const Csr& m) const {
+Spmm3D::Operand Spmm3D::Distribute(const Csr& m_rows, const Csr& mt_rows) const {
   Operand op;
   // Block k's slice l, in block-local columns.
   auto slice = [&](const Csr& block, int k) {
     return ColumnRange(block, SliceLo(k, l_) - blocks_.Lo(k), SliceLo(k, l_ + 1) - blocks_.Lo(k));
   };
-  std::vector<Csr> row = RowBlocks(m, blocks_, i_, std::vector<bool>(pr_, true));
+  std::vector<Csr> row = SplitColumnBlocks(m_rows, blocks_, std::vector<bool>(pr_, true));
   op.cols.resize(pr_);
   for (int k = 0; k < pr_; ++k) {
     const Csr mine = slice(row[k], k);
@@ -55,12 +67,8 @@ Spmm3D::Operand Spmm3D::Distribute(const Csr& m) const {
     }
   }
   if (aware_) {  // the rows of my H slice each (i', j, l) needs: the columns of A[R_i', R_{i,l}]
-    op.send.resize(pr_);
-    std::vector<bool> mine(pr_, false);
-    mine[i_] = true;
-    for (int other = 0; other < pr_; ++other) {
-      if (other != i_) op.send[other] = TouchedColumns(slice(RowBlocks(m, blocks_, other, mine)[i_], i_), nullptr);
-    }
+    op.send = RowsReaching(mt_rows, blocks_, SliceLo(i_, l_) - blocks_.Lo(i_), SliceLo(i_, l_ + 1) - blocks_.Lo(i_));
+    op.send[i_].clear();
   }
   return op;
 }

@@ -21,8 +21,8 @@
 // (tests/runtime/grid). Forward bytes count as TrafficKind::kFeatures, backward as kGradients, on
 // the grid's row, column and fibre communicators.
 //
-// Every worker builds its blocks from the whole matrix (setup reads all of A; a worker keeps its own
-// blocks and, aware, the row lists it sends). Calls are collective over the grid, in the same order
+// A worker builds its blocks from block i's rows of A and of A^T (runtime/grid/grid_aggregation.h
+// gathers them from the rows' owners) and keeps its own blocks and, aware, the row lists it sends. Calls are collective over the grid, in the same order
 // on every worker; their messages are named by a call counter (blocks.h NameCall; phase 15, rounds
 // 1 and 3) on the grid's groups. Thread-compatible.
 #pragma once
@@ -42,7 +42,11 @@ namespace fg::grid {
 
 class Spmm3D {
  public:
-  // `a`: n x n, rows are outputs (Z = A H), the same on every worker; `blocks`: pr blocks of n.
+  // `a_rows`, `at_rows`: this worker's block i of rows of A (n x n, rows are outputs: Z = A H)
+  // and of A^T, as BlockRows gives them; `blocks`: pr blocks of n.
+  static absl::StatusOr<std::unique_ptr<Spmm3D>> Make(const runtime::ProcessGrid& grid, const Csr& a_rows,
+                                                       const Csr& at_rows, const VertexBlocks& blocks, bool aware);
+  // The same from the whole matrix `a` (on every worker).
   static absl::StatusOr<std::unique_ptr<Spmm3D>> Make(const runtime::ProcessGrid& grid, const Csr& a,
                                                        const VertexBlocks& blocks, bool aware);
   // Slice l of block i: positions [SliceLo(i, l), SliceLo(i, l + 1)).
@@ -65,7 +69,7 @@ class Spmm3D {
     std::vector<std::vector<int32_t>> send;  // aware: i' -> rows of my H slice that (i', j, l) needs
   };
   Spmm3D(const runtime::ProcessGrid& grid, VertexBlocks blocks, bool aware);
-  Operand Distribute(const Csr& m) const;
+  Operand Distribute(const Csr& m_rows, const Csr& mt_rows) const;  // block i's rows of M and M^T
   absl::StatusOr<Tensor> Run(const Operand& op, const Tensor& x, runtime::TrafficKind kind);
 
   const runtime::ProcessGrid& grid_;

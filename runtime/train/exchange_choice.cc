@@ -38,9 +38,11 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   double best = one_d_bytes;
   const int P = in.workers;
   std::vector<std::pair<double, double>> too_big;  // (bytes sent, memory) of grids that do not fit
-  const double setup = GridSetupBytes(*in.adjacency, self_loops);
   auto consider = [&](const plan::StrategySpec& s, const grid::GridSpec& g) {
     const plan::Prediction pr = plan::Predict(p, s, nullptr);
+    const double setup = g.scheme == grid::GridScheme::kOnePointFiveD
+                             ? GridSetupBytes(*in.adjacency, self_loops, P / g.c, 1)
+                             : GridSetupBytes(*in.adjacency, self_loops, g.pr, g.pf);
     if (pr.memory_bytes + setup > p.device.memory_bytes) {
       too_big.emplace_back(pr.bytes_sent, pr.memory_bytes + setup);
     } else if (pr.bytes_sent < best) {
@@ -81,9 +83,10 @@ ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in) {
   return out;
 }
 
-double GridSetupBytes(const Csr& adjacency, bool self_loops) {
+double GridSetupBytes(const Csr& adjacency, bool self_loops, int blocks, int slices) {
   const double n = static_cast<double>(adjacency.num_rows);
-  return 28.0 * (static_cast<double>(adjacency.nnz()) + (self_loops ? n : 0.0)) + 32.0 * (n + 1.0);
+  const double entries = static_cast<double>(adjacency.nnz()) + (self_loops ? n : 0.0);
+  return 24.0 * entries / (blocks * slices) + 64.0 * entries / blocks + 16.0 * n;
 }
 
 double MemoryPerWorker(const std::vector<double>& hosts, const std::vector<double>& available) {

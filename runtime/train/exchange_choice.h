@@ -41,11 +41,14 @@ struct ExchangeChoice {
 ExchangeChoice ChooseExchange(const ExchangeChoiceInput& in);
 
 // What this implementation's grid set-up allocates beyond the scheme's own memory (runtime/plan's
-// prediction): a layer's HDG over every vertex (a grid's products read every row of A) and, while
-// its matrix is distributed, the matrix and its transpose (distributed_executor.cc PlanGridLayer,
-// grid/spmm_3d.cc Make): 28 bytes per entry (`self_loops`: one more per vertex) and 32 per vertex.
-// ChooseExchange adds it to each grid's.
-double GridSetupBytes(const Csr& adjacency, bool self_loops);
+// prediction) on a grid of `blocks` row blocks, each cut into `slices` (3D: the fibres; else 1):
+// a layer's HDG over the worker's held rows, as a matrix's rows (24 bytes per held entry;
+// distributed_executor.cc PlanGridLayer), and while the matrix is gathered the entries sent and
+// received and the block's rows of A and A^T (64 bytes per entry of a block's rows;
+// grid/grid_aggregation.cc AddMatrix), with the blocks' permutation (16 bytes per vertex). Entries
+// are the adjacency's (`self_loops`: one more per vertex), spread evenly. ChooseExchange adds it to
+// each grid's.
+double GridSetupBytes(const Csr& adjacency, bool self_loops, int blocks, int slices);
 
 // The memory each worker plans with, the same on every worker: worker r's host (hosts[r], a key)
 // has available[r] bytes, shared by the workers with that key; the least share over the workers.

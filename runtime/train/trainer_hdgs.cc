@@ -32,7 +32,6 @@ absl::Status Trainer::EnsureHdgs(int epoch) {
       const Tensor& ids = layer_roots_[i].ids;
       std::vector<int32_t> roots(ids.numel());
       for (size_t k = 0; k < roots.size(); ++k) roots[k] = static_cast<int32_t>(ids.i64()[k]);
-      if (exec_.grid()) roots = model_->Roots(i, spec_);  // a grid's products need every row of A
       auto select = [&]() -> absl::StatusOr<hdg::Hdg> {
         if (!dataset_.part || !distributed() || layer.LocalSelection()) {
           return nau::SelectHdg(layer, i, spec_, epoch, roots);

@@ -158,15 +158,18 @@ TEST(GridTraining, AutoSkipsGridsThatDoNotFit) {
   EXPECT_FALSE(tight.grid.active()) << tight.reason;
   EXPECT_NE(tight.reason.find("grid(s) sending less skipped"), std::string::npos) << tight.reason;
   EXPECT_NE(tight.reason.find("0.1 MB available per worker"), std::string::npos) << tight.reason;
-  // The set-up's whole-graph HDG and matrix copies count: memory for 1.5D's blocks alone is not enough.
+  // The set-up's HDG and matrix rows count: memory for 1.5D's blocks alone is not enough. They
+  // shrink with the blocks (each worker gathers only its block's rows of A and A^T).
   plan::PlanInput p;
   p.graph = plan::CountsOf(loaded->Adjacency());
   p.model = {.kind = plan::ModelKind::kGcn, .features = 64, .hidden = 16, .classes = 8, .layers = 2};
   p.workers = 8;
   p.device = *plan::DeviceByName("cpu");
   const double blocks = plan::Predict(p, {.scheme = plan::Scheme::kOnePointFiveD, .aware = true, .c = 2}, nullptr).memory_bytes;
-  const double setup = GridSetupBytes(loaded->Adjacency(), true);
-  EXPECT_GT(setup, 28.0 * loaded->Adjacency().nnz());
+  const double setup = GridSetupBytes(loaded->Adjacency(), true, 4, 1);
+  EXPECT_GT(setup, 88.0 * loaded->Adjacency().nnz() / 4);
+  EXPECT_LT(GridSetupBytes(loaded->Adjacency(), true, 8, 1), setup);
+  EXPECT_LT(GridSetupBytes(loaded->Adjacency(), true, 4, 2), setup);
   in.memory_bytes = blocks + 0.5 * setup;
   EXPECT_NE(grid::DescribeGrid(ChooseExchange(in).grid), "1.5d c=2 aware") << ChooseExchange(in).reason;
   in.memory_bytes = blocks + setup + 1;
