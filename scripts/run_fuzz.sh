@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
 targets=(fuzz_csv fuzz_edge_list fuzz_npy fuzz_cache fuzz_gzip fuzz_trackml_csv fuzz_config fuzz_flags fuzz_checkpoint fuzz_partition_meta fuzz_saved_model
-         fuzz_sampling_messages)
+         fuzz_sampling_messages fuzz_grid_messages)
 
 pkgs=(clang libclang-rt-dev libomp-dev)
 missing=()

@@ -31,7 +31,7 @@ constexpr int64_t kMaxWorkers = 4096;
 constexpr char kExchangeHelp[] =
     "auto (the 1D exchange or a process grid, whichever the plan predicts sends fewer bytes), 1d (per peer, rows "
     "or partial sums), rows or partial; or a process grid of the sparse-dense products (CAGNET): 1.5d:c=C, 2d, "
-    "2d:PRxPC, 3d or 3d:PRxPCxPF, each optionally followed by ,oblivious (GCN, SAGE, GIN, SGC; whole dataset per worker)";
+    "2d:PRxPC, 3d or 3d:PRxPCxPF, each optionally followed by ,oblivious (GCN, SAGE, GIN, SGC; the whole dataset per worker, or a partitioned one with a part per row block)";
 
 int UsageError(const FlagSet& flags, const std::string& message) {
   std::fprintf(stderr, "flexgraph %s\n\n%s", message.c_str(), flags.Usage().c_str());
@@ -195,6 +195,7 @@ int Coordinator(const std::vector<std::string>& args) {
   flags.AddString("stall_timeout", "300", kStallHelp);
   flags.AddString("partition", "metis",
                   "hash, range, metis or balanced (a dataset loaded whole; a partitioned one is split already)");
+  flags.AddString("exchange", "auto", "the workers' --exchange (a grid's workers read one part per row block)");
   AddTlsFlags(&flags);
   if (auto s = flags.Parse(args); !s.ok()) return UsageError(flags, absl::StrCat("coordinator: ", s.message()));
   if (flags.help_requested()) {
@@ -229,6 +230,10 @@ int Coordinator(const std::vector<std::string>& args) {
   o.host = flags.Get("host");
   o.heartbeat_timeout_seconds = *timeout;
   o.partition_method = flags.Get("partition");
+  runtime::ExchangeMode mode;
+  if (auto s = runtime::ParseExchange(flags.Get("exchange"), &mode, &o.grid); !s.ok()) {
+    return UsageError(flags, absl::StrCat("coordinator: ", s.message()));
+  }
   if (auto s = CredentialsFrom(flags, "coordinator", &o.token, &o.tls); !s.ok()) {
     // Not a usage text: a launcher's failure report shows a log's last lines.
     std::fprintf(stderr, "flexgraph %s\n", std::string(s.message()).c_str());

@@ -33,7 +33,7 @@ class Coordinator::Impl final : public flexgraph::Coordinator::Service {
     if (absl::Status names = CheckTlsNames(options_.tls, options_.host); !names.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("coordinator: ", names.message()));
     }
-    FG_ASSIGN_OR_RETURN(OwnerPlan plan, PlanOwners(train_, options_.workers, options_.partition_method));
+    FG_ASSIGN_OR_RETURN(OwnerPlan plan, PlanOwners(train_, options_.workers, options_.partition_method, options_.grid));
     std::fprintf(stderr, "coordinator: %s", plan.description.c_str());
     owners_ = std::move(plan.owners);
     summary_ = std::move(plan.summary);

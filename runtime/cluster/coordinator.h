@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/train/config.h"
 #include "runtime/comm/grpc_communicator.h"
+#include "runtime/grid/grid_spec.h"
 
 namespace fg::runtime {
 
@@ -31,6 +32,7 @@ struct CoordinatorOptions {
   // another waits for it before it is named as stalled (its peers' receives wait 10 s longer).
   double stall_timeout_seconds = 300;
   std::string partition_method = "metis";  // hash, range, metis or balanced
+  grid::GridSpec grid;                     // the workers' process grid (--exchange 2d ...), if any
 };
 
 class Coordinator {

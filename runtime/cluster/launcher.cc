@@ -248,7 +248,7 @@ int RunOnce(const LaunchOptions& o, const std::vector<std::string>& train_args,
                                     "--port", "0", "--port_file", port_file,
                                     "--heartbeat_timeout", absl::StrCat(o.heartbeat_timeout_seconds),
                                     "--stall_timeout", absl::StrCat(o.stall_timeout_seconds),
-                                    "--partition", o.partition,
+                                    "--partition", o.partition, "--exchange", o.exchange,
                                     "--host", hosts.empty() ? "127.0.0.1" : "0.0.0.0"};
   // TLS files: the same paths on every host.
   std::vector<std::string> tls;

@@ -29,14 +29,21 @@ absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& d
   return partition::Partition(ds, cost, {.num_parts = workers, .method = method, .seed = train.train().seed(), .rebalance = {}});
 }
 
-absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int workers,
-                                     const std::string& method_name) {
+absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int workers, const std::string& method_name,
+                                     const grid::GridSpec& grid) {
   OwnerPlan out;
   const std::string& path = train.dataset().path();
   if (partition::IsPartitionedDataset(path)) {
     // The parts carry the partition; the leader reads only the metadata.
     FG_ASSIGN_OR_RETURN(const flexgraph::PartitionedDataset meta, partition::ReadPartitionMeta(path));
-    if (meta.part_files_size() != workers) {
+    if (grid.active()) {
+      FG_ASSIGN_OR_RETURN(const grid::GridSpec g, grid::ResolveGridSpec(grid, workers));
+      if (meta.part_files_size() != grid::GridRowBlocks(g, workers)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": a partitioned dataset of ", meta.part_files_size(), " parts needs one per row block of --exchange ",
+            grid::DescribeGrid(g), " over ", workers, " workers (", grid::GridRowBlocks(g, workers), ")"));
+      }
+    } else if (meta.part_files_size() != workers) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": a partitioned dataset of ",
                                                      meta.part_files_size(),
                                                      " parts needs as many workers, not ", workers));

@@ -10,6 +10,7 @@
 #include "partition/cost_model.h"
 #include "partition/plan.h"
 #include "proto/flexgraph.pb.h"
+#include "runtime/grid/grid_spec.h"
 #include "runtime/train/config.h"
 #include "runtime/train/trainer.h"
 
@@ -31,9 +32,10 @@ absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& d
                                                         partition::Method method);
 
 // A dataset loaded whole is partitioned here with `method` (hash, range, metis or balanced); a
-// partitioned dataset's metadata is read, and its part count must equal `workers`.
-absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int workers,
-                                     const std::string& method);
+// partitioned dataset's metadata is read, and its part count must equal `workers` or, over the
+// process grid `grid` (--exchange 2d ...), the grid's row blocks (each block's workers read its part).
+absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int workers, const std::string& method,
+                                     const grid::GridSpec& grid = {});
 
 // What a worker reports when it ends: its traffic, time split and (rank 0) its summary, or its error.
 flexgraph::MetricsRequest WorkerMetrics(int rank, const absl::StatusOr<TrainResult>& result);

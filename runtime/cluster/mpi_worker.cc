@@ -42,10 +42,10 @@ absl::Status CheckSameSettings(Communicator& comm, const flexgraph::RunConfig& t
 
 // Rank 0 plans the owners and sends them to every rank: "ok" + int32 owners, or "error" + why.
 absl::StatusOr<std::vector<int32_t>> ShareOwners(Communicator& comm, const flexgraph::RunConfig& train,
-                                                 const std::string& method) {
+                                                 const std::string& method, const grid::GridSpec& grid) {
   std::string message;
   if (comm.rank() == 0) {
-    auto plan = PlanOwners(train, comm.size(), method);
+    auto plan = PlanOwners(train, comm.size(), method, grid);
     if (plan.ok()) {
       std::fprintf(stderr, "rank 0: %s", plan->description.c_str());
       message.resize(1 + plan->owners.size() * sizeof(int32_t));
@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<int32_t>> ShareOwners(Communicator& comm, const flexg
 absl::StatusOr<TrainResult> Train(Communicator& comm, const MpiWorkerOptions& options,
                                   const flexgraph::RunConfig& train) {
   FG_RETURN_IF_ERROR(CheckSameSettings(comm, train));
-  FG_ASSIGN_OR_RETURN(std::vector<int32_t> owners, ShareOwners(comm, train, options.partition_method));
+  FG_ASSIGN_OR_RETURN(std::vector<int32_t> owners, ShareOwners(comm, train, options.partition_method, options.grid));
   try {
     flexgraph::RunConfig t = train;
     if (comm.rank() != 0) t.mutable_output()->set_quiet(true);

@@ -23,8 +23,9 @@ DistributedExecutor::DistributedExecutor(DistributedSetup setup)
   xctx_.pipeline = setup_.pipeline;
 }
 
-absl::Status DistributedExecutor::StartGrid(const grid::GridSpec& spec, int64_t n, uint64_t seed, bool automatic) {
-  FG_ASSIGN_OR_RETURN(grid_, grid::GridAggregation::Make(*setup_.comm, spec, n, seed));
+absl::Status DistributedExecutor::StartGrid(const grid::GridSpec& spec, int64_t n, uint64_t seed, bool automatic,
+                                            std::vector<int64_t> bounds) {
+  FG_ASSIGN_OR_RETURN(grid_, grid::GridAggregation::Make(*setup_.comm, spec, n, seed, std::move(bounds)));
   grid_automatic_ = automatic;
   return absl::OkStatus();
 }

@@ -49,7 +49,8 @@ struct DistributedSetup {
   ExchangeMode exchange = ExchangeMode::kAuto;
   bool pipeline = true;  // overlap sends with local aggregation
   // A process grid instead of the per-peer exchange (`--exchange 2d` ...; runtime/grid): every
-  // worker loads the whole dataset, holds the rows of its grid block and owns a share of them.
+  // worker loads the whole dataset or its block's part, holds the rows of its grid block and owns a
+  // share of them.
   grid::GridSpec grid;
   // With exchange kAuto: a grid where runtime/plan predicts it sends fewer bytes than the 1D
   // exchange (runtime/train/exchange_choice.h; the command line's --exchange auto).
@@ -70,9 +71,11 @@ class DistributedExecutor {
   // rows of its block, which it shares with the block's other copies.
   bool Holds(int64_t v) const { return grid_ ? grid_->Holds(v) : Owns(v); }
   // Trains over the grid `spec` (resolved for the run's workers): builds it for `n` vertices, the
-  // blocks' permutation from `seed`; `automatic`: chosen by --exchange auto (the summary says so).
+  // blocks' permutation from `seed`, or the id ranges `bounds` (a partitioned dataset's parts);
+  // `automatic`: chosen by --exchange auto (the summary says so).
   // Collective; call once, before Holds and Owns are asked, in a distributed run.
-  absl::Status StartGrid(const grid::GridSpec& spec, int64_t n, uint64_t seed, bool automatic);
+  absl::Status StartGrid(const grid::GridSpec& spec, int64_t n, uint64_t seed, bool automatic,
+                         std::vector<int64_t> bounds = {});
   bool grid() const { return grid_ != nullptr; }
   const DistributedSetup& setup() const { return setup_; }
   // Who owns what (set from the setup's table, or by the trainer from a part's bounds).

@@ -1,6 +1,7 @@
 #include "runtime/grid/blocks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@ uint64_t SplitMix(uint64_t* s) {
 }  // namespace
 
 int VertexBlocks::BlockOf(int64_t pos) const {
+  if (!bounds.empty()) return static_cast<int>(std::upper_bound(bounds.begin() + 1, bounds.end() - 1, pos) - bounds.begin()) - 1;
   int b = static_cast<int>(pos * blocks / std::max<int64_t>(n, 1));
   while (b + 1 < blocks && Lo(b + 1) <= pos) ++b;
   while (b > 0 && Lo(b) > pos) --b;
@@ -41,6 +43,12 @@ VertexBlocks VertexBlocks::Make(int64_t n, int blocks, uint64_t seed) {
   }
   v.position.resize(n);
   for (int64_t p = 0; p < n; ++p) v.position[v.order[p]] = p;
+  return v;
+}
+
+VertexBlocks VertexBlocks::FromBounds(std::vector<int64_t> bounds) {
+  VertexBlocks v = Make(bounds.back(), static_cast<int>(bounds.size()) - 1, 0);
+  v.bounds = std::move(bounds);
   return v;
 }
 
@@ -222,6 +230,51 @@ absl::StatusOr<Tensor> BytesToTensor(const std::string& bytes, int64_t rows, int
   Tensor t = Tensor::Empty({rows, w});
   if (rows * w > 0) std::memcpy(t.f32(), bytes.data(), bytes.size());
   return t;
+}
+
+void AppendEntry(std::string* out, int32_t row, int32_t col, float weight) {
+  char bytes[12];
+  std::memcpy(bytes, &row, 4), std::memcpy(bytes + 4, &col, 4), std::memcpy(bytes + 8, &weight, 4);
+  out->append(bytes, 12);
+}
+
+absl::StatusOr<Csr> DecodeBlockRows(const std::vector<std::string>& got, const VertexBlocks& blocks, int i) {
+  const int64_t lo = blocks.Lo(i), size = blocks.Size(i);
+  std::vector<int64_t> offsets(size + 1, 0);
+  for (size_t q = 0; q < got.size(); ++q) {
+    if (got[q].size() % 12 != 0) {
+      return absl::DataLossError(absl::StrCat("grid set-up: worker ", q, " sent ", got[q].size(),
+                                              " bytes of matrix entries, not a multiple of 12"));
+    }
+    for (size_t at = 0; at < got[q].size(); at += 12) {
+      int32_t r, c;
+      float w;
+      std::memcpy(&r, got[q].data() + at, 4), std::memcpy(&c, got[q].data() + at + 4, 4);
+      std::memcpy(&w, got[q].data() + at + 8, 4);
+      if (r < lo || r >= lo + size || c < 0 || c >= blocks.n) {
+        return absl::DataLossError(absl::StrCat("grid set-up: worker ", q, " sent entry (", r, ", ", c,
+                                                ") outside block ", i, "'s rows [", lo, ", ", lo + size, ")"));
+      }
+      if (!std::isfinite(w)) {
+        return absl::DataLossError(absl::StrCat("grid set-up: worker ", q, " sent weight ", w, " for entry (", r, ", ",
+                                                c, ")"));
+      }
+      ++offsets[r - lo + 1];
+    }
+  }
+  for (int64_t r = 0; r < size; ++r) offsets[r + 1] += offsets[r];
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  std::vector<int32_t> cols(offsets.back());
+  std::vector<float> vals(offsets.back());
+  for (const std::string& bytes : got) {
+    for (size_t at = 0; at < bytes.size(); at += 12) {
+      int32_t r;
+      std::memcpy(&r, bytes.data() + at, 4);
+      const int64_t e = next[r - lo]++;
+      std::memcpy(&cols[e], bytes.data() + at + 4, 4), std::memcpy(&vals[e], bytes.data() + at + 8, 4);
+    }
+  }
+  return Csr::FromVectors(size, blocks.n, offsets, cols, vals);
 }
 
 }  // namespace fg::grid

@@ -16,17 +16,21 @@
 namespace fg::grid {
 
 // n vertices in `blocks` blocks: vertex v sits at position position[v] of the permuted order, and
-// block b holds positions [Lo(b), Lo(b + 1)), Lo(b) = n b / blocks.
+// block b holds positions [Lo(b), Lo(b + 1)), Lo(b) = n b / blocks unless `bounds` says otherwise.
 struct VertexBlocks {
   int64_t n = 0;
   int blocks = 1;
   std::vector<int64_t> order;     // order[p]: the vertex at position p
   std::vector<int64_t> position;  // position[v]: v's position
-  int64_t Lo(int b) const { return n * b / blocks; }
+  std::vector<int64_t> bounds;    // empty, or blocks + 1 ascending positions from 0 to n
+  int64_t Lo(int b) const { return bounds.empty() ? n * b / blocks : bounds[b]; }
   int64_t Size(int b) const { return Lo(b + 1) - Lo(b); }
   int BlockOf(int64_t pos) const;
   // A uniformly random permutation from `seed` (the same on every platform); seed 0: the identity.
   static VertexBlocks Make(int64_t n, int blocks, uint64_t seed);
+  // The identity order cut at `bounds` (a partitioned dataset's parts: blocks.size() - 1 blocks,
+  // block b the ids [bounds[b], bounds[b + 1])).
+  static VertexBlocks FromBounds(std::vector<int64_t> bounds);
   // The same blocks with each block's vertices in ascending id order: any contiguous range of a
   // block's positions then lists its vertices in id order (a trainer's row order).
   void SortWithinBlocks();
@@ -60,6 +64,14 @@ std::vector<int32_t> TouchedColumns(const Csr& block, Csr* compact);
 // 4 rows + 8 nnz bytes (runtime/plan/volumes.h counts the same). The receiver knows the shape.
 std::string EncodeBlock(const Csr& block);
 absl::StatusOr<Csr> DecodeBlock(const std::string& bytes, int64_t rows, int64_t cols, int peer);
+
+// A matrix's entries on the wire, as AddMatrix (grid_aggregation.h) gathers a block's rows: 12 bytes
+// each, (int32 row position, int32 column position, float weight). DecodeBlockRows assembles block
+// i's rows (BlockRows' layout) from what each worker q sent (got[q]), entries of a row in (sender,
+// send) order; an entry outside block i's rows or the n columns, or a length that is no multiple
+// of 12, is an error naming the sender.
+void AppendEntry(std::string* out, int32_t row, int32_t col, float weight);
+absl::StatusOr<Csr> DecodeBlockRows(const std::vector<std::string>& got, const VertexBlocks& blocks, int i);
 
 // Naming of a grid product's messages. Products are calls, counted alike on every worker; call c
 // of a product with `stages` steps uses the tag fields (epoch = Name.epoch, step = Name.first + s)

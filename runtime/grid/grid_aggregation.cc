@@ -1,5 +1,6 @@
 #include "runtime/grid/grid_aggregation.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -21,14 +22,20 @@ GridAggregation::GridAggregation(runtime::Communicator& world, GridSpec spec, ru
 
 absl::StatusOr<std::unique_ptr<GridAggregation>> GridAggregation::Make(runtime::Communicator& world,
                                                                        const GridSpec& spec, int64_t n,
-                                                                       uint64_t seed) {
+                                                                       uint64_t seed, std::vector<int64_t> bounds) {
   FG_ASSIGN_OR_RETURN(const GridSpec s, ResolveGridSpec(spec, world.size()));
   absl::StatusOr<runtime::ProcessGrid> grid =
       s.scheme == GridScheme::kThreeD  ? runtime::ProcessGrid::Make3D(world, s.pr, s.pc, s.pf)
       : s.scheme == GridScheme::kTwoD ? runtime::ProcessGrid::Make2D(world, s.pr, s.pc)
                                       : runtime::ProcessGrid::Make15D(world, s.c);
   if (!grid.ok()) return grid.status();
-  VertexBlocks blocks = VertexBlocks::Make(n, grid->rows(), seed);
+  if (!bounds.empty() && (static_cast<int>(bounds.size()) != grid->rows() + 1 || bounds.front() != 0 ||
+                          bounds.back() != n || !std::is_sorted(bounds.begin(), bounds.end()))) {
+    return absl::InvalidArgumentError(absl::StrCat("grid aggregation: ", bounds.size() - 1, " parts for the ",
+                                                   grid->rows(), " row blocks of ", DescribeGrid(s),
+                                                   " (or bounds not ascending from 0 to ", n, ")"));
+  }
+  VertexBlocks blocks = bounds.empty() ? VertexBlocks::Make(n, grid->rows(), seed) : VertexBlocks::FromBounds(bounds);
   blocks.SortWithinBlocks();
   std::unique_ptr<GridAggregation> g(new GridAggregation(world, s, *std::move(grid), std::move(blocks)));
   const int i = g->grid_.i(), pf = g->grid_.fibres(), l = g->grid_.l();
@@ -74,11 +81,6 @@ absl::Status GridAggregation::AddMatrix(int key, const Tensor& row_ids, const Cs
   // Entries as (row position, column position, weight), A's and A^T's, to each worker of the block.
   const int P = world_.size();
   std::vector<std::string> to_a(P), to_at(P);
-  auto put = [](std::string* out, int32_t r, int32_t c, float w) {
-    char bytes[12];
-    std::memcpy(bytes, &r, 4), std::memcpy(bytes + 4, &c, 4), std::memcpy(bytes + 8, &w, 4);
-    out->append(bytes, 12);
-  };
   auto workers_of = [&](int b, const auto& visit) {
     for (int j = 0; j < grid_.columns(); ++j) {
       for (int l = 0; l < grid_.fibres(); ++l) visit(grid_.RankOf(b, j, l));
@@ -99,8 +101,8 @@ absl::Status GridAggregation::AddMatrix(int key, const Tensor& row_ids, const Cs
       }
       const int32_t pc = static_cast<int32_t>(blocks_.position[col[e]]);
       const float w = rows.val() != nullptr ? rows.val()[e] : 1.0f;
-      workers_of(br, [&](int q) { put(&to_a[q], pr, pc, w); });
-      workers_of(blocks_.BlockOf(pc), [&](int q) { put(&to_at[q], pc, pr, w); });
+      workers_of(br, [&](int q) { AppendEntry(&to_a[q], pr, pc, w); });
+      workers_of(blocks_.BlockOf(pc), [&](int q) { AppendEntry(&to_at[q], pc, pr, w); });
     }
   }
   const CallName name = NameCall(product_calls_++, 2);
@@ -112,8 +114,8 @@ absl::Status GridAggregation::AddMatrix(int key, const Tensor& row_ids, const Cs
                       world_.AllToAllV(std::move(to_at), runtime::MakeTag(name.epoch, 0, kPhaseSetup,
                                                                           TrafficKind::kSetup, name.first + 1, kRoundSetup)));
   FG_RETURN_IF_ERROR(mine);
-  FG_ASSIGN_OR_RETURN(const Csr a_rows, Assemble(got_a));
-  FG_ASSIGN_OR_RETURN(const Csr at_rows, Assemble(got_at));
+  FG_ASSIGN_OR_RETURN(const Csr a_rows, DecodeBlockRows(got_a, blocks_, grid_.i()));
+  FG_ASSIGN_OR_RETURN(const Csr at_rows, DecodeBlockRows(got_at, blocks_, grid_.i()));
   Product p;
   if (spec_.scheme == GridScheme::kOnePointFiveD) {
     FG_ASSIGN_OR_RETURN(p.one_five_d, Spmm15D::Make(grid_, a_rows, at_rows, blocks_, spec_.aware));
@@ -124,41 +126,6 @@ absl::Status GridAggregation::AddMatrix(int key, const Tensor& row_ids, const Cs
   }
   products_[key] = std::move(p);
   return absl::OkStatus();
-}
-
-absl::StatusOr<Csr> GridAggregation::Assemble(const std::vector<std::string>& got) const {
-  // Block i's rows (positions [Lo, Lo + Size)), entries in (sender, send) order.
-  const int i = grid_.i();
-  const int64_t lo = blocks_.Lo(i), size = blocks_.Size(i);
-  std::vector<int64_t> offsets(size + 1, 0);
-  for (size_t q = 0; q < got.size(); ++q) {
-    if (got[q].size() % 12 != 0) {
-      return absl::DataLossError(absl::StrCat("grid aggregation: worker ", q, " sent ", got[q].size(),
-                                              " bytes of matrix entries, not a multiple of 12"));
-    }
-    for (size_t at = 0; at < got[q].size(); at += 12) {
-      int32_t r, c;
-      std::memcpy(&r, got[q].data() + at, 4), std::memcpy(&c, got[q].data() + at + 4, 4);
-      if (r < lo || r >= lo + size || c < 0 || c >= blocks_.n) {
-        return absl::DataLossError(absl::StrCat("grid aggregation: worker ", q, " sent entry (", r, ", ", c,
-                                                ") outside block ", i, "'s rows [", lo, ", ", lo + size, ")"));
-      }
-      ++offsets[r - lo + 1];
-    }
-  }
-  for (int64_t r = 0; r < size; ++r) offsets[r + 1] += offsets[r];
-  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
-  std::vector<int32_t> cols(offsets.back());
-  std::vector<float> vals(offsets.back());
-  for (const std::string& bytes : got) {
-    for (size_t at = 0; at < bytes.size(); at += 12) {
-      int32_t r;
-      std::memcpy(&r, bytes.data() + at, 4);
-      const int64_t e = next[r - lo]++;
-      std::memcpy(&cols[e], bytes.data() + at + 4, 4), std::memcpy(&vals[e], bytes.data() + at + 8, 4);
-    }
-  }
-  return Csr::FromVectors(size, blocks_.n, offsets, cols, vals);
 }
 
 ag::Var GridAggregation::Aggregate(int key, const ag::Var& m) {

@@ -33,9 +33,12 @@ namespace fg::grid {
 class GridAggregation {
  public:
   // `spec` resolved for world.size() workers (ResolveGridSpec); n vertices; the blocks' random
-  // permutation from `seed`. Collective (builds the grid's sub-communicators).
+  // permutation from `seed`, or with `bounds` (one more than the grid's row blocks, from 0 to n)
+  // the id ranges they name (a partitioned dataset's parts). Collective (builds the grid's
+  // sub-communicators).
   static absl::StatusOr<std::unique_ptr<GridAggregation>> Make(runtime::Communicator& world, const GridSpec& spec,
-                                                               int64_t n, uint64_t seed);
+                                                               int64_t n, uint64_t seed,
+                                                               std::vector<int64_t> bounds = {});
   const GridSpec& spec() const { return spec_; }
   int copies() const { return grid_.columns(); }
   bool Holds(int64_t v) const;
@@ -59,9 +62,6 @@ class GridAggregation {
     std::unique_ptr<Spmm15D> one_five_d;
   };
   GridAggregation(runtime::Communicator& world, GridSpec spec, runtime::ProcessGrid grid, VertexBlocks blocks);
-
-  // Block i's rows from the entries the workers sent (AddMatrix); errors name the sender.
-  absl::StatusOr<Csr> Assemble(const std::vector<std::string>& got) const;
 
   runtime::Communicator& world_;
   GridSpec spec_;

@@ -126,4 +126,8 @@ std::string DescribeGrid(const GridSpec& s) {
   return "?";
 }
 
+int GridRowBlocks(const GridSpec& resolved, int workers) {
+  return resolved.scheme == GridScheme::kOnePointFiveD ? workers / resolved.c : resolved.pr;
+}
+
 }  // namespace fg::grid

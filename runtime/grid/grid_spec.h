@@ -31,6 +31,10 @@ bool IsGridSpec(const std::string& text);
 // when they disagree (1.5D: c^2 must divide P, so that c divides the P / c blocks).
 absl::StatusOr<GridSpec> ResolveGridSpec(GridSpec spec, int workers);
 
+// The row blocks of a spec resolved for `workers`: pr (2D, 3D), workers / c (1.5D). Worker r's
+// block is r / (workers / blocks) (runtime/comm/process_grid.h's row-major ranks).
+int GridRowBlocks(const GridSpec& resolved, int workers);
+
 // "2d 2x3 aware", "1.5d c=2 oblivious", for summaries and errors.
 std::string DescribeGrid(const GridSpec& spec);
 

@@ -16,6 +16,7 @@
 #include "flexgraph/graph/tracking.h"
 #include "flexgraph/tensor/device_alloc.h"
 #include "partition/partitioned_dataset.h"
+#include "runtime/grid/grid_spec.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/dataset_view.h"
 #include "runtime/tasks/graph_tasks.h"
@@ -173,15 +174,24 @@ absl::Status Trainer::InitGraphBatches() {
 absl::Status Trainer::LoadData() {
   const flexgraph::DatasetConfig& data = config_.dataset();
   if (partition::IsPartitionedDataset(data.path())) {
-    // One part per worker: this worker reads only its own.
-    Progress progress(absl::StrCat("load part ", exec_.rank(), " of ", data.path()), 0);
-    FG_ASSIGN_OR_RETURN(dataset_, partition::LoadPart(data.path(), exec_.rank()));
+    // One part per worker, or over a process grid one per row block, read by the block's workers.
     const int world = distributed() ? exec_.setup().comm->size() : 1;
-    if (dataset_.part->num_parts() != world) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          data.path(), ": a partitioned dataset of ", dataset_.part->num_parts(),
-          " parts needs as many workers, this run has ", world));
+    int parts = world, index = exec_.rank();
+    std::string needs = absl::StrCat("as many workers, this run has ", world);
+    if (distributed() && exec_.setup().grid.active()) {
+      FG_ASSIGN_OR_RETURN(const grid::GridSpec g, grid::ResolveGridSpec(exec_.setup().grid, world));
+      parts = grid::GridRowBlocks(g, world);
+      index = exec_.rank() / (world / parts);
+      needs = absl::StrCat("one per row block of --exchange ", grid::DescribeGrid(g), " over ", world, " workers (",
+                           parts, ")");
     }
+    FG_ASSIGN_OR_RETURN(const flexgraph::PartitionedDataset meta, partition::ReadPartitionMeta(data.path()));
+    if (meta.part_files_size() != parts) {
+      return absl::InvalidArgumentError(absl::StrCat(data.path(), ": a partitioned dataset of ",
+                                                     meta.part_files_size(), " parts needs ", needs));
+    }
+    Progress progress(absl::StrCat("load part ", index, " of ", data.path()), 0);
+    FG_ASSIGN_OR_RETURN(dataset_, partition::LoadPart(data.path(), index));
   } else {
     Progress progress(absl::StrCat("load ", data.path()), 0);
     graph::LoadOptions load;
@@ -334,11 +344,14 @@ void Trainer::PlaceRows() {
     layer_roots_.push_back(rows_of(std::move(ids)));
   }
   // Homogeneous features of a dataset loaded whole: keep only this worker's rows (the default
-  // Model::Input uses them). A part holds only its own rows already; mini-batches read any row.
-  if (distributed() && space_.num_types() == 1 && part == nullptr &&
+  // Model::Input uses them). A part holds only its own rows already (over a 3D grid, a worker holds
+  // a slice of its block's); mini-batches read any row.
+  const int64_t first = part != nullptr ? part->begin(0) : 0;
+  const int64_t rows = part != nullptr ? part->end(0) - first : space_.size();
+  if (distributed() && space_.num_types() == 1 && static_cast<int64_t>(table.size()) < rows &&
       config_.train().batch_size() == 0) {
     Tensor idx = Tensor::Empty({table_.ids.numel()}, DType::kInt32);
-    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table[k]);
+    for (int64_t k = 0; k < idx.numel(); ++k) idx.i32()[k] = static_cast<int32_t>(table[k] - first);
     for (auto& [type, feat] : dataset_.features) {
       if (feat.defined()) feat = ops::GatherRows(feat, idx);
     }

@@ -36,10 +36,6 @@ absl::Status Trainer::StartGrid() {
   // Why this run cannot train over a grid (OK: it can); `flag` starts the message.
   const std::string& path = config_.dataset().path();
   auto refusal = [&](const std::string& flag) -> absl::Status {
-    if (dataset_.part) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, "every worker of a grid loads the whole dataset; ", path,
-                                                     " is a partitioned dataset: train on its source dataset"));
-    }
     if (dataset_.IsGraphSet() || space_.num_types() != 1) {
       return absl::UnimplementedError(absl::StrCat(flag, "grids train on one homogeneous graph; ", path, " is ",
                                                    dataset_.IsGraphSet() ? std::string("a set of graphs")
@@ -55,11 +51,19 @@ absl::Status Trainer::StartGrid() {
       return absl::UnimplementedError(absl::StrCat(flag, "grids train node classification; ", path, " holds ",
                                                    task_->Describe()));
     }
+    for (int i = 0; dataset_.part && i < model_->num_layers(); ++i) {
+      if (!model_->layer(i).LocalSelection()) {
+        return absl::UnimplementedError(absl::StrCat(
+            flag, "over the parts of ", path, " a grid runs layers that select from their roots' own edges; layer ", i,
+            " of ", config_.model().name(), " walks or follows metapaths: train on the source dataset"));
+      }
+    }
     return absl::OkStatus();
   };
   grid::GridSpec spec = exec_.setup().grid;
   bool automatic = false;
-  if (!spec.active() && exec_.setup().auto_grid && exec_.setup().exchange == ExchangeMode::kAuto &&
+  // Auto plans from the whole graph: a part's run keeps the 1D exchange.
+  if (!spec.active() && exec_.setup().auto_grid && exec_.setup().exchange == ExchangeMode::kAuto && !dataset_.part &&
       refusal("").ok()) {
     ExchangeChoiceInput in{.adjacency = &dataset_.Adjacency(), .owners = {}, .workers = exec_.setup().comm->size(),
                            .model = config_.model().name(), .features = spec_.FeatureDim(space_.type_name(0)),
@@ -87,7 +91,9 @@ absl::Status Trainer::StartGrid() {
   }
   if (!spec.active()) return absl::OkStatus();
   FG_RETURN_IF_ERROR(refusal(absl::StrCat("--exchange ", grid::DescribeGrid(spec), ": ")));
-  return exec_.StartGrid(spec, space_.size(), MixKey(config_.train().seed(), 0x6121D), automatic);
+  // Over a partitioned dataset the grid's row blocks are its parts (LoadData read this block's).
+  return exec_.StartGrid(spec, space_.size(), MixKey(config_.train().seed(), 0x6121D), automatic,
+                         dataset_.part ? dataset_.part->bounds[0] : std::vector<int64_t>{});
 }
 
 }  // namespace fg::runtime

@@ -118,6 +118,14 @@ TEST(Mpi, RanksOfAPartitionedDatasetReadOnlyTheirPartAndMatchSingleProcess) {
   for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]);
   EXPECT_NE(out.find("partitioned dataset, 2 parts"), std::string::npos) << out;
   EXPECT_NE(out.find("load part 0 of"), std::string::npos) << out;
+  // Four ranks on a 2 x 2 grid: each grid row's two ranks read the same part (its row block).
+  ASSERT_EQ(Shell(Mpirun(Np(4) + kFlexgraph + " worker --comm mpi --exchange 2d -- train --dataset " + d +
+                         "/cora-2 --epochs 8 --threads 1 --summary_json " + d + "/grid.json"), &out), 0)
+      << out;
+  const auto grid = Losses(Read(d + "/grid.json"));
+  ASSERT_EQ(grid.size(), base.size());
+  for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(grid[e], base[e], 1e-4 * base[e]);
+  EXPECT_NE(Read(d + "/grid.json").find("\"exchange\": \"2d 2x2 aware\""), std::string::npos);
   // Another rank count is refused, naming the reason, on every rank.
   EXPECT_NE(Shell(Mpirun(Np(3) + kFlexgraph + " worker --comm mpi -- train --dataset " + d + "/cora-2 --epochs 2"), &out),
             0);

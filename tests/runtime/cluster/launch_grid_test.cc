@@ -1,7 +1,7 @@
 // Process-grid training with real processes: `flexgraph launch --workers 4 --exchange 2d | 1.5d:c=2
 // | 3d` starts a coordinator and four worker processes on loopback; their losses equal one
 // process's within 1e-4 relative at every epoch, with the same test accuracy (GCN; SGC loaded from
-// its out-of-tree library). --exchange auto chooses a grid where the plan predicts fewer bytes. A
+// its out-of-tree library; GCN over a dataset partitioned into the grid's row blocks). --exchange auto chooses a grid where the plan predicts fewer bytes. A
 // grid that does not fit the workers is refused before anything starts.
 #include <gtest/gtest.h>
 
@@ -45,6 +45,38 @@ void ExpectLaunchMatches(const std::string& d, const std::string& model_args, co
 TEST(GridLaunch, FourWorkerProcessesMatchSingleProcess) {
   ExpectLaunchMatches(Dir("fg_grid_launch_gcn"), "--model gcn", "2d", "2d 2x2 aware");
   ExpectLaunchMatches(Dir("fg_grid_launch_sgc"), "--udf_library " + kSgc + " --model sgc", "1.5d:c=2", "1.5d c=2 aware");
+}
+
+// Over a partitioned dataset (`flexgraph partition --parts 2`), `launch --workers 4 --exchange 2d`
+// gives each grid row's two worker processes the same part, and the losses are one process's.
+TEST(GridLaunch, FourProcessesOverTwoPartsMatchSingleProcess) {
+  const std::string d = Dir("fg_grid_launch_parts");
+  const std::string parts = d + "/cora-2";
+  ASSERT_EQ(Shell(kFlexgraph + " partition --quiet --dataset " + kCora + " --parts 2 --method metis --model gcn --out " +
+                  parts),
+            0);
+  const std::string train = " --epochs 4 --threads 1 --quiet --model gcn";
+  ASSERT_EQ(Shell(kFlexgraph + " train --dataset " + kCora + train + " --summary_json " + d + "/single.json"), 0);
+  std::string out;
+  ASSERT_EQ(Shell(kFlexgraph + " launch --quiet --workers 4 --exchange 2d --log_dir " + d + "/logs -- train --dataset " +
+                      parts + train + " --summary_json " + d + "/grid.json",
+                  &out),
+            0)
+      << out;
+  const std::string single = Read(d + "/single.json"), summary = Read(d + "/grid.json");
+  const auto base = Losses(single), losses = Losses(summary);
+  ASSERT_EQ(losses.size(), base.size()) << summary;
+  for (size_t e = 0; e < base.size(); ++e) EXPECT_NEAR(losses[e], base[e], 1e-4 * base[e]) << "epoch " << e + 1;
+  EXPECT_EQ(Field(summary, "test_accuracy"), Field(single, "test_accuracy"));
+  EXPECT_NE(summary.find("\"exchange\": \"2d 2x2 aware\""), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"bytes_setup\""), std::string::npos) << summary;
+  // Eight workers on a 4 x 2 grid need four parts: refused, naming the parts and the grid.
+  EXPECT_NE(Shell(kFlexgraph + " launch --quiet --workers 8 --exchange 2d:4x2 --log_dir " + d + "/bad -- train --dataset " +
+                      parts + train,
+                  &out),
+            0);
+  EXPECT_NE(out.find("a partitioned dataset of 2 parts needs one per row block of --exchange 2d 4x2 aware over 8 "
+                     "workers (4)"), std::string::npos) << out;
 }
 
 // --exchange auto: on an SBM at P = 8 the workers choose 1.5D (runtime/train/exchange_choice.h),

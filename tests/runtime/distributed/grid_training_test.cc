@@ -16,6 +16,7 @@
 #include "runtime/train/exchange_choice.h"
 #include "runtime/train/trainer.h"
 #include "tests/runtime/in_process_workers.h"
+#include "tests/runtime/write_parts.h"
 
 namespace fg::runtime {
 namespace {
@@ -82,6 +83,54 @@ TEST(GridTraining, SageAndGinMatchSingleProcess) {
   ExpectGridMatches("sage", "1.5d:c=2", 8);
   ExpectGridMatches("gin", "3d:2x2x2", 8);
   ExpectGridMatches("gin", "2d", 9);
+}
+
+// Over a partitioned dataset the grid's row blocks are its parts: each block's workers read only
+// their part, gather the rows of A^T they lack from the owners, and train to one process's losses
+// on the source dataset (2D and 3D over 2 METIS parts, 1.5D c = 2 over 4 hash parts). A part count
+// other than the grid's row blocks is refused, naming both.
+TEST(GridTraining, PartitionedDatasetMatchesSingleProcess) {
+  const TrainResult base = SingleProcess(Options("gcn", 4));
+  ASSERT_EQ(base.losses.size(), 4u);
+  struct Case {
+    const char* exchange;
+    int workers, parts;
+    partition::Method method;
+  };
+  for (const Case& c : {Case{"2d:2x2", 4, 2, partition::Method::kMetis}, Case{"3d:2x2x2", 8, 2, partition::Method::kMetis},
+                        Case{"1.5d:c=2", 8, 4, partition::Method::kHash}}) {
+    const std::string dir = WriteParts(Options("gcn", 4), c.parts, c.method);
+    const auto spec = grid::ParseGridSpec(c.exchange);
+    ASSERT_TRUE(spec.ok());
+    const auto results = fg::testing::RunWorkers(Options("gcn", 4, dir), c.workers, ExchangeMode::kAuto, {}, *spec);
+    for (int r = 0; r < c.workers; ++r) {
+      ASSERT_EQ(results[r].losses.size(), base.losses.size()) << c.exchange << " worker " << r;
+      for (size_t e = 0; e < base.losses.size(); ++e) {
+        EXPECT_NEAR(results[r].losses[e], base.losses[e], 1e-4 * std::fabs(base.losses[e]))
+            << c.exchange << " over " << c.parts << " parts, worker " << r << " epoch " << e + 1;
+      }
+      EXPECT_GT(results[r].traffic.bytes_setup, 0) << c.exchange << " worker " << r;
+    }
+    EXPECT_NEAR(results[0].test_accuracy, base.test_accuracy, 1e-9) << c.exchange;
+    std::filesystem::remove_all(dir);
+  }
+  const std::string four = WriteParts(Options("gcn", 1), 4, partition::Method::kHash);
+  auto group = MakeInProcessGroup(4);
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r) {
+    threads.emplace_back([&, r] {
+      DistributedSetup setup{group[r].get(), {}, ExchangeMode::kAuto, true, *grid::ParseGridSpec("2d:2x2")};
+      auto t = Trainer::Create(Options("gcn", 1, four), setup);
+      errors[r] = t.ok() ? "" : std::string(t.status().message());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string& e : errors) {
+    EXPECT_NE(e.find("a partitioned dataset of 4 parts needs one per row block of --exchange 2d 2x2 aware over 4 "
+                     "workers (2)"), std::string::npos) << e;
+  }
+  std::filesystem::remove_all(four);
 }
 
 // PinSage's random-walk neighbourhoods (importance-weighted sums) are drawn again every period:

@@ -24,6 +24,7 @@
 #include "partition/partitioned_dataset.h"
 #include "runtime/distributed/distributed_sampling.h"
 #include "runtime/train/trainer.h"
+#include "tests/runtime/write_parts.h"
 
 namespace fg::runtime {
 namespace {
@@ -40,25 +41,6 @@ flexgraph::RunConfig Options(const std::string& model, const std::string& datase
   config.mutable_train()->set_threads(1);
   config.mutable_output()->set_quiet(true);
   return config;
-}
-
-// Writes `source` partitioned by `method` into a fresh directory and returns it.
-std::string WriteParts(const flexgraph::RunConfig& o, int parts, partition::Method method) {
-  const std::string dir = ::testing::TempDir() + "/fg_train_parts_" +
-                          partition::MethodName(method) + std::to_string(parts) + "_" +
-                          std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  auto resolved = ResolveConfig(o);
-  EXPECT_TRUE(resolved.ok()) << resolved.status();
-  auto ds = graph::LoadDataset(o.dataset().path(), {});
-  EXPECT_TRUE(ds.ok()) << ds.status();
-  EXPECT_TRUE(ds->graph.ToInt32Indices().ok());
-  auto cost = partition::CostModel::Create(*ds, WorkloadOptionsFrom(*resolved), {});
-  EXPECT_TRUE(cost.ok()) << cost.status();
-  auto plan = partition::Partition(*ds, *cost, {.num_parts = parts, .method = method, .rebalance = {}});
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  EXPECT_TRUE(partition::WritePartitionedDataset(*ds, *plan, o.dataset().path(), dir).ok());
-  return dir;
 }
 
 // Trains with `workers` in-process workers; `trainers` (optional) keeps them for inspection.

@@ -62,5 +62,51 @@ TEST(Blocks, PermutationIsABijectionAndBlocksCoverIt) {
   EXPECT_EQ(total, 103);
 }
 
+// Blocks cut at given bounds (a partitioned dataset's parts): the identity order, empty blocks allowed.
+TEST(Blocks, FromBoundsCutsTheIdentityOrder) {
+  const VertexBlocks b = VertexBlocks::FromBounds({0, 4, 4, 10});
+  EXPECT_EQ(b.blocks, 3);
+  EXPECT_EQ(b.n, 10);
+  EXPECT_EQ(b.Size(1), 0);
+  for (int64_t p = 0; p < 10; ++p) {
+    EXPECT_EQ(b.order[p], p);
+    EXPECT_EQ(b.BlockOf(p), p < 4 ? 0 : 2) << p;
+  }
+}
+
+// A block's rows from entries sent by several workers equal BlockRows of the whole matrix; a bad
+// length, an entry outside the block and a non-finite weight name the sender.
+TEST(Blocks, BlockRowsFromSentEntries) {
+  const Csr a = RandomMatrix(40, 3, 9);
+  const VertexBlocks b = VertexBlocks::Make(40, 3, 5);
+  std::vector<std::string> got(2);
+  a.VisitIndices([&](const auto* col) {
+    for (int64_t v = 0; v < 40; ++v) {
+      for (int64_t e = a.row_ptr()[v]; e < a.row_ptr()[v + 1]; ++e) {
+        const int64_t p = b.position[v];
+        if (b.BlockOf(p) == 1) AppendEntry(&got[v % 2], static_cast<int32_t>(p), static_cast<int32_t>(b.position[col[e]]), a.val()[e]);
+      }
+    }
+  });
+  auto rows = DecodeBlockRows(got, b, 1);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const Tensor x = RandomDense(40, 2, 3);
+  EXPECT_LT(RelativeError(ops::Spmm(*rows, x, ops::SpmmReduce::kSum), ops::Spmm(BlockRows(a, b, 1), x, ops::SpmmReduce::kSum)),
+            1e-6);
+  auto fails_naming_worker_1 = [&](std::string bad, const std::string& why) {
+    std::vector<std::string> sent = {got[0], std::move(bad)};
+    auto r = DecodeBlockRows(sent, b, 1);
+    ASSERT_FALSE(r.ok()) << why;
+    EXPECT_NE(r.status().message().find("worker 1"), std::string::npos) << r.status();
+  };
+  fails_naming_worker_1(got[1] + "x", "length");
+  std::string outside;
+  AppendEntry(&outside, static_cast<int32_t>(b.Lo(0)), 0, 1.0f);
+  fails_naming_worker_1(outside, "a row of block 0");
+  std::string nan;
+  AppendEntry(&nan, static_cast<int32_t>(b.Lo(1)), 0, std::nanf(""));
+  fails_naming_worker_1(nan, "a NaN weight");
+}
+
 }  // namespace
 }  // namespace fg::grid
