@@ -8,7 +8,10 @@
 #
 #   bench/distributed/memory.sh [--scale 20] [--parts "1 2 4 8"] [--epochs 3] [--method metis]
 #                               [--build build/release] [--threads 1] [--features 128] [--hidden 256]
-#                               [--csv FILE] [--max_ratio R] [--repeat N]
+#                               [--csv FILE] [--max_ratio R] [--repeat N] [--exchange E]
+#
+# --exchange E trains the P workers with `--exchange E`; a process grid with its shape
+# (2d:PRxPC, 3d:PRxPCxPF, 1.5d:c=C) gets a dataset of one part per row block (PR, or P / C).
 #
 # --repeat N launches each P N times and keeps the run whose largest worker peaked lowest: the
 # message timing of a run only ever adds to a peak (at RMAT-16, a worker's peak varied by up to
@@ -19,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scale=20; parts="1 2 4 8"; epochs=3; method=metis; build=build/release; threads=1; features=128; hidden=256
-csv=""; max_ratio=""; repeat=1
+csv=""; max_ratio=""; repeat=1; exchange=auto
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) scale=$2; shift 2;;
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --csv) csv=$2; shift 2;;
     --repeat) repeat=$2; shift 2;;
     --max_ratio) max_ratio=$2; shift 2;;
+    --exchange) exchange=$2; shift 2;;
     *) echo "unknown argument $1" >&2; exit 2;;
   esac
 done
@@ -55,20 +59,30 @@ train="--model gcn --hidden $hidden --epochs $epochs --threads $threads --quiet"
 "$fg" train --dataset "$source_file" $train --summary_json "$work/single.json" > /dev/null 2>&1
 [ -n "$csv" ] || csv=$out/memory_scale$scale.csv
 mkdir -p "$(dirname "$csv")"
-echo "parts,method,worker_peak_rss_mib,worker_ratio,coordinator_peak_rss_mib,coordinator_ratio,single_peak_rss_mib,bytes_exchanged_per_epoch,epoch_seconds,edge_cut_fraction,worker_peak_tensor_mib" > "$csv"
+echo "parts,method,worker_peak_rss_mib,worker_ratio,coordinator_peak_rss_mib,coordinator_ratio,single_peak_rss_mib,bytes_exchanged_per_epoch,epoch_seconds,edge_cut_fraction,worker_peak_tensor_mib,exchange,dataset_parts" > "$csv"
 for p in $parts; do
-  echo "memory: $p parts" >&2
+  # The parts to write: one per worker, or one per row block of the grid's shape.
+  blocks=$(python3 - "$exchange" "$p" <<'PY'
+import re, sys
+e, p = sys.argv[1], int(sys.argv[2])
+m = re.match(r"(2d|3d):(\d+)x", e) or re.match(r"1\.5d:c=(\d+)", e)
+if e.split(":")[0] in ("2d", "3d") and not m or e.startswith("1.5d") and not m:
+    sys.exit(f"memory: --exchange {e}: give the grid's shape (2d:PRxPC, 3d:PRxPCxPF, 1.5d:c=C)")
+print(p if not m else (int(m.group(2)) if e[0] in "23" else p // int(m.group(1))))
+PY
+  )
+  echo "memory: $p workers, $blocks parts" >&2
   rm -rf "$work/parts"
-  "$fg" partition --quiet --dataset "$source_file" --parts "$p" --method "$method" --model gcn \
+  "$fg" partition --quiet --dataset "$source_file" --parts "$blocks" --method "$method" --model gcn \
     --hidden "$hidden" --out "$work/parts" --summary_json "$work/partition.json" > /dev/null
   "$fg" info "$work/parts" --summary_json "$work/info.json" > /dev/null
   runs=()
   for i in $(seq "$repeat"); do
-    "$fg" launch --quiet --workers "$p" --log_dir "$work/logs$p.$i" -- train --dataset "$work/parts" \
+    "$fg" launch --quiet --workers "$p" --exchange "$exchange" --log_dir "$work/logs$p.$i" -- train --dataset "$work/parts" \
       $train --summary_json "$work/run$i.json" > /dev/null 2>&1
     runs+=("$work/run$i.json")
   done
-  python3 - "$work/single.json" "$work/info.json" "$p" "$method" "${runs[@]}" >> "$csv" <<'PY'
+  python3 - "$work/single.json" "$work/info.json" "$p" "$method" "$exchange" "$blocks" "${runs[@]}" >> "$csv" <<'PY'
 import json, sys
 single = json.load(open(sys.argv[1]))["peak_rss_bytes"]
 info = json.load(open(sys.argv[2]))
@@ -76,7 +90,7 @@ mib = lambda b: round(b / 2**20, 1)
 def largest(run):
     return max([w["peak_rss_bytes"] for w in run.get("workers", [])] or [run["peak_rss_bytes"]])
 # With --repeat, the run whose largest worker peaked lowest (timing only ever adds to a peak).
-runs = sorted((json.load(open(f)) for f in sys.argv[5:]), key=largest)
+runs = sorted((json.load(open(f)) for f in sys.argv[7:]), key=largest)
 if len(runs) > 1:
     print(f"memory: P = {sys.argv[3]}: largest worker over {len(runs)} runs " +
           ", ".join(f"{largest(r) / single:.3f}x" for r in runs) + "; the lowest counts", file=sys.stderr)
@@ -90,7 +104,7 @@ traffic = sum(w["bytes_features_per_epoch"] + w["bytes_partials_per_epoch"] +
 cut = sum(int(x) for x in info["partCutInEdges"]) / max(1, sum(int(x) for x in info["partInEdges"]))
 print(",".join(str(v) for v in [sys.argv[3], sys.argv[4], mib(worker), round(worker / single, 3),
       mib(coord), round(coord / single, 3), mib(single), traffic,
-      round(run["epoch_seconds_median"], 3), round(cut, 3), mib(tensors)]))
+      round(run["epoch_seconds_median"], 3), round(cut, 3), mib(tensors), sys.argv[5], sys.argv[6]]))
 PY
 done
 cat "$csv"
