@@ -42,7 +42,7 @@ void AddFlags(FlagSet* f) {
   // The dataset and the model whose HDGs and layer costs weigh the vertices, as `train` takes them
   // (the seed also keys hashing and METIS).
   AddModelFlags(f);
-  f->AddString("parts", "2", "number of parts (workers); over --config's partition.parts");
+  f->AddString("parts", "2", "number of parts (workers, or a process grid's row blocks); over --config's partition.parts");
   f->AddString("method", "balanced",
                "hash, range, metis or balanced (METIS + cost-model rebalancing); over --config's "
                "partition.method");
@@ -178,7 +178,7 @@ absl::Status Run(Invocation& inv) {
 
 int PartitionMain(const std::vector<std::string>& args) {
   FlagSet flags("partition",
-                "Partitions a dataset for distributed training: writes one part per worker.");
+                "Partitions a dataset for distributed training: writes one part per worker (or per row block of a process grid).");
   AddFlags(&flags);
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "flexgraph partition: %s\n\n%s", std::string(s.message()).c_str(),
