@@ -51,6 +51,13 @@ absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int work
     out.summary = out.description = partition::DescribePartitioned(meta);
     return out;
   }
+  if (grid.active()) {
+    // An explicit process grid cuts the vertices into its own blocks: no partition to plan.
+    FG_ASSIGN_OR_RETURN(const grid::GridSpec g, grid::ResolveGridSpec(grid, workers));
+    out.summary = out.description =
+        absl::StrCat("--exchange ", grid::DescribeGrid(g), ": no partition (the grid's blocks)\n");
+    return out;
+  }
   // A dataset every worker loads whole: partition it here; every worker gets the owner table.
   graph::LoadOptions load;
   load.split = train.dataset().split();

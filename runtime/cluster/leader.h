@@ -17,7 +17,7 @@
 namespace fg::runtime {
 
 struct OwnerPlan {
-  std::vector<int32_t> owners;  // per vertex; empty for a partitioned dataset (its parts own)
+  std::vector<int32_t> owners;  // per vertex; empty for a partitioned dataset (its parts own) or a grid
   std::string description;      // one line for the leader's log
   std::string summary;          // the partition's table, for the workers' logs
 };
@@ -31,9 +31,10 @@ absl::StatusOr<partition::PartitionPlan> PartitionForRun(const graph::Dataset& d
                                                         const flexgraph::RunConfig& train, int workers,
                                                         partition::Method method);
 
-// A dataset loaded whole is partitioned here with `method` (hash, range, metis or balanced); a
-// partitioned dataset's metadata is read, and its part count must equal `workers` or, over the
-// process grid `grid` (--exchange 2d ...), the grid's row blocks (each block's workers read its part).
+// A dataset loaded whole is partitioned here with `method` (hash, range, metis or balanced), unless
+// the run has a process grid `grid` (--exchange 2d ...: no owners, the grid has its blocks); a
+// partitioned dataset's metadata is read, and its part count must equal `workers` or the grid's row
+// blocks (each block's workers read its part).
 absl::StatusOr<OwnerPlan> PlanOwners(const flexgraph::RunConfig& train, int workers, const std::string& method,
                                      const grid::GridSpec& grid = {});
 

@@ -214,7 +214,7 @@ absl::Status Trainer::LoadData() {
   space_ = nau::VertexSpace(dataset_.graph);
   if (dataset_.part) {
     exec_.SetOwnership(Ownership(space_, dataset_.part->bounds));
-  } else if (distributed() && exec_.ownership().num_vertices() != space_.size()) {
+  } else if (distributed() && !exec_.setup().grid.active() && exec_.ownership().num_vertices() != space_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("partition plan covers ",
                                                    exec_.ownership().num_vertices(),
                                                    " vertices, dataset has ", space_.size()));

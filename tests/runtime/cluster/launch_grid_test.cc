@@ -40,6 +40,8 @@ void ExpectLaunchMatches(const std::string& d, const std::string& model_args, co
   EXPECT_NE(summary.find("\"exchange\": \"" + described + "\""), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"bytes_features_per_epoch\""), std::string::npos) << summary;
   EXPECT_GT(Field(summary, "bytes_total"), 0) << summary;
+  // The grid cuts the vertices itself: the coordinator plans no partition (nor loads the graph).
+  EXPECT_NE(Read(d + "/logs/coordinator.log").find("--exchange " + described + ": no partition"), std::string::npos);
 }
 
 TEST(GridLaunch, FourWorkerProcessesMatchSingleProcess) {
